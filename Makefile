@@ -1,0 +1,37 @@
+# afc: every target creates .venv and installs what it needs, so it works on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+EXTRAS := test,onnx,torch,safetensors
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench lint typecheck lit pytest clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[$(EXTRAS)]'
+	touch $@
+
+run: $(STAMP)
+	$(BIN)/afc run examples/mlp.mlir --random-inputs 0
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+lit: $(STAMP)
+	$(BIN)/lit -sv --order=smart tests/filecheck
+
+pytest: $(STAMP)
+	$(BIN)/pytest -q -n 2
+
+test: lint typecheck lit pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

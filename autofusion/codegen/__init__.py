@@ -1,0 +1,10 @@
+"""afc's output targets (`afc-opt -t NAME`), each behind a factory."""
+
+from collections.abc import Callable
+
+from xdsl.utils.target import Target
+
+
+def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
+    """afc's targets by name."""
+    return {}

@@ -1,0 +1,142 @@
+"""Reading and writing MLIR text: a context with afc's dialects, located verification.
+
+The parser records where each op starts, so that a verifier failure is reported as
+`file:line:col: message` for the op that failed rather than as a dump of the module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from io import StringIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Dialect, Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException
+
+from autofusion.diagnostics import LineIndex, LocatedVerifyError, UserError
+
+
+def _upstream_dialects() -> dict[str, Callable[[], Dialect]]:
+    """The upstream xDSL dialects afc's IR uses."""
+
+    def builtin() -> Dialect:
+        from xdsl.dialects.builtin import Builtin
+
+        return Builtin
+
+    def func() -> Dialect:
+        from xdsl.dialects.func import Func
+
+        return Func
+
+    def arith() -> Dialect:
+        from xdsl.dialects.arith import Arith
+
+        return Arith
+
+    def scf() -> Dialect:
+        from xdsl.dialects.scf import Scf
+
+        return Scf
+
+    def memref() -> Dialect:
+        from xdsl.dialects.memref import MemRef
+
+        return MemRef
+
+    def test() -> Dialect:
+        from xdsl.dialects.test import Test
+
+        return Test
+
+    return {
+        "builtin": builtin,
+        "func": func,
+        "arith": arith,
+        "scf": scf,
+        "memref": memref,
+        "test": test,
+    }
+
+
+def default_context() -> Context:
+    """A context with afc's dialects and the upstream ones it builds on, loaded lazily."""
+    from autofusion.dialects import get_all_dialects
+
+    ctx = Context()
+    for name, factory in {**_upstream_dialects(), **get_all_dialects()}.items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+class LocatingParser(Parser):
+    """An MLIR parser that remembers the source offset of every operation."""
+
+    def __init__(self, ctx: Context, text: str, name: str) -> None:
+        super().__init__(ctx, text, name)
+        self.op_offsets: dict[Operation, int] = {}
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        self.op_offsets[op] = start
+        return op
+
+
+def _decode(data: str | bytes, name: str) -> str:
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"input is not UTF-8 text (bad byte at offset {e.start})", name) from e
+
+
+def verify_located(
+    module: Operation, offsets: dict[Operation, int], index: LineIndex | None
+) -> None:
+    """Verify `module`; on failure, raise an error located at the first failing op."""
+    try:
+        module.verify()
+        return
+    except DiagnosticException as whole:
+        failure: Exception = whole
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except (DiagnosticException, ValueError) as e:
+            message = str(e).split("\n", 1)[0].strip()
+            message = message.removeprefix("Operation does not verify: ")
+            where = None
+            if index is not None and op in offsets:
+                where = index.location(offsets[op])
+            raise LocatedVerifyError(message, where) from e
+    raise LocatedVerifyError(str(failure).split("\n", 1)[0], None)
+
+
+def parse_module(
+    ctx: Context, data: str | bytes, name: str = "<stdin>", line_offset: int = 0
+) -> ModuleOp:
+    """Parse and verify MLIR text, raising located one-line errors.
+
+    `line_offset` is the line the text starts at in its file (for --split-input-file).
+    """
+    text = _decode(data, name)
+    parser = LocatingParser(ctx, text, name)
+    module = parser.parse_module()
+    verify_located(module, parser.op_offsets, LineIndex(text, name, line_offset))
+    return module
+
+
+def module_to_text(ctx: Context, module: ModuleOp, generic: bool = False) -> str:
+    """Print a module as MLIR text, with the resource blobs it references."""
+    from xdsl.printer import Printer
+
+    out = StringIO()
+    printer = Printer(stream=out, print_generic_format=generic)
+    printer.print_op(module)
+    printer.print_metadata(ctx.loaded_dialects)
+    out.write("\n")
+    return out.getvalue()

@@ -1,0 +1,105 @@
+"""afc-opt: xdsl-opt with afc's dialects, passes, targets and frontends registered.
+
+afc-opt model.mlir --pass-pipeline='builtin.module(graph-fusion,ub-fusion)' -t ascendc
+afc-opt model.mlir -p 'graph-fusion,ub-fusion{chip=Ascend910B1}'
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import IO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from autofusion.diagnostics import UserError, run_tool
+from autofusion.tools.atomic_output import atomic_file, split_output_flag
+from autofusion.tools.pipeline_spec import mlir_pipeline_to_xdsl
+from frontends import Frontend
+
+
+def _pass_pipeline(spec: str) -> str:
+    try:
+        return mlir_pipeline_to_xdsl(spec)
+    except UserError as e:
+        raise argparse.ArgumentTypeError(str(e)) from e
+
+
+class AfcOptMain(xDSLOptMain):
+    """The afc-opt driver; it only registers afc's constructs on top of xDSL's."""
+
+    version_format = "afc-opt 0.1.0 (xdsl {xdsl_version})"
+
+    def register_all_dialects(self) -> None:
+        from autofusion.dialects import get_all_dialects
+
+        super().register_all_dialects()
+        known = set(self.ctx.registered_dialect_names)
+        for name, factory in get_all_dialects().items():
+            if name not in known:  # already there when installed as an xdsl.universe plugin
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        from autofusion.passes import get_all_passes
+
+        super().register_all_passes()
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        from autofusion.codegen import get_all_targets
+
+        super().register_all_targets()
+        self.available_targets.update(get_all_targets())
+
+    def register_all_frontends(self) -> None:
+        from autofusion.mlir_io import parse_module
+        from frontends import get_all_frontends
+
+        super().register_all_frontends()
+
+        def bind(frontend: Frontend) -> Callable[[IO[bytes]], ModuleOp]:
+            return lambda stream: frontend(self.ctx, stream.read(), self.get_input_name())
+
+        for ext, frontend in get_all_frontends().items():
+            self.available_frontends[ext] = bind(frontend)
+        # MLIR input is parsed with located verification; the chunk's first line is
+        # known only in parse_chunk, which records it
+        self.available_frontends["mlir"] = lambda stream: parse_module(
+            self.ctx, stream.read(), self.get_input_name(), self._chunk_line_offset
+        )
+
+    _chunk_line_offset = 0
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        self._chunk_line_offset = start_offset
+        return super().parse_chunk(chunk, file_extension, start_offset)
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--pass-pipeline",
+            dest="passes",
+            type=_pass_pipeline,
+            help="MLIR-style pipeline, e.g. 'builtin.module(graph-fusion,ub-fusion)'",
+        )
+        # errors are one line: drop the usage banner argparse prints before them
+        arg_parser.print_usage = lambda file=None: None  # type: ignore[method-assign]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+
+    def body() -> None:
+        rest, output = split_output_flag(args)
+        if output is None or output == "-":
+            AfcOptMain(args=rest).run()
+            return
+        with atomic_file(output) as tmp:
+            AfcOptMain(args=[*rest, "-o", str(tmp)]).run()
+
+    return run_tool("afc-opt", body)

@@ -1,0 +1,18 @@
+"""`make bench`: every benchmark of afc, printed as tables."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import parse_print
+
+
+def main() -> None:
+    parse_print.main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,23 @@
+"""Frontends: model files to the graph dialect, chosen by file extension.
+
+Each frontend is `(ctx, data, name) -> ModuleOp`; its imports are deferred so that a
+tool only pays for the frontend it uses (and onnx/torch stay optional).
+"""
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+Frontend = Callable[[Context, bytes, str], ModuleOp]
+
+
+def _mlir(ctx: Context, data: bytes, name: str) -> ModuleOp:
+    from autofusion.mlir_io import parse_module
+
+    return parse_module(ctx, data, name)
+
+
+def get_all_frontends() -> dict[str, Frontend]:
+    """Frontends by file extension."""
+    return {"mlir": _mlir}

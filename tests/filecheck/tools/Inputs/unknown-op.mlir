@@ -1,0 +1,4 @@
+func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %b = graph.frobnicate %a : tensor<4xf32>
+  func.return %b : tensor<4xf32>
+}
