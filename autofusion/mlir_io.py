@@ -132,11 +132,15 @@ def parse_module(
 
 def module_to_text(ctx: Context, module: ModuleOp, generic: bool = False) -> str:
     """Print a module as MLIR text, with the resource blobs it references."""
+    from xdsl.dialects.builtin import Builtin
     from xdsl.printer import Printer
 
     out = StringIO()
     printer = Printer(stream=out, print_generic_format=generic)
     printer.print_op(module)
-    printer.print_metadata(ctx.loaded_dialects)
+    # blobs live in the builtin dialect's interface even if ctx never loaded it
+    dialects = {d.name: d for d in ctx.loaded_dialects}
+    dialects.setdefault("builtin", Builtin)
+    printer.print_metadata(dialects.values())
     out.write("\n")
     return out.getvalue()

@@ -75,6 +75,12 @@ def broadcasts_to(src: Sequence[int], dst: Sequence[int]) -> bool:
         return False
 
 
+def require_broadcast(src: Sequence[int], dst: Sequence[int], what: str) -> None:
+    """Raise unless `src` (named `what`) broadcasts to exactly `dst`."""
+    if not broadcasts_to(src, dst):
+        raise ShapeError(f"{what} {fmt(src)} does not broadcast to {fmt(dst)}")
+
+
 def matmul(a: Sequence[int], b: Sequence[int]) -> Shape:
     """ONNX MatMul (numpy matmul): batch dims broadcast, 1-D operands are promoted."""
     if not a or not b:

@@ -84,12 +84,14 @@ def make_interpreter(
     module: ModuleOp, shape_only_fill: Callable[..., np.ndarray] | None = None
 ) -> Interpreter:
     from autofusion.interpreter.graph import GraphFunctions
+    from autofusion.interpreter.graph_fused import GraphFusedFunctions
 
     interp = Interpreter(module)
     interp.register_implementations(FuncFunctions())
     graph_functions = GraphFunctions()
     graph_functions.shape_only_fill = shape_only_fill
     interp.register_implementations(graph_functions)
+    interp.register_implementations(GraphFusedFunctions())
     return interp
 
 

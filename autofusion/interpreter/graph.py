@@ -230,6 +230,31 @@ _REDUCE: dict[type[Operation], Callable[..., Array]] = {
 }
 
 
+_ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
+    "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
+    "gelu": lambda x: gelu(x, "none"),
+    "gelu_tanh": lambda x: gelu(x, "tanh"),
+    "silu": lambda x: x * sigmoid(x),
+    "sigmoid": sigmoid,
+}
+
+
+def apply_activation(op: Operation, y: Array) -> Array:
+    """The optional activation epilogue of a cube op (graph.ACTIVATIONS)."""
+    p = _props(op)
+    if not p.has("activation"):
+        return y
+    act = p.text("activation")
+    if act == "clip":
+        lo, hi = p.opt_real("clip_min"), p.opt_real("clip_max")
+        if lo is not None:
+            y = np.maximum(y, np.asarray(lo).astype(y.dtype))
+        if hi is not None:
+            y = np.minimum(y, np.asarray(hi).astype(y.dtype))
+        return y
+    return _ACTIVATIONS[act](y)
+
+
 def _quiet(fn: Callable[[], Array]) -> Array:
     # inf and nan are values, not errors: ONNX Runtime returns them silently too
     with np.errstate(all="ignore"):
@@ -461,8 +486,15 @@ class GraphFunctions(InterpreterFunctions):
 
     @impl(graph.MatmulOp)
     def run_matmul(self, i: Interpreter, op: graph.MatmulOp, args: PythonValues) -> PythonValues:
-        a, b = (_compute(v) for v in args)
-        return (_result(op, _quiet(lambda: np.matmul(a, b))),)
+        a, b = _compute(args[0]), _compute(args[1])
+
+        def matmul() -> Array:
+            y = np.matmul(a, b)
+            if len(args) == 3:
+                y = y + _compute(args[2])
+            return apply_activation(op, y)
+
+        return (_result(op, _quiet(matmul)),)
 
     @impl(graph.GemmOp)
     def run_gemm(self, i: Interpreter, op: graph.GemmOp, args: PythonValues) -> PythonValues:
@@ -476,7 +508,7 @@ class GraphFunctions(InterpreterFunctions):
             y = alpha * (a @ b)
             if len(args) == 3:
                 y = y + beta * _compute(args[2])
-            return cast(Array, y)
+            return apply_activation(op, y)
 
         return (_result(op, _quiet(gemm)),)
 
@@ -494,7 +526,7 @@ class GraphFunctions(InterpreterFunctions):
             p.integers("dilations"),
             p.integer("group"),
         )
-        return (_result(op, y),)
+        return (_result(op, _quiet(lambda: apply_activation(op, y))),)
 
     # ---- normalization ----------------------------------------------------------
 

@@ -11,16 +11,20 @@ from collections.abc import Sequence
 
 from autofusion.diagnostics import run_tool
 
+# subcommand -> (module with add_arguments/main, help)
+COMMANDS = {
+    "import": ("autofusion.tools.import_model", "convert a model file to graph-dialect MLIR"),
+    "run": ("autofusion.tools.run", "interpret a model on inputs from an .npz file"),
+}
+
 
 def _parser() -> argparse.ArgumentParser:
-    from autofusion.tools import run
+    import importlib
 
     parser = argparse.ArgumentParser(prog="afc", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands = {
-        "run": (run, "interpret a model on inputs from an .npz file"),
-    }
-    for name, (module, help_text) in commands.items():
+    for name, (module_name, help_text) in COMMANDS.items():
+        module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(p)
         p.set_defaults(handler=module.main)

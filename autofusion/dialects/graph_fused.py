@@ -1,0 +1,341 @@
+"""Named fused ops of the graph dialect: what graph fusion and split fusion produce.
+
+Each op is exactly equivalent to a small subgraph of primitive graph ops (its docstring
+gives the formula); the interpreter implements that formula, and the ONNX exporter emits
+the subgraph as a model-local function where ONNX has no single op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import BoolAttr, FloatAttr, IntegerAttr, StringAttr, TensorType, i1
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.graph_base import (
+    Fusible,
+    FusionKind,
+    GraphOp,
+    Props,
+    _check_epsilon,
+    infer_norm,
+    tensor,
+)
+from autofusion.dialects.shape_inference import DYN, ShapeError
+
+ATTENTION_LAYOUTS = ("BNSD", "BSND")
+
+
+def _same_element_type(types: Sequence[TensorType], what: Sequence[str]) -> None:
+    first = types[0].element_type
+    for t, name in zip(types[1:], what[1:]):
+        if t.element_type != first:
+            raise ShapeError(f"{name} has element type {t.element_type}, not {first}")
+
+
+@irdl_op_definition
+class FlashAttentionOp(GraphOp):
+    """Scaled dot-product attention in one kernel (CANN FlashAttentionScore).
+
+    With layout BNSD, query is [B, Hq, Sq, D], key [B, Hkv, Skv, D], value
+    [B, Hkv, Skv, Dv] and the result [B, Hq, Sq, Dv]; BSND swaps the head and sequence
+    axes of all four. Grouped-query attention: Hq is a multiple of Hkv and query head h
+    reads key/value head h // (Hq / Hkv) (transformers' repeat_kv).
+
+        s = scale * q @ k^T                       (per head, float32)
+        s = s + mask          if mask is float    (additive)
+        s = where(mask, s, -inf) if mask is i1    (true = attend)
+        s[i, j] = -inf for j > i if causal        (top-left aligned, as torch SDPA)
+        out = softmax(s, axis=-1) @ v
+
+    The mask broadcasts to [B, Hq, Sq, Skv] whatever the layout.
+    """
+
+    name = "graph.flash_attention"
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    mask = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    scale = prop_def(FloatAttr)
+    causal = prop_def(BoolAttr)
+    layout = prop_def(StringAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.CUBE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        layout = p.text("layout")
+        if layout not in ATTENTION_LAYOUTS:
+            raise ShapeError(f"layout must be one of {ATTENTION_LAYOUTS}")
+        q, k, v = (t.get_shape() for t in types[:3])
+        if any(len(s) != 4 for s in (q, k, v)):
+            raise ShapeError("query, key and value must be 4-D")
+        # logical views [B, H, S, D]
+        order = (0, 1, 2, 3) if layout == "BNSD" else (0, 2, 1, 3)
+        qb, kb, vb = ([s[i] for i in order] for s in (q, k, v))
+        _same_element_type(types[:3], ("query", "key", "value"))
+        for name, (a, b) in {
+            "batch of key": (qb[0], kb[0]),
+            "batch of value": (qb[0], vb[0]),
+            "key and value heads": (kb[1], vb[1]),
+            "key and value sequence": (kb[2], vb[2]),
+            "head dim of query and key": (qb[3], kb[3]),
+        }.items():
+            if not si.dims_compatible(a, b):
+                raise ShapeError(f"{name} differ: {a} vs {b}")
+        if DYN not in (qb[1], kb[1]) and qb[1] % kb[1]:
+            raise ShapeError(f"query heads {qb[1]} are not a multiple of key/value heads {kb[1]}")
+        if len(types) == 4:
+            m = types[3]
+            if m.element_type not in (i1, types[0].element_type):
+                raise ShapeError(
+                    f"mask must be i1 or {types[0].element_type}, got {m.element_type}"
+                )
+            full = (qb[0], qb[1], qb[2], kb[2])
+            if not si.broadcasts_to(m.get_shape(), full):
+                raise ShapeError(
+                    f"mask {si.fmt(m.get_shape())} does not broadcast to {si.fmt(full)}"
+                )
+        if not p.real("scale") > 0:
+            raise ShapeError("scale must be > 0")
+        p.flag("causal")
+        out = [qb[0], qb[1], qb[2], vb[3]]
+        out = [out[i] for i in order]
+        return [tensor(out, types[0].element_type)]
+
+
+@irdl_op_definition
+class RopeOp(GraphOp):
+    """Rotary position embedding (transformers' apply_rotary_pos_emb).
+
+        y = x * cos + rotate(x) * sin
+        rotate(x) = concat(-x[..., D/2:], x[..., :D/2])      (interleaved = false, Llama)
+        rotate(x)[2i], rotate(x)[2i+1] = -x[2i+1], x[2i]      (interleaved = true, GPT-J)
+
+    cos and sin broadcast to x, whose last dim D is even.
+    """
+
+    name = "graph.rope"
+    input = operand_def(TensorType)
+    cos = operand_def(TensorType)
+    sin = operand_def(TensorType)
+    output = result_def(TensorType)
+    interleaved = prop_def(BoolAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.BROADCAST))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0]
+        shape = x.get_shape()
+        if not shape or (shape[-1] != DYN and shape[-1] % 2):
+            raise ShapeError(f"the last dim of the input must be even, got {si.fmt(shape)}")
+        _same_element_type(types, ("input", "cos", "sin"))
+        for t, what in zip(types[1:], ("cos", "sin")):
+            if not si.broadcasts_to(t.get_shape(), shape):
+                raise ShapeError(
+                    f"{what} {si.fmt(t.get_shape())} does not broadcast to {si.fmt(shape)}"
+                )
+        p.flag("interleaved")
+        return [x]
+
+
+@irdl_op_definition
+class SwigluOp(GraphOp):
+    """SwiGLU gate: y = silu(gate) * up, with numpy broadcasting (CANN SwiGlu)."""
+
+    name = "graph.swiglu"
+    gate = operand_def(TensorType)
+    up = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), Fusible(FusionKind.BROADCAST))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        _same_element_type(types, ("gate", "up"))
+        return [
+            tensor(si.broadcast(types[0].get_shape(), types[1].get_shape()), types[0].element_type)
+        ]
+
+
+class AddNormOp(GraphOp):
+    """Residual add followed by a norm; returns the norm and the sum (for the next residual).
+
+    Subclasses declare their operands themselves: IRDL orders inherited operand
+    definitions after a subclass's own, which would put `bias` first.
+    """
+
+    traits = traits_def(Pure(), Fusible(FusionKind.REDUCE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x, r = types[0], types[1]
+        if not si.shapes_compatible(x.get_shape(), r.get_shape()):
+            raise ShapeError(
+                f"residual {si.fmt(r.get_shape())} differs from input {si.fmt(x.get_shape())}"
+            )
+        _same_element_type(types[:2], ("input", "residual"))
+        (y,) = infer_norm([x, *types[2:]], p)
+        return [y, x]
+
+
+@irdl_op_definition
+class AddLayerNormOp(AddNormOp):
+    """sum = x + residual; y = layer_norm(sum, scale, bias) (CANN AddLayerNorm)."""
+
+    name = "graph.add_layer_norm"
+    input = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    sum = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    epsilon = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class AddRmsNormOp(AddNormOp):
+    """sum = x + residual; y = rms_norm(sum, scale) (CANN AddRmsNorm)."""
+
+    name = "graph.add_rms_norm"
+    input = operand_def(TensorType)
+    residual = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    output = result_def(TensorType)
+    sum = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    epsilon = prop_def(FloatAttr)
+
+
+def _stats_shape(x: TensorType, p: Props) -> list[int]:
+    shape = x.get_shape()
+    axis = si.normalize_axis(p.integer("axis"), len(shape))
+    return [*shape[:axis], *([1] * (len(shape) - axis))]
+
+
+@irdl_op_definition
+class LayerNormStatsOp(GraphOp):
+    """The statistics half of a split layer norm, over axes [axis, rank), kept as size 1.
+
+    mean = reduce_mean(x); rstd = 1 / sqrt(reduce_mean((x - mean)^2) + epsilon)
+    """
+
+    name = "graph.layer_norm_stats"
+    input = operand_def(TensorType)
+    mean = result_def(TensorType)
+    rstd = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.REDUCE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        _check_epsilon(p)
+        t = tensor(_stats_shape(types[0], p), types[0].element_type)
+        return [t, t]
+
+
+@irdl_op_definition
+class RmsNormStatsOp(GraphOp):
+    """The statistics half of a split RMS norm: rstd = 1 / sqrt(mean(x^2) + epsilon)."""
+
+    name = "graph.rms_norm_stats"
+    input = operand_def(TensorType)
+    rstd = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    epsilon = prop_def(FloatAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.REDUCE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        _check_epsilon(p)
+        return [tensor(_stats_shape(types[0], p), types[0].element_type)]
+
+
+def _check_stats_operand(x: TensorType, stat: TensorType, p: Props, what: str) -> None:
+    want = _stats_shape(x, p)
+    if not si.shapes_compatible(stat.get_shape(), want):
+        raise ShapeError(f"{what} has shape {si.fmt(stat.get_shape())}, expected {si.fmt(want)}")
+
+
+def _check_norm_params(x: TensorType, params: Sequence[TensorType], p: Props) -> None:
+    shape = x.get_shape()
+    norm = shape[si.normalize_axis(p.integer("axis"), len(shape)) :]
+    for t, what in zip(params, ("scale", "bias")):
+        si.require_broadcast(t.get_shape(), norm, what)
+
+
+@irdl_op_definition
+class LayerNormApplyOp(GraphOp):
+    """The normalize half of a split layer norm: y = (x - mean) * rstd * scale + bias."""
+
+    name = "graph.layer_norm_apply"
+    input = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    rstd = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.BROADCAST))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0]
+        _same_element_type(types, ("input", "mean", "rstd", "scale", "bias"))
+        _check_stats_operand(x, types[1], p, "mean")
+        _check_stats_operand(x, types[2], p, "rstd")
+        _check_norm_params(x, types[3:], p)
+        return [x]
+
+
+@irdl_op_definition
+class RmsNormApplyOp(GraphOp):
+    """The normalize half of a split RMS norm: y = x * rstd * scale."""
+
+    name = "graph.rms_norm_apply"
+    input = operand_def(TensorType)
+    rstd = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.BROADCAST))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0]
+        _same_element_type(types, ("input", "rstd", "scale"))
+        _check_stats_operand(x, types[1], p, "rstd")
+        _check_norm_params(x, types[2:], p)
+        return [x]
+
+
+FUSED_OPS = [
+    FlashAttentionOp,
+    RopeOp,
+    SwigluOp,
+    AddLayerNormOp,
+    AddRmsNormOp,
+    LayerNormStatsOp,
+    RmsNormStatsOp,
+    LayerNormApplyOp,
+    RmsNormApplyOp,
+]

@@ -1,0 +1,169 @@
+"""Reference semantics of the named fused graph ops (see autofusion/dialects/graph_fused.py).
+
+Each implementation follows the formula in the op's docstring, in float32, so that a
+fusion rewrite is checked against the decomposed ops it replaces.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType, i1
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+
+from autofusion.dialects import graph
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.graph_fused import AddNormOp
+from autofusion.interpreter.graph import (
+    Array,
+    _compute,
+    _props,
+    _quiet,
+    _result,
+    normalize,
+    sigmoid,
+)
+
+
+def attention(
+    q: Array,
+    k: Array,
+    v: Array,
+    mask: Array | None,
+    scale: float,
+    causal: bool,
+    mask_is_bool: bool,
+) -> Array:
+    """softmax(scale * q k^T + mask) v on [B, H, S, D] arrays, with GQA head mapping."""
+    hq, hkv = q.shape[1], k.shape[1]
+    if hq != hkv:
+        # query head h reads kv head h // (hq // hkv): transformers' repeat_kv
+        k = np.repeat(k, hq // hkv, axis=1)
+        v = np.repeat(v, hq // hkv, axis=1)
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf) if mask_is_bool else s + mask
+    if causal:
+        sq, skv = s.shape[-2], s.shape[-1]
+        s = np.where(np.tril(np.ones((sq, skv), bool)), s, -np.inf)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    p = e / e.sum(axis=-1, keepdims=True)
+    return cast(Array, np.matmul(p, v))
+
+
+def rotate(x: Array, interleaved: bool) -> Array:
+    if interleaved:
+        out = np.empty_like(x)
+        out[..., 0::2] = -x[..., 1::2]
+        out[..., 1::2] = x[..., 0::2]
+        return out
+    half = x.shape[-1] // 2
+    return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+
+
+def _norm_axes(x: Array, axis: int) -> tuple[int, ...]:
+    return tuple(range(si.normalize_axis(axis, x.ndim), x.ndim))
+
+
+@register_impls
+class GraphFusedFunctions(InterpreterFunctions):
+    """numpy implementations of the named fused graph ops."""
+
+    @impl(graph.FlashAttentionOp)
+    def run_flash_attention(
+        self, i: Interpreter, op: graph.FlashAttentionOp, args: PythonValues
+    ) -> PythonValues:
+        p = _props(op)
+        q, k, v = (_compute(a) for a in args[:3])
+        bsnd = p.text("layout") == "BSND"
+        if bsnd:
+            q, k, v = (np.swapaxes(a, 1, 2) for a in (q, k, v))
+        mask = None
+        mask_is_bool = False
+        if len(args) == 4:
+            mask_is_bool = cast(TensorType, op.operands[3].type).element_type == i1
+            mask = args[3] if mask_is_bool else _compute(args[3])
+        out = _quiet(
+            lambda: attention(q, k, v, mask, p.real("scale"), p.flag("causal"), mask_is_bool)
+        )
+        if bsnd:
+            out = np.swapaxes(out, 1, 2)
+        return (_result(op, np.ascontiguousarray(out)),)
+
+    @impl(graph.RopeOp)
+    def run_rope(self, i: Interpreter, op: graph.RopeOp, args: PythonValues) -> PythonValues:
+        x, cos, sin = (_compute(a) for a in args)
+        inter = _props(op).flag("interleaved")
+        return (_result(op, x * cos + rotate(x, inter) * sin),)
+
+    @impl(graph.SwigluOp)
+    def run_swiglu(self, i: Interpreter, op: graph.SwigluOp, args: PythonValues) -> PythonValues:
+        gate, up = (_compute(a) for a in args)
+        return (_result(op, _quiet(lambda: gate * sigmoid(gate) * up)),)
+
+    def run_add_norm(self, op: AddNormOp, args: PythonValues, center: bool) -> PythonValues:
+        p = _props(op)
+        x, r = _compute(args[0]), _compute(args[1])
+        # the sum is rounded to the storage type before it is normalized, as the
+        # unfused add would have stored it
+        total = _result(op, x + r, 1)
+        s = _compute(total)
+        y = normalize(s, _norm_axes(s, p.integer("axis")), p.real("epsilon"), center)
+        y = y * _compute(args[2])
+        if len(args) == 4:
+            y = y + _compute(args[3])
+        return (_result(op, y, 0), total)
+
+    @impl(graph.AddLayerNormOp)
+    def run_add_layer_norm(
+        self, i: Interpreter, op: graph.AddLayerNormOp, args: PythonValues
+    ) -> PythonValues:
+        return self.run_add_norm(op, args, center=True)
+
+    @impl(graph.AddRmsNormOp)
+    def run_add_rms_norm(
+        self, i: Interpreter, op: graph.AddRmsNormOp, args: PythonValues
+    ) -> PythonValues:
+        return self.run_add_norm(op, args, center=False)
+
+    @impl(graph.LayerNormStatsOp)
+    def run_layer_norm_stats(
+        self, i: Interpreter, op: graph.LayerNormStatsOp, args: PythonValues
+    ) -> PythonValues:
+        p = _props(op)
+        x = _compute(args[0])
+        axes = _norm_axes(x, p.integer("axis"))
+        mean = x.mean(axis=axes, keepdims=True)
+        d = x - mean
+        rstd = 1 / np.sqrt((d * d).mean(axis=axes, keepdims=True) + p.real("epsilon"))
+        # the statistics stay in float32 inside the kernel; store them in the op's type
+        return (_result(op, mean, 0), _result(op, rstd, 1))
+
+    @impl(graph.RmsNormStatsOp)
+    def run_rms_norm_stats(
+        self, i: Interpreter, op: graph.RmsNormStatsOp, args: PythonValues
+    ) -> PythonValues:
+        p = _props(op)
+        x = _compute(args[0])
+        axes = _norm_axes(x, p.integer("axis"))
+        return (
+            _result(op, 1 / np.sqrt((x * x).mean(axis=axes, keepdims=True) + p.real("epsilon"))),
+        )
+
+    @impl(graph.LayerNormApplyOp)
+    def run_layer_norm_apply(
+        self, i: Interpreter, op: graph.LayerNormApplyOp, args: PythonValues
+    ) -> PythonValues:
+        x, mean, rstd, scale = (_compute(a) for a in args[:4])
+        y = (x - mean) * rstd * scale
+        if len(args) == 5:
+            y = y + _compute(args[4])
+        return (_result(op, y),)
+
+    @impl(graph.RmsNormApplyOp)
+    def run_rms_norm_apply(
+        self, i: Interpreter, op: graph.RmsNormApplyOp, args: PythonValues
+    ) -> PythonValues:
+        x, rstd, scale = (_compute(a) for a in args)
+        return (_result(op, x * rstd * scale),)

@@ -1,0 +1,63 @@
+// RUN: afc-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @gqa_heads(%q: tensor<1x6x4x8xf32>, %k: tensor<1x4x4x8xf32>) -> tensor<1x6x4x8xf32> {
+  %0 = graph.flash_attention %q, %k, %k {scale = 0.5, causal = false, layout = "BNSD"} : (tensor<1x6x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x6x4x8xf32>
+  func.return %0 : tensor<1x6x4x8xf32>
+}
+// CHECK: 'graph.flash_attention': query heads 6 are not a multiple of key/value heads 4
+
+// -----
+
+func.func @layout(%q: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %0 = graph.flash_attention %q, %q, %q {scale = 0.5, causal = false, layout = "SBH"} : tensor<1x4x4x8xf32>
+  func.return %0 : tensor<1x4x4x8xf32>
+}
+// CHECK: 'graph.flash_attention': layout must be one of ('BNSD', 'BSND')
+
+// -----
+
+func.func @mask(%q: tensor<1x4x4x8xf32>, %m: tensor<1x1x3x4xi1>) -> tensor<1x4x4x8xf32> {
+  %0 = graph.flash_attention %q, %q, %q, %m {scale = 0.5, causal = false, layout = "BNSD"} : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>, tensor<1x1x3x4xi1>) -> tensor<1x4x4x8xf32>
+  func.return %0 : tensor<1x4x4x8xf32>
+}
+// CHECK: 'graph.flash_attention': mask 1x1x3x4 does not broadcast to 1x4x4x4
+
+// -----
+
+func.func @rope_odd(%x: tensor<2x7xf32>) -> tensor<2x7xf32> {
+  %0 = graph.rope %x, %x, %x {interleaved = false} : tensor<2x7xf32>
+  func.return %0 : tensor<2x7xf32>
+}
+// CHECK: 'graph.rope': the last dim of the input must be even, got 2x7
+
+// -----
+
+func.func @activation(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %0 = graph.matmul %a, %w {activation = "swish"} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  func.return %0 : tensor<4x16xf32>
+}
+// CHECK: 'graph.matmul': activation must be one of ('relu', 'clip', 'gelu', 'gelu_tanh', 'silu', 'sigmoid'), got 'swish'
+
+// -----
+
+func.func @clip_bounds(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %0 = graph.matmul %a, %w {activation = "relu", clip_max = 6.0} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  func.return %0 : tensor<4x16xf32>
+}
+// CHECK: 'graph.matmul': clip_min/clip_max only apply to activation "clip", not 'relu'
+
+// -----
+
+func.func @stats_shape(%x: tensor<2x8xf32>, %r: tensor<2x8xf32>, %g: tensor<8xf32>) -> tensor<2x8xf32> {
+  %0 = graph.rms_norm_apply %x, %r, %g {axis = -1} : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  func.return %0 : tensor<2x8xf32>
+}
+// CHECK: 'graph.rms_norm_apply': rstd has shape 2x8, expected 2x1
+
+// -----
+
+func.func @residual(%x: tensor<2x8xf32>, %r: tensor<1x8xf32>, %g: tensor<8xf32>) -> tensor<2x8xf32> {
+  %0, %1 = graph.add_rms_norm %x, %r, %g {axis = -1, epsilon = 1.0e-06} : (tensor<2x8xf32>, tensor<1x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  func.return %0 : tensor<2x8xf32>
+}
+// CHECK: 'graph.add_rms_norm': residual 1x8 differs from input 2x8
