@@ -58,7 +58,9 @@ def test_flash_attention(hkv: int, mask_kind: str, causal: bool) -> None:
     kt, vt = f"tensor<2x{hkv}x5x8xf32>", f"tensor<2x{hkv}x5x6xf32>"
     operands = "%q, %k, %v" + (", %m" if mask is not None else "")
     types = f"tensor<2x4x5x8xf32>, {kt}, {vt}" + (f", {mtype}" if mask is not None else "")
-    args = f"%q: tensor<2x4x5x8xf32>, %k: {kt}, %v: {vt}" + (f", %m: {mtype}" if mask is not None else "")
+    args = f"%q: tensor<2x4x5x8xf32>, %k: {kt}, %v: {vt}" + (
+        f", %m: {mtype}" if mask is not None else ""
+    )
     text = f"""
 func.func @main({args}) -> tensor<2x4x5x6xf32> {{
   %r = graph.flash_attention {operands} {{scale = 0.35, causal = {str(causal).lower()}, layout = "BNSD"}} : ({types}) -> tensor<2x4x5x6xf32>
@@ -66,7 +68,9 @@ func.func @main({args}) -> tensor<2x4x5x6xf32> {{
 }}"""
     feeds = {"q": q, "k": k, "v": v} | ({"m": mask} if mask is not None else {})
     got = run(text, **feeds)["out0"]
-    np.testing.assert_allclose(got, sdpa_reference(q, k, v, mask, 0.35, causal), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        got, sdpa_reference(q, k, v, mask, 0.35, causal), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_flash_attention_bsnd_is_bnsd_transposed() -> None:
@@ -78,7 +82,9 @@ func.func @main(%q: tensor<1x6x4x8xf32>, %k: tensor<1x6x2x8xf32>, %v: tensor<1x6
 }"""
     got = run(text, q=q, k=k, v=v)["out0"]
     t = (0, 2, 1, 3)
-    want = sdpa_reference(q.transpose(t), k.transpose(t), v.transpose(t), None, 0.25, True).transpose(t)
+    want = sdpa_reference(
+        q.transpose(t), k.transpose(t), v.transpose(t), None, 0.25, True
+    ).transpose(t)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
