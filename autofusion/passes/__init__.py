@@ -5,6 +5,12 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 
+def _graph_fusion() -> type[ModulePass]:
+    from autofusion.passes.graph_fusion import GraphFusionPass
+
+    return GraphFusionPass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """afc's passes by their pipeline names."""
-    return {}
+    return {"graph-fusion": _graph_fusion}

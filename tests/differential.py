@@ -1,0 +1,48 @@
+"""Differential testing of passes: interpret the IR before and after, compare the numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+
+from autofusion.interpreter import find_function, random_inputs, run_function
+from autofusion.mlir_io import default_context, module_to_text, parse_module
+from autofusion.passes import get_all_passes
+
+
+def apply_pipeline(module: ModuleOp, pipeline: str) -> ModuleOp:
+    """Apply an xDSL-syntax pipeline in place (verifying after each pass); return the module."""
+    ctx = default_context()
+    passes = PassPipeline.parse_spec(
+        get_all_passes(), pipeline, lambda _prev, mod, _next: mod.verify()
+    )
+    passes.apply(ctx, module)
+    module.verify()
+    return module
+
+
+def check_pass(
+    text: str,
+    pipeline: str,
+    *,
+    inputs: Mapping[str, np.ndarray] | None = None,
+    seed: int = 0,
+    rtol: float = 1e-5,
+    atol: float = 1e-5,
+) -> str:
+    """Run `pipeline` on `text`; assert the outputs are unchanged; return the new IR."""
+    ctx = default_context()
+    before = parse_module(ctx, text, "before.mlir")
+    feeds = dict(inputs) if inputs is not None else random_inputs(find_function(before), seed)
+    want = run_function(before, feeds)
+    after = apply_pipeline(parse_module(ctx, text, "after.mlir"), pipeline)
+    got = run_function(after, feeds)
+    assert list(got) == list(want)
+    for name in want:
+        w, g = np.asarray(want[name], np.float64), np.asarray(got[name], np.float64)
+        assert w.shape == g.shape, f"{name}: shape {g.shape} != {w.shape}"
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"output {name}")
+    return module_to_text(ctx, after)
