@@ -11,6 +11,12 @@ def get_graph() -> Dialect:
     return Graph
 
 
+def get_buffer() -> Dialect:
+    from autofusion.dialects.buffer import Buffer
+
+    return Buffer
+
+
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """afc's dialects by name."""
-    return {"graph": get_graph}
+    return {"graph": get_graph, "buffer": get_buffer}

@@ -1,4 +1,4 @@
-"""Running graph-level (and later buffer-level) IR with xDSL's interpreter on numpy.
+"""Running graph-level and buffer-level IR with xDSL's interpreter on numpy.
 
 Inputs and outputs are named: a function argument or result is named by its
 `graph.name` attribute (the model's input/output names), else `arg<i>` / `out<i>`.
@@ -83,11 +83,20 @@ def coerce_input(name: str, value: np.ndarray, expected: Attribute) -> np.ndarra
 def make_interpreter(
     module: ModuleOp, shape_only_fill: Callable[..., np.ndarray] | None = None
 ) -> Interpreter:
+    from xdsl.interpreters.arith import ArithFunctions
+    from xdsl.interpreters.scf import ScfFunctions
+
+    from autofusion.interpreter.buffer import BufferFunctions
     from autofusion.interpreter.graph import GraphFunctions
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
+    from autofusion.interpreter.index_arith import IndexArithFunctions
 
     interp = Interpreter(module)
     interp.register_implementations(FuncFunctions())
+    interp.register_implementations(ArithFunctions())
+    interp.register_implementations(IndexArithFunctions())
+    interp.register_implementations(ScfFunctions())
+    interp.register_implementations(BufferFunctions())
     graph_functions = GraphFunctions()
     graph_functions.shape_only_fill = shape_only_fill
     interp.register_implementations(graph_functions)

@@ -1,0 +1,936 @@
+"""The `buffer` dialect: Ascend kernels over memrefs in GM, UB, L1, L0A, L0B and L0C.
+
+The level below graph fusion and above Ascend C. A `buffer.kernel` is one fused kernel:
+GM memrefs and tiling scalars in, a per-core body out, written in the vocabulary of
+Ascend C's vector programming model (asc-devkit docs, TPipe/TQue framework):
+
+* `buffer.block_idx` / `buffer.block_num` (GetBlockIdx / GetBlockNum);
+* queues with a buffer count (TQue + TPipe::InitBuffer): `alloc_queue`, then
+  `queue_alloc` / `enque` / `deque` / `queue_free` (AllocTensor / EnQue / DeQue /
+  FreeTensor); scratch buffers (TBuf) with `alloc_buf`;
+* copies that name their path by their memory spaces (DataCopy / DataCopyPad / LoadData /
+  Fixpipe); a path the hardware does not have does not verify;
+* count-form vector ops on UB views (`buffer.vadd %dst, %a, %b, %count`), and `mmad`
+  into L0C for cube work;
+* `buffer.stage` regions marking the CopyIn / Compute / CopyOut steps of a tile.
+
+Memrefs are flat (1-D): like LocalTensor/GlobalTensor they are a base plus an element
+count, and `buffer.view` offsets them (operator[]). Matrix layouts in L1/L0 are modelled
+as row-major (ND); the fractal Nz/Zz/Zn formats the real copies convert to are a detail
+of the copy, not of the IR.
+
+Buffer sizes are runtime values from the tiling function, but every allocation also
+carries a static `max_bytes` the tiling never exceeds; the kernel verifier sums those
+(rounded to the space's alignment) per memory space against the chip's capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, cast
+
+from xdsl.dialects.builtin import (
+    I64,
+    BoolAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    i64,
+)
+from xdsl.ir import (
+    Attribute,
+    Dialect,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    NoTerminator,
+    Pure,
+    SymbolOpInterface,
+)
+from xdsl.utils.exceptions import VerifyException
+
+SPACES = ("gm", "ub", "l1", "l0a", "l0b", "l0c")
+
+# Ascend C TPosition of each queue/buffer, and the memory space it lives in
+# (asc-devkit docs TPosition.md; ascend.md 1.7)
+POSITIONS: dict[str, str] = {
+    "vecin": "ub",
+    "vecout": "ub",
+    "veccalc": "ub",
+    "a1": "l1",
+    "b1": "l1",
+    "a2": "l0a",
+    "b2": "l0b",
+    "co1": "l0c",
+}
+
+# Data paths (ascend.md 1.6, asc-devkit 数据通路.md); l0c->ub depends on the chip
+COPY_PATHS = {
+    ("gm", "ub"),
+    ("ub", "gm"),
+    ("gm", "l1"),
+    ("ub", "l1"),
+    ("l1", "l0a"),
+    ("l1", "l0b"),
+    ("l0c", "gm"),
+    ("l0c", "ub"),
+    ("ub", "ub"),
+}
+CHIP_DEPENDENT_PATHS = {("l0c", "ub")}
+
+# Ascend C limits: at most 8 TQue buffers per position on A2/A3/310P (4 on 910), at most
+# 64 buffers per TPipe (asc-devkit TQue简介.md, InitBuffer.md)
+MAX_BUFFERS_PER_PIPE = 64
+
+
+@irdl_attr_definition
+class SpaceAttr(ParametrizedAttribute):
+    """A memory space: `#buffer.space<ub>`."""
+
+    name = "buffer.space"
+    space: StringAttr
+
+    def __init__(self, space: str) -> None:
+        super().__init__(StringAttr(space))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            name = parser.parse_identifier()
+            if name not in SPACES:
+                parser.raise_error(
+                    f"unknown memory space '{name}' (expected {', '.join(SPACES)})", pos
+                )
+        return (StringAttr(name),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.space.data}>")
+
+
+@irdl_attr_definition
+class QueueType(ParametrizedAttribute, TypeAttribute):
+    """A TQue at a TPosition: `!buffer.queue<vecin>`."""
+
+    name = "buffer.queue"
+    position: StringAttr
+
+    def __init__(self, position: str) -> None:
+        super().__init__(StringAttr(position))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            pos = parser.pos
+            name = parser.parse_identifier()
+            if name not in POSITIONS:
+                parser.raise_error(f"unknown queue position '{name}'", pos)
+        return (StringAttr(name),)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.position.data}>")
+
+
+def memref(element_type: Attribute, space: str) -> MemRefType:
+    """A flat dynamic-size memref in `space`: memref<?xf32, #buffer.space<ub>>."""
+    from xdsl.dialects.builtin import DYNAMIC_INDEX
+
+    return MemRefType(element_type, [DYNAMIC_INDEX], memory_space=SpaceAttr(space))
+
+
+def space_of(t: Attribute) -> str:
+    if isinstance(t, MemRefType) and isinstance(t.memory_space, SpaceAttr):
+        return t.memory_space.space.data
+    raise VerifyException(f"expected a memref in a #buffer.space, got {t}")
+
+
+def _memref(value: SSAValue, what: str) -> MemRefType:
+    t = value.type
+    if not isinstance(t, MemRefType) or not isinstance(t.memory_space, SpaceAttr):
+        raise VerifyException(f"{what} must be a memref in a #buffer.space, got {t}")
+    return cast(MemRefType, t)
+
+
+def _index(value: SSAValue, what: str) -> None:
+    if not isinstance(value.type, IndexType):
+        raise VerifyException(f"{what} must be an index, got {value.type}")
+
+
+# --------------------------------------------------------------------------------------
+# Kernel structure
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """One Ascend kernel: GM memrefs (inputs, then outputs) and index tiling scalars.
+
+    buffer.kernel @k(%x: memref<?xf16, #buffer.space<gm>>, ..., %rows: index)
+        attributes {chip = "Ascend910B1", template = "rows", core_type = "aiv"} {
+      ...
+      buffer.return
+    }
+    """
+
+    name = "buffer.kernel"
+    sym_name = prop_def(StringAttr)
+    function_type = prop_def(FunctionType)
+    chip = prop_def(StringAttr)
+    template = prop_def(StringAttr)
+    core_type = prop_def(StringAttr)
+    num_inputs = prop_def(IntegerAttr[I64])
+    num_outputs = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = lazy_traits_def(lambda: (IsolatedFromAbove(), SymbolOpInterface()))
+
+    CORE_TYPES: ClassVar[tuple[str, ...]] = ("aiv", "aic", "mix")
+
+    def __init__(
+        self,
+        name: str,
+        arg_types: Sequence[Attribute],
+        body: Region,
+        chip: str,
+        template: str,
+        core_type: str,
+        num_inputs: int,
+        num_outputs: int,
+        attributes: Mapping[str, Attribute] | None = None,
+    ) -> None:
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "function_type": FunctionType.from_lists(list(arg_types), []),
+                "chip": StringAttr(chip),
+                "template": StringAttr(template),
+                "core_type": StringAttr(core_type),
+                "num_inputs": IntegerAttr(num_inputs, i64),
+                "num_outputs": IntegerAttr(num_outputs, i64),
+            },
+            regions=[body],
+            attributes=dict(attributes or {}),
+        )
+
+    @property
+    def gm_args(self) -> tuple[SSAValue, ...]:
+        n = self.num_inputs.value.data + self.num_outputs.value.data
+        return tuple(self.body.block.args[:n])
+
+    @property
+    def tiling_args(self) -> tuple[SSAValue, ...]:
+        n = self.num_inputs.value.data + self.num_outputs.value.data
+        return tuple(self.body.block.args[n:])
+
+    def verify_(self) -> None:
+        from autofusion.dialects.buffer_verifier import verify_kernel
+
+        verify_kernel(self)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string("(")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(")")
+        props = {
+            "chip": self.chip,
+            "template": self.template,
+            "core_type": self.core_type,
+            "num_inputs": self.num_inputs,
+            "num_outputs": self.num_outputs,
+        }
+        printer.print_string(" attributes ")
+        printer.print_attr_dict({**props, **self.attributes})
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name = parser.parse_symbol_name().data
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        entries = dict(attrs.data) if attrs is not None else {}
+        body = parser.parse_region(args)
+        missing = [
+            k
+            for k in ("chip", "template", "core_type", "num_inputs", "num_outputs")
+            if k not in entries
+        ]
+        if missing:
+            parser.raise_error(f"buffer.kernel needs attributes {', '.join(missing)}")
+
+        def text(key: str) -> str:
+            v = entries.pop(key)
+            if not isinstance(v, StringAttr):
+                parser.raise_error(f"buffer.kernel attribute {key} must be a string")
+            return v.data
+
+        def number(key: str) -> int:
+            v = entries.pop(key)
+            if not isinstance(v, IntegerAttr):
+                parser.raise_error(f"buffer.kernel attribute {key} must be an integer")
+            return v.value.data
+
+        chip, template, core = text("chip"), text("template"), text("core_type")
+        n_in, n_out = number("num_inputs"), number("num_outputs")
+        return cls(name, [a.type for a in args], body, chip, template, core, n_in, n_out, entries)
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """Ends a kernel body."""
+
+    name = "buffer.return"
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(KernelOp)))
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class StageOp(IRDLOperation):
+    """A step of the tile pipeline: copy_in, compute or copy_out (one method in Ascend C)."""
+
+    name = "buffer.stage"
+    stage = prop_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator())
+    assembly_format = "$stage attr-dict-with-keyword $body"
+
+    STAGES: ClassVar[tuple[str, ...]] = ("copy_in", "compute", "copy_out")
+
+    def __init__(self, stage: str, body: Region) -> None:
+        super().__init__(properties={"stage": StringAttr(stage)}, regions=[body])
+
+    def verify_(self) -> None:
+        if self.stage.data not in self.STAGES:
+            raise VerifyException(f"stage must be one of {self.STAGES}, got {self.stage.data!r}")
+
+
+@irdl_op_definition
+class BlockIdxOp(IRDLOperation):
+    """This core's block index (GetBlockIdx)."""
+
+    name = "buffer.block_idx"
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
+class BlockNumOp(IRDLOperation):
+    """The number of blocks (cores) the kernel runs on (GetBlockNum)."""
+
+    name = "buffer.block_num"
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__(result_types=[IndexType()])
+
+
+# --------------------------------------------------------------------------------------
+# Buffers and queues
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AllocQueueOp(IRDLOperation):
+    """A TQue at `position` with `buffers` slots of `bytes` each (TPipe::InitBuffer).
+
+    `max_bytes` bounds `bytes` statically (the capacity check uses it); `buffers` = 2 is
+    double buffering.
+    """
+
+    name = "buffer.alloc_queue"
+    bytes = operand_def(IndexType)
+    queue = result_def(QueueType)
+    buffers = prop_def(IntegerAttr[I64])
+    max_bytes = prop_def(IntegerAttr[I64])
+    element_type = prop_def(TypeAttribute)
+    assembly_format = (
+        "$bytes `buffers` $buffers `max_bytes` $max_bytes `of` $element_type attr-dict "
+        "`:` type($queue)"
+    )
+
+    def __init__(
+        self, position: str, buffers: int, nbytes: SSAValue, max_bytes: int, element_type: Attribute
+    ) -> None:
+        super().__init__(
+            operands=[nbytes],
+            result_types=[QueueType(position)],
+            properties={
+                "buffers": IntegerAttr(buffers, i64),
+                "max_bytes": IntegerAttr(max_bytes, i64),
+                "element_type": element_type,
+            },
+        )
+
+    @property
+    def position(self) -> str:
+        return self.queue.type.position.data
+
+    def verify_(self) -> None:
+        if self.buffers.value.data < 1:
+            raise VerifyException("a queue needs at least one buffer")
+        if self.max_bytes.value.data < 1:
+            raise VerifyException("max_bytes must be positive")
+
+
+@irdl_op_definition
+class AllocBufOp(IRDLOperation):
+    """A scratch buffer (TBuf) at `position`, `bytes` long (bounded by `max_bytes`)."""
+
+    name = "buffer.alloc_buf"
+    bytes = operand_def(IndexType)
+    buffer = result_def(MemRefType)
+    position = prop_def(StringAttr)
+    max_bytes = prop_def(IntegerAttr[I64])
+    assembly_format = "$position $bytes `max_bytes` $max_bytes `->` type($buffer) attr-dict"
+
+    def __init__(
+        self, position: str, nbytes: SSAValue, max_bytes: int, element_type: Attribute
+    ) -> None:
+        super().__init__(
+            operands=[nbytes],
+            result_types=[memref(element_type, POSITIONS[position])],
+            properties={"position": StringAttr(position), "max_bytes": IntegerAttr(max_bytes, i64)},
+        )
+
+    def verify_(self) -> None:
+        pos = self.position.data
+        if pos not in POSITIONS:
+            raise VerifyException(f"unknown position '{pos}'")
+        if space_of(self.buffer.type) != POSITIONS[pos]:
+            raise VerifyException(f"a {pos} buffer lives in {POSITIONS[pos]}")
+
+
+@irdl_op_definition
+class QueueAllocOp(IRDLOperation):
+    """Take a free slot of a queue (AllocTensor); waits for earlier readers of the slot."""
+
+    name = "buffer.queue_alloc"
+    queue = operand_def(QueueType)
+    tensor = result_def(MemRefType)
+    assembly_format = "$queue attr-dict `:` type($queue) `->` type($tensor)"
+
+    def __init__(self, queue: SSAValue, element_type: Attribute) -> None:
+        position = cast(QueueType, queue.type).position.data
+        super().__init__(operands=[queue], result_types=[memref(element_type, POSITIONS[position])])
+
+
+@irdl_op_definition
+class EnqueOp(IRDLOperation):
+    """Hand a written slot to the next stage (EnQue)."""
+
+    name = "buffer.enque"
+    queue = operand_def(QueueType)
+    tensor = operand_def(MemRefType)
+    assembly_format = "$queue `,` $tensor attr-dict `:` type($queue) `,` type($tensor)"
+
+    def __init__(self, queue: SSAValue, tensor: SSAValue) -> None:
+        super().__init__(operands=[queue, tensor])
+
+
+@irdl_op_definition
+class DequeOp(IRDLOperation):
+    """Take the oldest enqueued slot (DeQue); waits until its writer is done."""
+
+    name = "buffer.deque"
+    queue = operand_def(QueueType)
+    tensor = result_def(MemRefType)
+    assembly_format = "$queue attr-dict `:` type($queue) `->` type($tensor)"
+
+    def __init__(self, queue: SSAValue, element_type: Attribute) -> None:
+        position = cast(QueueType, queue.type).position.data
+        super().__init__(operands=[queue], result_types=[memref(element_type, POSITIONS[position])])
+
+
+@irdl_op_definition
+class QueueFreeOp(IRDLOperation):
+    """Give a slot back to its queue (FreeTensor)."""
+
+    name = "buffer.queue_free"
+    queue = operand_def(QueueType)
+    tensor = operand_def(MemRefType)
+    assembly_format = "$queue `,` $tensor attr-dict `:` type($queue) `,` type($tensor)"
+
+    def __init__(self, queue: SSAValue, tensor: SSAValue) -> None:
+        super().__init__(operands=[queue, tensor])
+
+
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """The view `base[offset:]` (LocalTensor/GlobalTensor operator[]), same space and type."""
+
+    name = "buffer.view"
+    base = operand_def(MemRefType)
+    offset = operand_def(IndexType)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+
+    def __init__(self, base: SSAValue, offset: SSAValue) -> None:
+        super().__init__(operands=[base, offset], result_types=[base.type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ViewOp:  # the result type is the base type
+        base = parser.parse_unresolved_operand()
+        parser.parse_punctuation("[")
+        offset = parser.parse_unresolved_operand()
+        parser.parse_punctuation("]")
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        b, o = parser.resolve_operands([base, offset], [t, IndexType()], parser.pos)
+        op = cls(b, o)
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.base)
+        printer.print_string("[")
+        printer.print_operand(self.offset)
+        printer.print_string("]")
+        if self.attributes:
+            printer.print_string(" ")
+            printer.print_attr_dict(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.base.type)
+
+
+# --------------------------------------------------------------------------------------
+# Data movement
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """Copy `blocks` blocks of `length` elements from `source` to `dest`.
+
+    Block i starts at source element i*src_stride and lands at dest element i*dst_stride
+    (strides in elements). The path is the pair of memory spaces. GM->UB blocks whose
+    byte length is not a multiple of 32 are padded to 32 bytes in UB (DataCopyPad); on
+    chips without DataCopyPad every block must be 32-byte aligned (checked when the
+    kernel runs). `relu` applies ReLU on the way (Fixpipe, l0c->gm only).
+    """
+
+    name = "buffer.copy"
+    source = operand_def(MemRefType)
+    dest = operand_def(MemRefType)
+    blocks = operand_def(IndexType)
+    length = operand_def(IndexType)
+    src_stride = operand_def(IndexType)
+    dst_stride = operand_def(IndexType)
+    relu = opt_prop_def(BoolAttr)
+    assembly_format = (
+        "$source `to` $dest `blocks` $blocks `x` $length `strides` $src_stride `,` $dst_stride "
+        "(`relu` $relu^)? attr-dict `:` type($source) `to` type($dest)"
+    )
+
+    def __init__(
+        self,
+        source: SSAValue,
+        dest: SSAValue,
+        blocks: SSAValue,
+        length: SSAValue,
+        src_stride: SSAValue,
+        dst_stride: SSAValue,
+        relu: bool = False,
+    ) -> None:
+        props: dict[str, Attribute] = {}
+        if relu:
+            props["relu"] = IntegerAttr(1, IntegerType(1))
+        super().__init__(
+            operands=[source, dest, blocks, length, src_stride, dst_stride], properties=props
+        )
+
+    @property
+    def path(self) -> tuple[str, str]:
+        return space_of(self.source.type), space_of(self.dest.type)
+
+    def verify_(self) -> None:
+        path = self.path
+        if path not in COPY_PATHS:
+            raise VerifyException(f"there is no data path {path[0]} -> {path[1]}")
+        if self.relu is not None and path != ("l0c", "gm"):
+            raise VerifyException("relu on the fly exists only on the l0c -> gm path (Fixpipe)")
+
+
+# --------------------------------------------------------------------------------------
+# Vector compute on UB
+# --------------------------------------------------------------------------------------
+
+
+class VectorOp(IRDLOperation):
+    """A count-form vector instruction on UB views: dst[i] = f(src...[i]) for i < count."""
+
+    VECTOR_NAME: ClassVar[str]
+
+    def verify_(self) -> None:
+        for i, operand in enumerate(self.operands):
+            if isinstance(operand.type, MemRefType):
+                space = space_of(operand.type)
+                if space != "ub":
+                    raise VerifyException(f"vector operand #{i} is in {space}, not ub")
+
+
+@irdl_op_definition
+class VBinaryOp(VectorOp):
+    """dst = a <op> b elementwise (Add, Sub, Mul, Div, Max, Min)."""
+
+    name = "buffer.vbinary"
+    kind = prop_def(StringAttr)
+    dst = operand_def(MemRefType)
+    lhs = operand_def(MemRefType)
+    rhs = operand_def(MemRefType)
+    count = operand_def(IndexType)
+    assembly_format = "$kind $dst `,` $lhs `,` $rhs `,` $count attr-dict `:` type($dst) `,` type($lhs) `,` type($rhs)"
+    KINDS: ClassVar[tuple[str, ...]] = ("add", "sub", "mul", "div", "max", "min")
+
+    def __init__(
+        self, kind: str, dst: SSAValue, lhs: SSAValue, rhs: SSAValue, count: SSAValue
+    ) -> None:
+        super().__init__(operands=[dst, lhs, rhs, count], properties={"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(f"unknown binary vector op '{self.kind.data}'")
+
+
+@irdl_op_definition
+class VUnaryOp(VectorOp):
+    """dst = f(src) elementwise (Exp, Ln, Sqrt, Rsqrt, Abs, Relu, Reciprocal, Neg=Muls -1)."""
+
+    name = "buffer.vunary"
+    kind = prop_def(StringAttr)
+    dst = operand_def(MemRefType)
+    src = operand_def(MemRefType)
+    count = operand_def(IndexType)
+    assembly_format = "$kind $dst `,` $src `,` $count attr-dict `:` type($dst) `,` type($src)"
+    KINDS: ClassVar[tuple[str, ...]] = ("exp", "ln", "sqrt", "rsqrt", "abs", "relu", "reciprocal")
+
+    def __init__(self, kind: str, dst: SSAValue, src: SSAValue, count: SSAValue) -> None:
+        super().__init__(operands=[dst, src, count], properties={"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(f"unknown unary vector op '{self.kind.data}'")
+
+
+@irdl_op_definition
+class VScalarOp(VectorOp):
+    """dst = src <op> scalar elementwise (Adds, Muls, Maxs, Mins)."""
+
+    name = "buffer.vscalar"
+    kind = prop_def(StringAttr)
+    dst = operand_def(MemRefType)
+    src = operand_def(MemRefType)
+    scalar = operand_def()
+    count = operand_def(IndexType)
+    assembly_format = "$kind $dst `,` $src `,` $scalar `,` $count attr-dict `:` type($dst) `,` type($src) `,` type($scalar)"
+    KINDS: ClassVar[tuple[str, ...]] = ("adds", "muls", "maxs", "mins")
+
+    def __init__(
+        self, kind: str, dst: SSAValue, src: SSAValue, scalar: SSAValue, count: SSAValue
+    ) -> None:
+        super().__init__(operands=[dst, src, scalar, count], properties={"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(f"unknown scalar vector op '{self.kind.data}'")
+
+
+@irdl_op_definition
+class VDupOp(VectorOp):
+    """dst[i] = scalar for i < count (Duplicate)."""
+
+    name = "buffer.vdup"
+    dst = operand_def(MemRefType)
+    scalar = operand_def()
+    count = operand_def(IndexType)
+    assembly_format = "$dst `,` $scalar `,` $count attr-dict `:` type($dst) `,` type($scalar)"
+
+    def __init__(self, dst: SSAValue, scalar: SSAValue, count: SSAValue) -> None:
+        super().__init__(operands=[dst, scalar, count])
+
+
+@irdl_op_definition
+class VCastOp(VectorOp):
+    """dst = cast(src) (Cast with a RoundMode: rint to narrow, none to widen)."""
+
+    name = "buffer.vcast"
+    dst = operand_def(MemRefType)
+    src = operand_def(MemRefType)
+    count = operand_def(IndexType)
+    round = prop_def(StringAttr)
+    assembly_format = (
+        "$dst `,` $src `,` $count `round` $round attr-dict `:` type($dst) `,` type($src)"
+    )
+    ROUNDS: ClassVar[tuple[str, ...]] = ("none", "rint", "trunc", "floor", "ceil", "round")
+
+    def __init__(self, dst: SSAValue, src: SSAValue, count: SSAValue, round_mode: str) -> None:
+        super().__init__(operands=[dst, src, count], properties={"round": StringAttr(round_mode)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.round.data not in self.ROUNDS:
+            raise VerifyException(f"unknown round mode '{self.round.data}'")
+
+
+@irdl_op_definition
+class VReduceOp(VectorOp):
+    """dst[0] = reduce(src[0:count]) (ReduceSum / ReduceMax / ReduceMin), tmp is scratch."""
+
+    name = "buffer.vreduce"
+    kind = prop_def(StringAttr)
+    dst = operand_def(MemRefType)
+    src = operand_def(MemRefType)
+    tmp = operand_def(MemRefType)
+    count = operand_def(IndexType)
+    assembly_format = "$kind $dst `,` $src `,` $tmp `,` $count attr-dict `:` type($dst) `,` type($src) `,` type($tmp)"
+    KINDS: ClassVar[tuple[str, ...]] = ("sum", "max", "min")
+
+    def __init__(
+        self, kind: str, dst: SSAValue, src: SSAValue, tmp: SSAValue, count: SSAValue
+    ) -> None:
+        super().__init__(operands=[dst, src, tmp, count], properties={"kind": StringAttr(kind)})
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.kind.data not in self.KINDS:
+            raise VerifyException(f"unknown reduction '{self.kind.data}'")
+
+
+@irdl_op_definition
+class VCompareOp(VectorOp):
+    """mask = a <cmp> b as one byte per element (Compare; the bit-packing is Ascend C's)."""
+
+    name = "buffer.vcompare"
+    kind = prop_def(StringAttr)
+    dst = operand_def(MemRefType)
+    lhs = operand_def(MemRefType)
+    rhs = operand_def(MemRefType)
+    count = operand_def(IndexType)
+    assembly_format = "$kind $dst `,` $lhs `,` $rhs `,` $count attr-dict `:` type($dst) `,` type($lhs) `,` type($rhs)"
+    KINDS: ClassVar[tuple[str, ...]] = ("lt", "gt", "eq", "le", "ge", "ne")
+
+    def __init__(
+        self, kind: str, dst: SSAValue, lhs: SSAValue, rhs: SSAValue, count: SSAValue
+    ) -> None:
+        super().__init__(operands=[dst, lhs, rhs, count], properties={"kind": StringAttr(kind)})
+
+
+@irdl_op_definition
+class VSelectOp(VectorOp):
+    """dst = mask ? a : b (Select, tensor-tensor mode)."""
+
+    name = "buffer.vselect"
+    dst = operand_def(MemRefType)
+    mask = operand_def(MemRefType)
+    lhs = operand_def(MemRefType)
+    rhs = operand_def(MemRefType)
+    count = operand_def(IndexType)
+    assembly_format = "$dst `,` $mask `,` $lhs `,` $rhs `,` $count attr-dict `:` type($dst) `,` type($mask) `,` type($lhs) `,` type($rhs)"
+
+    def __init__(
+        self, dst: SSAValue, mask: SSAValue, lhs: SSAValue, rhs: SSAValue, count: SSAValue
+    ) -> None:
+        super().__init__(operands=[dst, mask, lhs, rhs, count])
+
+
+@irdl_op_definition
+class GetValueOp(IRDLOperation):
+    """A scalar read from a local buffer (LocalTensor::GetValue, on the scalar pipe)."""
+
+    name = "buffer.get_value"
+    source = operand_def(MemRefType)
+    index = operand_def(IndexType)
+    result = result_def()
+    assembly_format = "$source `[` $index `]` attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, index: SSAValue) -> None:
+        super().__init__(
+            operands=[source, index], result_types=[cast(MemRefType, source.type).element_type]
+        )
+
+
+@irdl_op_definition
+class SetValueOp(IRDLOperation):
+    """A scalar write into a local buffer (LocalTensor::SetValue)."""
+
+    name = "buffer.set_value"
+    dest = operand_def(MemRefType)
+    index = operand_def(IndexType)
+    value = operand_def()
+    assembly_format = "$dest `[` $index `]` `,` $value attr-dict `:` type($dest) `,` type($value)"
+
+    def __init__(self, dest: SSAValue, index: SSAValue, value: SSAValue) -> None:
+        super().__init__(operands=[dest, index, value])
+
+
+# --------------------------------------------------------------------------------------
+# Cube
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class MmadOp(IRDLOperation):
+    """C[m, n] (+)= A[m, k] @ B[k, n] in the cube unit (Mmad): A in L0A, B in L0B, C in L0C.
+
+    Row-major views; `accumulate` = false starts C from zero (cmatrixInitVal).
+    """
+
+    name = "buffer.mmad"
+    c = operand_def(MemRefType)
+    a = operand_def(MemRefType)
+    b = operand_def(MemRefType)
+    m = operand_def(IndexType)
+    n = operand_def(IndexType)
+    k = operand_def(IndexType)
+    accumulate = operand_def(IntegerType(1))
+    assembly_format = "$c `,` $a `,` $b `,` $m `,` $n `,` $k `,` $accumulate attr-dict `:` type($c) `,` type($a) `,` type($b)"
+
+    def __init__(
+        self,
+        c: SSAValue,
+        a: SSAValue,
+        b: SSAValue,
+        m: SSAValue,
+        n: SSAValue,
+        k: SSAValue,
+        accumulate: SSAValue,
+    ) -> None:
+        super().__init__(operands=[c, a, b, m, n, k, accumulate])
+
+    def verify_(self) -> None:
+        for value, want, what in ((self.c, "l0c", "C"), (self.a, "l0a", "A"), (self.b, "l0b", "B")):
+            got = space_of(value.type)
+            if got != want:
+                raise VerifyException(f"mmad operand {what} must be in {want}, got {got}")
+
+
+# --------------------------------------------------------------------------------------
+# Host side: launching a kernel on tensors
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Run kernel @k on `blocks` cores over tensors; tiling scalars come from the host.
+
+    The kernel's GM arguments are the tensor operands (inputs) and the results (outputs),
+    in order; `dims` give the sizes of the results' dynamic dimensions, in order.
+    """
+
+    name = "buffer.launch"
+    kernel = prop_def(SymbolRefAttr)
+    blocks = operand_def(IndexType)
+    inputs = var_operand_def(TensorType)
+    tiling = var_operand_def(IndexType)
+    dims = var_operand_def(IndexType)
+    outputs = var_result_def(TensorType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$kernel `blocks` `(` $blocks `)` `(` $inputs `)` `tiling` `(` $tiling `)` "
+        "`dims` `(` $dims `)` attr-dict `:` functional-type($inputs, $outputs)"
+    )
+
+    def __init__(
+        self,
+        kernel: str,
+        blocks: SSAValue,
+        inputs: Sequence[SSAValue],
+        tiling: Sequence[SSAValue],
+        dims: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+    ) -> None:
+        super().__init__(
+            operands=[blocks, list(inputs), list(tiling), list(dims)],
+            result_types=[list(result_types)],
+            properties={"kernel": SymbolRefAttr(kernel)},
+        )
+
+
+@irdl_op_definition
+class DimOp(IRDLOperation):
+    """The runtime size of dimension `dim` of a tensor (what the host tiling reads)."""
+
+    name = "buffer.dim"
+    source = operand_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "$source `[` $dim `]` attr-dict `:` type($source)"
+
+    def __init__(self, source: SSAValue, dim: int) -> None:
+        super().__init__(
+            operands=[source], result_types=[IndexType()], properties={"dim": IntegerAttr(dim, i64)}
+        )
+
+
+Buffer = Dialect(
+    "buffer",
+    [
+        KernelOp,
+        ReturnOp,
+        StageOp,
+        BlockIdxOp,
+        BlockNumOp,
+        AllocQueueOp,
+        AllocBufOp,
+        QueueAllocOp,
+        EnqueOp,
+        DequeOp,
+        QueueFreeOp,
+        ViewOp,
+        CopyOp,
+        VBinaryOp,
+        VUnaryOp,
+        VScalarOp,
+        VDupOp,
+        VCastOp,
+        VReduceOp,
+        VCompareOp,
+        VSelectOp,
+        GetValueOp,
+        SetValueOp,
+        MmadOp,
+        LaunchOp,
+        DimOp,
+    ],
+    [SpaceAttr, QueueType],
+)

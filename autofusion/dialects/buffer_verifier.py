@@ -1,0 +1,98 @@
+"""Whole-kernel checks of the buffer dialect: capacity per memory space, queue limits,
+chip-dependent data paths, and the kernel signature.
+
+A capacity failure names the kernel, the space, the bytes needed and the bytes the chip
+has, e.g. `kernel @fused_3 needs 204800 bytes of ub, Ascend910B1 has 188160`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import IndexType, MemRefType
+from xdsl.utils.exceptions import VerifyException
+
+from autofusion.diagnostics import UserError
+
+if TYPE_CHECKING:
+    from autofusion.dialects.buffer import KernelOp
+
+# TQue slots per TPosition (hardware event IDs): 8 on A2/A3/310P/310B, 4 on 910 (A1)
+# (asc-devkit TQue简介.md)
+QUEUE_SLOTS_PER_POSITION = {1001: 4}
+DEFAULT_QUEUE_SLOTS = 8
+
+
+def round_up(n: int, align: int) -> int:
+    return -(-n // align) * align
+
+
+def footprint(kernel: KernelOp) -> dict[str, int]:
+    """Bytes each memory space needs: every queue slot and scratch buffer, aligned."""
+    from autofusion.dialects.buffer import POSITIONS, AllocBufOp, AllocQueueOp
+    from autofusion.hardware import get_chip
+
+    chip = get_chip(kernel.chip.data)
+    need: dict[str, int] = defaultdict(int)
+    for op in kernel.walk():
+        if isinstance(op, AllocQueueOp):
+            space = POSITIONS[op.position]
+            size = round_up(op.max_bytes.value.data, chip.alignment(space))
+            need[space] += op.buffers.value.data * size
+        elif isinstance(op, AllocBufOp):
+            space = POSITIONS[op.position.data]
+            need[space] += round_up(op.max_bytes.value.data, chip.alignment(space))
+    return dict(need)
+
+
+def verify_kernel(kernel: KernelOp) -> None:
+    from autofusion.dialects.buffer import AllocQueueOp, CopyOp, space_of
+    from autofusion.hardware import get_chip
+
+    name = f"kernel @{kernel.sym_name.data}"
+    try:
+        chip = get_chip(kernel.chip.data)
+    except UserError as e:
+        raise VerifyException(f"{name}: {e.message}") from e
+    if kernel.core_type.data not in kernel.CORE_TYPES:
+        raise VerifyException(f"{name}: core_type must be one of {kernel.CORE_TYPES}")
+    n_gm = kernel.num_inputs.value.data + kernel.num_outputs.value.data
+    args = kernel.body.block.args
+    if len(args) < n_gm:
+        raise VerifyException(f"{name} declares {n_gm} GM arguments but takes {len(args)}")
+    for i, arg in enumerate(args):
+        if i < n_gm:
+            if not isinstance(arg.type, MemRefType) or space_of(arg.type) != "gm":
+                raise VerifyException(f"{name}: argument #{i} must be a GM memref, got {arg.type}")
+        elif not isinstance(arg.type, IndexType):
+            raise VerifyException(f"{name}: tiling argument #{i} must be an index, got {arg.type}")
+
+    for space, needed in sorted(footprint(kernel).items()):
+        available = chip.capacity(space)
+        if available is not None and needed > available:
+            raise VerifyException(
+                f"{name} needs {needed} bytes of {space}, {chip.name} has {available}"
+            )
+
+    slots_per_position = QUEUE_SLOTS_PER_POSITION.get(chip.arch, DEFAULT_QUEUE_SLOTS)
+    slots: dict[str, int] = defaultdict(int)
+    for op in kernel.walk():
+        if isinstance(op, AllocQueueOp):
+            slots[op.position] += op.buffers.value.data
+        elif isinstance(op, CopyOp) and op.path == ("l0c", "ub") and not chip.l0c_to_ub:
+            raise VerifyException(
+                f"{name}: {chip.name} has no l0c -> ub path (cube and vector cores "
+                "exchange data only through GM)"
+            )
+    for position, count in sorted(slots.items()):
+        if count > slots_per_position:
+            raise VerifyException(
+                f"{name} uses {count} {position} queue buffers, {chip.name} allows "
+                f"{slots_per_position} per position"
+            )
+    from autofusion.dialects.buffer import AllocBufOp
+
+    total = sum(slots.values()) + sum(1 for op in kernel.walk() if isinstance(op, AllocBufOp))
+    if total > 64:
+        raise VerifyException(f"{name} uses {total} buffers, a TPipe allows 64")

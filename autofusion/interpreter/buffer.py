@@ -1,0 +1,452 @@
+"""Reference semantics of the buffer dialect on numpy: kernels run block by block.
+
+Memrefs are 1-D numpy views (a buffer and an offset, like LocalTensor). The interpreter
+enforces what Ascend C would: queue slots are taken and given back in order, UB
+addresses used by vector instructions and copies are 32-byte aligned, DataCopy blocks are
+32-byte multiples on chips without DataCopyPad, and runtime buffer sizes stay within the
+static `max_bytes` the verifier checked. Padding lanes that DataCopyPad adds and GM
+outputs a kernel never writes are NaN, so a kernel that reads or leaves them shows up in
+its numbers.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import numpy as np
+from xdsl.dialects.builtin import MemRefType, TensorType
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    TerminatorValue,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.utils.exceptions import InterpretationError
+
+from autofusion import dtypes
+from autofusion.dialects import buffer
+from autofusion.hardware import get_chip
+
+UB_ALIGN = 32
+
+
+@dataclass
+class Ref:
+    """A view into a buffer: `data[offset:]` in memory space `space`."""
+
+    data: np.ndarray
+    offset: int
+    space: str
+    name: str
+
+    def window(self, count: int, what: str) -> np.ndarray:
+        if count < 0:
+            raise InterpretationError(f"{what}: negative count {count}")
+        end = self.offset + count
+        if end > self.data.size:
+            raise InterpretationError(
+                f"{what}: {count} elements at offset {self.offset} overrun {self.name} "
+                f"({self.data.size} elements)"
+            )
+        return self.data[self.offset : end]
+
+    def check_aligned(self, what: str) -> None:
+        if self.space != "gm" and (self.offset * self.data.itemsize) % UB_ALIGN:
+            raise InterpretationError(
+                f"{what}: {self.space} address {self.offset * self.data.itemsize} of "
+                f"{self.name} is not {UB_ALIGN}-byte aligned"
+            )
+
+
+@dataclass
+class Queue:
+    """A TQue: slots cycle free -> allocated -> enqueued -> dequeued -> free."""
+
+    name: str
+    slots: list[np.ndarray]
+    free: deque[int] = field(default_factory=deque)
+    fifo: deque[int] = field(default_factory=deque)
+
+    def __post_init__(self) -> None:
+        self.free.extend(range(len(self.slots)))
+
+
+def _slot_of(queue: Queue, ref: Ref) -> int:
+    for i, s in enumerate(queue.slots):
+        if s is ref.data:
+            return i
+    raise InterpretationError(f"{ref.name} is not a slot of queue {queue.name}")
+
+
+def _np_dtype(memref_type: Any) -> np.dtype:
+    return dtypes.storage_dtype(cast(MemRefType, memref_type).element_type)
+
+
+def _quiet(fn: Any) -> Any:
+    with np.errstate(all="ignore"):
+        return fn()
+
+
+_VBINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.divide,
+    "max": np.maximum,
+    "min": np.minimum,
+}
+_VUNARY: dict[str, Callable[[Any], Any]] = {
+    "exp": np.exp,
+    "ln": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "abs": np.abs,
+    "relu": lambda x: np.maximum(x, 0),
+    "reciprocal": lambda x: 1 / x,
+}
+_VSCALAR: dict[str, Callable[[Any, Any], Any]] = {
+    "adds": np.add,
+    "muls": np.multiply,
+    "maxs": np.maximum,
+    "mins": np.minimum,
+}
+_VREDUCE: dict[str, Callable[[Any], Any]] = {"sum": np.sum, "max": np.max, "min": np.min}
+_INT_ROUNDING: dict[str, Callable[[Any], Any]] = {
+    "trunc": np.trunc,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round": lambda v: np.sign(v) * np.floor(np.abs(v) + 0.5),  # half away from zero
+    "rint": np.rint,
+    "none": np.rint,
+}
+_VCOMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "lt": np.less,
+    "gt": np.greater,
+    "eq": np.equal,
+    "le": np.less_equal,
+    "ge": np.greater_equal,
+    "ne": np.not_equal,
+}
+
+
+@register_impls
+class BufferFunctions(InterpreterFunctions):
+    """numpy implementations of the buffer dialect, plus kernel launches."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block_idx = 0
+        self.block_num = 1
+        self.chip = get_chip("Ascend910B1")
+
+    # ---- host side --------------------------------------------------------------
+
+    @impl(buffer.DimOp)
+    def run_dim(self, interp: Interpreter, op: buffer.DimOp, args: PythonValues) -> PythonValues:
+        return (int(np.asarray(args[0]).shape[op.dim.value.data]),)
+
+    @impl(buffer.LaunchOp)
+    def run_launch(
+        self, interp: Interpreter, op: buffer.LaunchOp, args: PythonValues
+    ) -> PythonValues:
+        blocks = int(args[0])
+        n_in = len(op.inputs)
+        n_tiling = len(op.tiling)
+        inputs = args[1 : 1 + n_in]
+        tiling = args[1 + n_in : 1 + n_in + n_tiling]
+        dims = list(args[1 + n_in + n_tiling :])
+        kernel = interp.get_op_for_symbol(op.kernel)
+        assert isinstance(kernel, buffer.KernelOp)
+        if blocks < 1:
+            raise InterpretationError(f"launch of @{kernel.sym_name.data} on {blocks} blocks")
+        gm_in = [
+            Ref(np.ascontiguousarray(x).reshape(-1).copy(), 0, "gm", f"input #{i}")
+            for i, x in enumerate(inputs)
+        ]
+        out_shapes = []
+        for r in op.outputs:
+            t = cast(TensorType, r.type)
+            out_shapes.append(tuple(d if d >= 0 else dims.pop(0) for d in t.get_shape()))
+        gm_out = []
+        for i, (r, shape) in enumerate(zip(op.outputs, out_shapes)):
+            dt = dtypes.storage_dtype(cast(TensorType, r.type).element_type)
+            fill = np.nan if np.issubdtype(dt, np.floating) else 0
+            gm_out.append(Ref(np.full(int(np.prod(shape)), fill, dt), 0, "gm", f"output #{i}"))
+        saved = (self.block_idx, self.block_num, self.chip)
+        self.chip = get_chip(kernel.chip.data)
+        self.block_num = blocks
+        try:
+            for b in range(blocks):
+                self.block_idx = b
+                interp.run_ssacfg_region(
+                    kernel.body, (*gm_in, *gm_out, *tiling), kernel.sym_name.data
+                )
+        finally:
+            self.block_idx, self.block_num, self.chip = saved
+        return tuple(
+            dtypes.to_storage(o.data.reshape(shape), cast(TensorType, r.type).element_type)
+            for o, shape, r in zip(gm_out, out_shapes, op.outputs)
+        )
+
+    @impl_terminator(buffer.ReturnOp)
+    def run_return(
+        self, interp: Interpreter, op: buffer.ReturnOp, args: PythonValues
+    ) -> tuple[TerminatorValue, PythonValues]:
+        return ReturnedValues(()), ()
+
+    # ---- kernel structure -------------------------------------------------------
+
+    @impl(buffer.BlockIdxOp)
+    def run_block_idx(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        return (self.block_idx,)
+
+    @impl(buffer.BlockNumOp)
+    def run_block_num(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        return (self.block_num,)
+
+    @impl(buffer.StageOp)
+    def run_stage(
+        self, interp: Interpreter, op: buffer.StageOp, args: PythonValues
+    ) -> PythonValues:
+        interp.run_ssacfg_region(op.body, (), op.stage.data)
+        return ()
+
+    # ---- buffers and queues -----------------------------------------------------
+
+    def _elements(self, op: Any, nbytes: int, element_type: Any) -> int:
+        if nbytes > op.max_bytes.value.data:
+            raise InterpretationError(
+                f"{op.name} of {nbytes} bytes exceeds its static bound of "
+                f"{op.max_bytes.value.data} bytes"
+            )
+        itemsize = dtypes.storage_dtype(element_type).itemsize
+        # InitBuffer rounds every buffer up to 32 bytes
+        return -(-nbytes // UB_ALIGN) * UB_ALIGN // itemsize
+
+    @impl(buffer.AllocQueueOp)
+    def run_alloc_queue(
+        self, interp: Interpreter, op: buffer.AllocQueueOp, args: PythonValues
+    ) -> PythonValues:
+        n = self._elements(op, int(args[0]), op.element_type)
+        dt = dtypes.storage_dtype(op.element_type)
+        name = op.queue.name_hint or "queue"
+        return (Queue(name, [np.zeros(n, dt) for _ in range(op.buffers.value.data)]),)
+
+    @impl(buffer.AllocBufOp)
+    def run_alloc_buf(
+        self, interp: Interpreter, op: buffer.AllocBufOp, args: PythonValues
+    ) -> PythonValues:
+        element_type = cast(MemRefType, op.buffer.type).element_type
+        n = self._elements(op, int(args[0]), element_type)
+        space = buffer.POSITIONS[op.position.data]
+        return (
+            Ref(
+                np.zeros(n, dtypes.storage_dtype(element_type)),
+                0,
+                space,
+                op.buffer.name_hint or "buf",
+            ),
+        )
+
+    @impl(buffer.QueueAllocOp)
+    def run_queue_alloc(
+        self, interp: Interpreter, op: buffer.QueueAllocOp, args: PythonValues
+    ) -> PythonValues:
+        q = cast(Queue, args[0])
+        if not q.free:
+            raise InterpretationError(f"AllocTensor on queue {q.name} with no free buffer")
+        i = q.free.popleft()
+        space = buffer.space_of(op.tensor.type)
+        return (Ref(q.slots[i], 0, space, f"{q.name}[{i}]"),)
+
+    @impl(buffer.EnqueOp)
+    def run_enque(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        q, ref = cast(Queue, args[0]), cast(Ref, args[1])
+        i = _slot_of(q, ref)
+        if i in q.free or i in q.fifo:
+            raise InterpretationError(f"EnQue of a buffer queue {q.name} did not hand out")
+        q.fifo.append(i)
+        return ()
+
+    @impl(buffer.DequeOp)
+    def run_deque(
+        self, interp: Interpreter, op: buffer.DequeOp, args: PythonValues
+    ) -> PythonValues:
+        q = cast(Queue, args[0])
+        if not q.fifo:
+            raise InterpretationError(f"DeQue on queue {q.name} with nothing enqueued")
+        i = q.fifo.popleft()
+        return (Ref(q.slots[i], 0, buffer.space_of(op.tensor.type), f"{q.name}[{i}]"),)
+
+    @impl(buffer.QueueFreeOp)
+    def run_queue_free(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        q, ref = cast(Queue, args[0]), cast(Ref, args[1])
+        i = _slot_of(q, ref)
+        if i in q.free or i in q.fifo:
+            raise InterpretationError(f"FreeTensor of a buffer queue {q.name} does not hold")
+        q.free.append(i)
+        return ()
+
+    @impl(buffer.ViewOp)
+    def run_view(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        ref, offset = cast(Ref, args[0]), int(args[1])
+        if offset < 0 or ref.offset + offset > ref.data.size:
+            raise InterpretationError(f"view at {offset} is outside {ref.name}")
+        return (Ref(ref.data, ref.offset + offset, ref.space, ref.name),)
+
+    # ---- data movement ----------------------------------------------------------
+
+    @impl(buffer.CopyOp)
+    def run_copy(self, interp: Interpreter, op: buffer.CopyOp, args: PythonValues) -> PythonValues:
+        src, dst = cast(Ref, args[0]), cast(Ref, args[1])
+        blocks, length, s_stride, d_stride = (int(a) for a in args[2:6])
+        path = (src.space, dst.space)
+        itemsize = dst.data.itemsize
+        if path == ("l0c", "ub") and not self.chip.l0c_to_ub:
+            raise InterpretationError(f"{self.chip.name} has no l0c -> ub path")
+        for ref in (src, dst):
+            ref.check_aligned("copy")
+        if "gm" in path and not self.chip.data_copy_pad and (length * itemsize) % UB_ALIGN:
+            raise InterpretationError(
+                f"copy of {length * itemsize}-byte blocks on {self.chip.name}: DataCopy moves "
+                "32-byte multiples and this chip has no DataCopyPad"
+            )
+        pad = path == ("gm", "ub") and (length * itemsize) % UB_ALIGN != 0
+        padded = -(-length * itemsize // UB_ALIGN) * UB_ALIGN // itemsize
+        for b in range(blocks):
+            s = Ref(src.data, src.offset + b * s_stride, src.space, src.name).window(
+                length, "copy source"
+            )
+            dref = Ref(dst.data, dst.offset + b * d_stride, dst.space, dst.name)
+            values = s.astype(dst.data.dtype)
+            if op.relu is not None:
+                values = np.maximum(values, 0)
+            dref.window(length, "copy destination")[:] = values
+            if pad and np.issubdtype(dst.data.dtype, np.floating):
+                # DataCopyPad leaves the padding lanes undefined: poison them
+                end = min(dref.offset + padded, dst.data.size)
+                dst.data[dref.offset + length : end] = np.nan
+        return ()
+
+    # ---- vector -----------------------------------------------------------------
+
+    def _vec(self, ref: Any, count: int, what: str) -> np.ndarray:
+        r = cast(Ref, ref)
+        r.check_aligned(what)
+        return r.window(count, what)
+
+    @impl(buffer.VBinaryOp)
+    def run_vbinary(
+        self, interp: Interpreter, op: buffer.VBinaryOp, args: PythonValues
+    ) -> PythonValues:
+        n = int(args[3])
+        dst, a, b = (self._vec(args[i], n, f"vbinary {op.kind.data}") for i in range(3))
+        fn = _VBINARY[op.kind.data]
+        dst[:] = _quiet(lambda: fn(a, b))
+        return ()
+
+    @impl(buffer.VUnaryOp)
+    def run_vunary(
+        self, interp: Interpreter, op: buffer.VUnaryOp, args: PythonValues
+    ) -> PythonValues:
+        n = int(args[2])
+        dst, src = (self._vec(args[i], n, f"vunary {op.kind.data}") for i in range(2))
+        fn = _VUNARY[op.kind.data]
+        dst[:] = _quiet(lambda: fn(src))
+        return ()
+
+    @impl(buffer.VScalarOp)
+    def run_vscalar(
+        self, interp: Interpreter, op: buffer.VScalarOp, args: PythonValues
+    ) -> PythonValues:
+        n = int(args[3])
+        dst, src = (self._vec(args[i], n, f"vscalar {op.kind.data}") for i in range(2))
+        s = np.asarray(args[2]).astype(dst.dtype)
+        fn = _VSCALAR[op.kind.data]
+        dst[:] = _quiet(lambda: fn(src, s))
+        return ()
+
+    @impl(buffer.VDupOp)
+    def run_vdup(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        n = int(args[2])
+        dst = self._vec(args[0], n, "vdup")
+        dst[:] = args[1]
+        return ()
+
+    @impl(buffer.VCastOp)
+    def run_vcast(
+        self, interp: Interpreter, op: buffer.VCastOp, args: PythonValues
+    ) -> PythonValues:
+        n = int(args[2])
+        dst, src = self._vec(args[0], n, "vcast"), self._vec(args[1], n, "vcast")
+        mode = op.round.data
+        values = src.astype(np.float64) if np.issubdtype(src.dtype, np.floating) else src
+        if np.issubdtype(dst.dtype, np.integer):
+            values = _INT_ROUNDING[mode](values)
+        elif mode in ("trunc", "floor", "ceil", "round"):
+            raise InterpretationError(f"round mode {mode} narrows to an integer type only")
+        element_type = cast(MemRefType, op.dst.type).element_type
+        dst[:] = dtypes.to_storage(values, element_type)
+        return ()
+
+    @impl(buffer.VReduceOp)
+    def run_vreduce(
+        self, interp: Interpreter, op: buffer.VReduceOp, args: PythonValues
+    ) -> PythonValues:
+        n = int(args[3])
+        if n < 1:
+            raise InterpretationError("vreduce of no elements")
+        src = self._vec(args[1], n, "vreduce")
+        dst = self._vec(args[0], 1, "vreduce")
+        fn = _VREDUCE[op.kind.data]
+        dst[0] = _quiet(lambda: fn(src.astype(np.float32)))
+        return ()
+
+    @impl(buffer.VCompareOp)
+    def run_vcompare(
+        self, interp: Interpreter, op: buffer.VCompareOp, args: PythonValues
+    ) -> PythonValues:
+        n = int(args[3])
+        dst, a, b = (self._vec(args[i], n, "vcompare") for i in range(3))
+        fn = _VCOMPARE[op.kind.data]
+        dst[:] = fn(a, b)
+        return ()
+
+    @impl(buffer.VSelectOp)
+    def run_vselect(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        n = int(args[4])
+        dst, mask, a, b = (self._vec(args[i], n, "vselect") for i in range(4))
+        dst[:] = np.where(mask.astype(bool), a, b)
+        return ()
+
+    @impl(buffer.GetValueOp)
+    def run_get_value(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        ref = cast(Ref, args[0])
+        return (ref.window(int(args[1]) + 1, "get_value")[int(args[1])].item(),)
+
+    @impl(buffer.SetValueOp)
+    def run_set_value(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        ref = cast(Ref, args[0])
+        ref.window(int(args[1]) + 1, "set_value")[int(args[1])] = args[2]
+        return ()
+
+    # ---- cube -------------------------------------------------------------------
+
+    @impl(buffer.MmadOp)
+    def run_mmad(self, interp: Interpreter, op: buffer.MmadOp, args: PythonValues) -> PythonValues:
+        c, a, b = (cast(Ref, args[i]) for i in range(3))
+        m, n, k = (int(args[i]) for i in range(3, 6))
+        acc = bool(args[6])
+        am = a.window(m * k, "mmad A").astype(np.float32).reshape(m, k)
+        bm = b.window(k * n, "mmad B").astype(np.float32).reshape(k, n)
+        cm = c.window(m * n, "mmad C")
+        prod = (am @ bm).reshape(-1)
+        cm[:] = cm + prod if acc else prod
+        return ()

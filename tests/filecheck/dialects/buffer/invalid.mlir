@@ -1,0 +1,58 @@
+// RUN: afc-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+buffer.kernel @too_big(%x: memref<?xf32, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend910B1", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 0 : i64} {
+  %q = buffer.alloc_queue %n buffers 2 max_bytes 100000 of f32 : !buffer.queue<vecin>
+  buffer.return
+}
+// CHECK: kernel @too_big needs 200000 bytes of ub, Ascend910B1 has 188160
+
+// -----
+
+buffer.kernel @no_path(%x: memref<?xf32, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix", num_inputs = 1 : i64, num_outputs = 0 : i64} {
+  %c = buffer.alloc_buf "co1" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0c>>
+  %u = buffer.alloc_buf "veccalc" %n max_bytes 4096 -> memref<?xf32, #buffer.space<ub>>
+  buffer.copy %c to %u blocks %n x %n strides %n, %n : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<ub>>
+  buffer.return
+}
+// CHECK: kernel @no_path: Ascend910B1 has no l0c -> ub path (cube and vector cores exchange data only through GM)
+
+// -----
+
+func.func @gm_to_l0a(%x: memref<?xf16, #buffer.space<gm>>, %a: memref<?xf16, #buffer.space<l0a>>, %n: index) {
+  buffer.copy %x to %a blocks %n x %n strides %n, %n : memref<?xf16, #buffer.space<gm>> to memref<?xf16, #buffer.space<l0a>>
+  func.return
+}
+// CHECK: there is no data path gm -> l0a
+
+// -----
+
+func.func @vector_in_l1(%x: memref<?xf16, #buffer.space<l1>>, %n: index) {
+  buffer.vunary "exp" %x, %x, %n : memref<?xf16, #buffer.space<l1>>, memref<?xf16, #buffer.space<l1>>
+  func.return
+}
+// CHECK: vector operand #0 is in l1, not ub
+
+// -----
+
+func.func @mmad_spaces(%a: memref<?xf16, #buffer.space<ub>>, %b: memref<?xf16, #buffer.space<l0b>>, %c: memref<?xf32, #buffer.space<l0c>>, %n: index, %f: i1) {
+  buffer.mmad %c, %a, %b, %n, %n, %n, %f : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<ub>>, memref<?xf16, #buffer.space<l0b>>
+  func.return
+}
+// CHECK: mmad operand A must be in l0a, got ub
+
+// -----
+
+buffer.kernel @queues(%x: memref<?xf32, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend910", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 0 : i64} {
+  %q0 = buffer.alloc_queue %n buffers 2 max_bytes 64 of f32 : !buffer.queue<vecin>
+  %q1 = buffer.alloc_queue %n buffers 2 max_bytes 64 of f32 : !buffer.queue<vecin>
+  %q2 = buffer.alloc_queue %n buffers 2 max_bytes 64 of f32 : !buffer.queue<vecin>
+  buffer.return
+}
+// CHECK: kernel @queues uses 6 vecin queue buffers, Ascend910 allows 4 per position
+
+// -----
+
+buffer.kernel @chip(%x: memref<?xf32, #buffer.space<gm>>) attributes {chip = "Ascend999", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 0 : i64} {
+  buffer.return
+}
+// CHECK: kernel @chip: unknown chip 'Ascend999'; known chips: Ascend310P3, Ascend910, Ascend910B1, Ascend910B2, Ascend910B3, Ascend910B4

@@ -1,0 +1,68 @@
+// RUN: AFC_ROUNDTRIP
+// RUN: AFC_GENERIC_ROUNDTRIP
+
+// A hand-written vector kernel, y = relu(x + 1), in the shape lower-to-buffer produces:
+// each core takes a contiguous range of tiles; a tile goes through CopyIn, Compute and
+// CopyOut over double-buffered queues.
+
+// CHECK-LABEL: buffer.kernel @add_relu(%x: memref<?xf32, #buffer.space<gm>>, %y: memref<?xf32, #buffer.space<gm>>, %n: index, %tile: index) attributes {chip = "Ascend910B1", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 1 : i64} {
+// CHECK:         %qin = buffer.alloc_queue %bytes buffers 2 max_bytes 32768 of f32 : !buffer.queue<vecin>
+// CHECK:         buffer.stage "copy_in" {
+// CHECK-NEXT:      %t = buffer.queue_alloc %qin : !buffer.queue<vecin> -> memref<?xf32, #buffer.space<ub>>
+// CHECK-NEXT:      %src = buffer.view %x[%off] : memref<?xf32, #buffer.space<gm>>
+// CHECK-NEXT:      buffer.copy %src to %t blocks %c1 x %len strides %c0, %c0 : memref<?xf32, #buffer.space<gm>> to memref<?xf32, #buffer.space<ub>>
+// CHECK:           buffer.vscalar "adds" %o, %i, %one, %len : memref<?xf32, #buffer.space<ub>>, memref<?xf32, #buffer.space<ub>>, f32
+// CHECK-NEXT:      buffer.vunary "relu" %o, %o, %len
+// CHECK-GENERIC: "buffer.kernel"() <{sym_name = "add_relu"
+// CHECK-LABEL: func.func @main
+// CHECK:         %y = buffer.launch @add_relu blocks(%blocks) (%x) tiling(%n, %tile) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
+buffer.kernel @add_relu(%x: memref<?xf32, #buffer.space<gm>>, %y: memref<?xf32, #buffer.space<gm>>, %n: index, %tile: index) attributes {chip = "Ascend910B1", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %one = arith.constant 1.0 : f32
+  %bytes = arith.muli %tile, %c4 : index
+  %qin = buffer.alloc_queue %bytes buffers 2 max_bytes 32768 of f32 : !buffer.queue<vecin>
+  %qout = buffer.alloc_queue %bytes buffers 2 max_bytes 32768 of f32 : !buffer.queue<vecout>
+  %bid = buffer.block_idx
+  %nb = buffer.block_num
+  %tiles = arith.ceildivsi %n, %tile : index
+  %per_core = arith.ceildivsi %tiles, %nb : index
+  %first = arith.muli %bid, %per_core : index
+  %last0 = arith.addi %first, %per_core : index
+  %last = arith.minsi %last0, %tiles : index
+  scf.for %t_i = %first to %last step %c1 {
+    %off = arith.muli %t_i, %tile : index
+    %rest = arith.subi %n, %off : index
+    %len = arith.minsi %tile, %rest : index
+    buffer.stage "copy_in" {
+      %t = buffer.queue_alloc %qin : !buffer.queue<vecin> -> memref<?xf32, #buffer.space<ub>>
+      %src = buffer.view %x[%off] : memref<?xf32, #buffer.space<gm>>
+      buffer.copy %src to %t blocks %c1 x %len strides %c0, %c0 : memref<?xf32, #buffer.space<gm>> to memref<?xf32, #buffer.space<ub>>
+      buffer.enque %qin, %t : !buffer.queue<vecin>, memref<?xf32, #buffer.space<ub>>
+    }
+    buffer.stage "compute" {
+      %i = buffer.deque %qin : !buffer.queue<vecin> -> memref<?xf32, #buffer.space<ub>>
+      %o = buffer.queue_alloc %qout : !buffer.queue<vecout> -> memref<?xf32, #buffer.space<ub>>
+      buffer.vscalar "adds" %o, %i, %one, %len : memref<?xf32, #buffer.space<ub>>, memref<?xf32, #buffer.space<ub>>, f32
+      buffer.vunary "relu" %o, %o, %len : memref<?xf32, #buffer.space<ub>>, memref<?xf32, #buffer.space<ub>>
+      buffer.enque %qout, %o : !buffer.queue<vecout>, memref<?xf32, #buffer.space<ub>>
+      buffer.queue_free %qin, %i : !buffer.queue<vecin>, memref<?xf32, #buffer.space<ub>>
+    }
+    buffer.stage "copy_out" {
+      %o = buffer.deque %qout : !buffer.queue<vecout> -> memref<?xf32, #buffer.space<ub>>
+      %dst = buffer.view %y[%off] : memref<?xf32, #buffer.space<gm>>
+      buffer.copy %o to %dst blocks %c1 x %len strides %c0, %c0 : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>
+      buffer.queue_free %qout, %o : !buffer.queue<vecout>, memref<?xf32, #buffer.space<ub>>
+    }
+  }
+  buffer.return
+}
+
+func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
+  %n = buffer.dim %x[0] : tensor<?xf32>
+  %tile = arith.constant 24 : index
+  %blocks = arith.constant 3 : index
+  %y = buffer.launch @add_relu blocks(%blocks) (%x) tiling(%n, %tile) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
+  func.return %y : tensor<?xf32>
+}
