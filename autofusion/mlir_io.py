@@ -10,6 +10,7 @@ from collections.abc import Callable
 from io import StringIO
 
 from xdsl.context import Context
+from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Dialect, Operation
 from xdsl.parser import Parser
@@ -72,11 +73,26 @@ def default_context() -> Context:
 
 
 class LocatingParser(Parser):
-    """An MLIR parser that remembers the source offset of every operation."""
+    """An MLIR parser that remembers the source offset of every operation.
+
+    It also keeps resource handles consistent: xDSL 0.74 stores blobs process-wide and
+    renames a handle that an earlier parse already declared (`w` -> `w_0`), but renames
+    it again when the `{-# dialect_resources #-}` section names it, so the blob would land
+    under a third name. Here every spelling of a handle maps to one declared name.
+    """
 
     def __init__(self, ctx: Context, text: str, name: str) -> None:
         super().__init__(ctx, text, name)
         self.op_offsets: dict[Operation, int] = {}
+        self._resource_keys: dict[tuple[str, str], str] = {}
+
+    def _parse_dialect_resource_handle(
+        self, dialect_name: str, interface: OpAsmDialectInterface
+    ) -> str:
+        key = self.parse_identifier(" for resource handle")
+        if (dialect_name, key) not in self._resource_keys:
+            self._resource_keys[(dialect_name, key)] = interface.declare_resource(key)
+        return self._resource_keys[(dialect_name, key)]
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start

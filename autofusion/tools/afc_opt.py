@@ -16,7 +16,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from autofusion.diagnostics import UserError, run_tool
 from autofusion.tools.atomic_output import atomic_file, split_output_flag
-from autofusion.tools.pipeline_spec import mlir_pipeline_to_xdsl
+from autofusion.tools.pipeline_spec import mlir_pipeline_to_xdsl, quote_bare_values
 from frontends import Frontend
 
 
@@ -91,8 +91,23 @@ class AfcOptMain(xDSLOptMain):
         arg_parser.print_usage = lambda file=None: None  # type: ignore[method-assign]
 
 
+_SPEC_FLAGS = ("-p", "--passes", "-t", "--target")
+
+
+def _quote_specs(args: list[str]) -> list[str]:
+    """Let `-p`/`-t` option values be bare paths, as in MLIR (`file=out.onnx`)."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        if arg in _SPEC_FLAGS and i + 1 < len(out):
+            out[i + 1] = quote_bare_values(out[i + 1])
+        for flag in _SPEC_FLAGS:
+            if arg.startswith(flag + "=") and flag.startswith("--"):
+                out[i] = flag + "=" + quote_bare_values(arg[len(flag) + 1 :])
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _quote_specs(list(sys.argv[1:] if argv is None else argv))
 
     def body() -> None:
         rest, output = split_output_flag(args)

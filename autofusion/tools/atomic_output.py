@@ -16,6 +16,12 @@ from pathlib import Path
 _OUTPUT_FLAGS = ("-o", "--output-file")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path; on success it replaces `path`, on failure it is removed."""
@@ -29,6 +35,8 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
+        # mkstemp creates 0600 files; an output gets the permissions a plain open() gives
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
@@ -44,6 +52,7 @@ def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=parent))
     try:
         yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())
         if target.exists():
             backup = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=parent))
             backup.rmdir()

@@ -8,6 +8,8 @@ function by function, so the result is the same.
 
 from __future__ import annotations
 
+import re
+
 from autofusion.diagnostics import UserError
 
 # op anchors whose nested pipelines run on the module (see the module docstring)
@@ -106,4 +108,67 @@ def mlir_pipeline_to_xdsl(spec: str) -> str:
     elements = scanner.pipeline("")
     if scanner.pos != len(scanner.text):
         raise scanner.error(f"unexpected {scanner.peek()!r}")
-    return ",".join(elements)
+    return quote_bare_values(",".join(elements))
+
+
+# what xDSL's pipeline lexer accepts unquoted as an option value (xdsl/utils/arg_spec.py)
+_BARE_VALUE = re.compile(r"[-+]?[0-9]+(\.[0-9]*([eE][-+]?[0-9]+)?)?|[A-Za-z0-9_-]+")
+
+
+def _quote_item(item: str) -> str:
+    if not item or item.startswith('"') or _BARE_VALUE.fullmatch(item):
+        return item
+    return '"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _quote_options(block: str) -> str:
+    """Quote the values in one `{k=v k2=v2}` block that xDSL would not lex bare."""
+    entries: list[str] = []
+    for entry in _split_outside_quotes(block[1:-1], " "):
+        if "=" not in entry or entry.startswith('"'):
+            entries.append(entry)
+            continue
+        key, value = entry.split("=", 1)
+        items = _split_outside_quotes(value, ",")
+        entries.append(key + "=" + ",".join(_quote_item(i) for i in items))
+    return "{" + " ".join(e for e in entries if e) + "}"
+
+
+def _split_outside_quotes(text: str, sep: str) -> list[str]:
+    parts, current, quoted = [], "", False
+    for i, ch in enumerate(text):
+        if ch == '"' and (i == 0 or text[i - 1] != "\\"):
+            quoted = not quoted
+        if ch == sep and not quoted:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return parts
+
+
+def quote_bare_values(spec: str) -> str:
+    """MLIR accepts `file=out.onnx`; xDSL needs `file="out.onnx"`. Add the quotes."""
+    out, i = "", 0
+    while i < len(spec):
+        if spec[i] == "{":
+            depth, j, quoted = 0, i, False
+            while j < len(spec):
+                if spec[j] == '"' and spec[j - 1] != "\\":
+                    quoted = not quoted
+                elif not quoted and spec[j] == "{":
+                    depth += 1
+                elif not quoted and spec[j] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            if j >= len(spec):
+                return out + spec[i:]  # unbalanced: leave it for the parser to report
+            out += _quote_options(spec[i : j + 1])
+            i = j + 1
+        else:
+            out += spec[i]
+            i += 1
+    return out

@@ -1,0 +1,1192 @@
+"""The op table of the ONNX exporter: how each graph op becomes standard ONNX ops.
+
+Every graph op has one entry in `TABLE`:
+
+* `Standard(emit)`: the op is one standard ONNX op, plus Constant nodes for the inputs
+  that ONNX takes as tensors where the graph dialect has properties (Reshape's shape,
+  ReduceSum's axes, Clip's bounds, ...).
+* `Named(function, decompose, native, native_when)`: an op with no single standard ONNX
+  op at some opsets: rsqrt; silu before Swish-24; gelu before Gelu-20; layer_norm before
+  LayerNormalization-17; rms_norm before RMSNormalization-23; softmax over a non-last
+  axis before Softmax-13; the named fused ops; matmul/gemm/conv2d with an epilogue.
+  Where `native_when(e)` holds, `native` emits one standard op. Otherwise the op becomes
+  a call of the model-local function `ai.afc.<function>` whose body `decompose` builds
+  from standard ops, so any ONNX runtime can run the model. Bodies compute f16/bf16 in
+  float32 and round once at the end, as the graph dialect's semantics do (the graph ops'
+  docstrings, autofusion/interpreter/).
+
+A new named op needs one `Named` entry and its decomposition; nothing else changes.
+
+An emit function sees the op through an `Emitter`: the ONNX names of its operands and
+results, its properties, the opset, and builders for nodes and constants. Every standard
+node is checked against the ONNX schema of its op at the opset, so an element type ONNX
+does not accept becomes a one-line error naming the graph op, not an invalid model.
+
+ONNX op versions below are cited as `Op-N` (https://onnx.ai/onnx/operators/).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, cast
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation
+from xdsl.irdl import OptOperandDef, VarOperandDef
+
+from autofusion import dtypes
+from autofusion.dialects import graph
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.graph import Props
+
+DOMAIN = "ai.afc"
+"""The domain of afc's model-local functions."""
+
+DOMAIN_VERSION = 1
+
+# ONNX shapes use None for an unknown (dynamic) dim; a value's shape may be unknown
+Shape = tuple[int | None, ...]
+
+# --------------------------------------------------------------------------------------
+# Element types
+# --------------------------------------------------------------------------------------
+
+# graph-dialect element type name -> (ONNX TensorProto data type, ONNX schema type string)
+_ELEMS: dict[str, tuple[int, str]] = {
+    "f32": (TensorProto.FLOAT, "tensor(float)"),
+    "f16": (TensorProto.FLOAT16, "tensor(float16)"),
+    "bf16": (TensorProto.BFLOAT16, "tensor(bfloat16)"),
+    "f64": (TensorProto.DOUBLE, "tensor(double)"),
+    "i64": (TensorProto.INT64, "tensor(int64)"),
+    "i32": (TensorProto.INT32, "tensor(int32)"),
+    "i8": (TensorProto.INT8, "tensor(int8)"),
+    "i1": (TensorProto.BOOL, "tensor(bool)"),
+}
+_NAME_OF_ELEM = {onnx_type: name for name, (onnx_type, _) in _ELEMS.items()}
+_NAME_OF_SCHEMA_TYPE = {schema: name for name, (_, schema) in _ELEMS.items()}
+_LOW_PRECISION = (TensorProto.FLOAT16, TensorProto.BFLOAT16)
+
+
+def onnx_elem(element_type: Attribute) -> int:
+    """The ONNX data type of a graph-dialect element type."""
+    return _ELEMS[dtypes.type_name(element_type)][0]
+
+
+def elem_name(elem: int) -> str:
+    """The graph-dialect name (`f32`, `i1`, ...) of an ONNX data type."""
+    return _NAME_OF_ELEM.get(elem, TensorProto.DataType.Name(elem).lower())
+
+
+def onnx_shape(t: TensorType) -> Shape:
+    """The shape of `t` with None for its dynamic dims."""
+    return tuple(None if d == si.DYN else d for d in t.get_shape())
+
+
+def tensor_proto(name: str, values: np.ndarray, elem: int) -> TensorProto:
+    """A tensor with little-endian raw data (bf16 as its raw bits, i1 as bytes)."""
+    mlir_type = dtypes.ELEMENT_TYPES[_NAME_OF_ELEM[elem]]
+    arr = dtypes.to_storage(np.asarray(values), mlir_type)
+    t = TensorProto()
+    t.name = name
+    t.data_type = elem
+    t.dims.extend(arr.shape)
+    t.raw_data = dtypes.to_bytes(arr, mlir_type)
+    return t
+
+
+# --------------------------------------------------------------------------------------
+# Names and bodies
+# --------------------------------------------------------------------------------------
+
+
+class Names:
+    """Unique value names within one ONNX graph or function body, given deterministically."""
+
+    def __init__(self) -> None:
+        self._used: set[str] = set()
+        self._next: dict[str, int] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._used
+
+    def reserve(self, name: str) -> None:
+        self._used.add(name)
+
+    def fresh(self, base: str) -> str:
+        """`base` if unused, else `base_1`, `base_2`, ..."""
+        base = base or "t"
+        if base not in self._used:
+            self._used.add(base)
+            return base
+        i = self._next.get(base, 1)
+        while f"{base}_{i}" in self._used:
+            i += 1
+        self._next[base] = i + 1
+        name = f"{base}_{i}"
+        self._used.add(name)
+        return name
+
+
+class NotExportable(Exception):
+    """A graph op that ONNX cannot express as used (the message says why)."""
+
+
+class ElementTypeError(NotExportable):
+    """A node whose element types the ONNX schema of its op does not accept."""
+
+
+@cache
+def _schema(op_type: str, opset: int) -> onnx.defs.OpSchema:
+    return onnx.defs.get_schema(op_type, opset, "")
+
+
+def check_node_types(
+    op_type: str, opset: int, inputs: Sequence[int | None], outputs: Sequence[int | None]
+) -> None:
+    """Raise ElementTypeError unless `op_type` at `opset` accepts these element types.
+
+    `None` stands for an absent optional input or an unknown type; it is not checked.
+    """
+    schema = _schema(op_type, opset)
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    for kind, formals, elems in (
+        ("input", schema.inputs, inputs),
+        ("output", schema.outputs, outputs),
+    ):
+        for i, elem in enumerate(elems):
+            if elem is None:
+                continue
+            if i < len(formals):
+                formal = formals[i]
+            elif (
+                formals and formals[-1].option == onnx.defs.OpSchema.FormalParameterOption.Variadic
+            ):
+                formal = formals[-1]
+            else:
+                raise ElementTypeError(f"{op_type}-{schema.since_version} has no {kind} #{i}")
+            types = allowed.get(formal.type_str, {formal.type_str})
+            if _ELEMS[elem_name(elem)][1] not in types:
+                ours = sorted(_NAME_OF_SCHEMA_TYPE[t] for t in types if t in _NAME_OF_SCHEMA_TYPE)
+                raise ElementTypeError(
+                    f"ONNX {op_type}-{schema.since_version} does not accept {elem_name(elem)} "
+                    f"for its {kind} '{formal.name}' (it takes {', '.join(ours) or 'none of ours'})"
+                )
+
+
+class Body:
+    """The nodes of one ONNX graph or function body, with every value's type.
+
+    Types are (data type, shape or None); shapes are needed only for the main graph's
+    value_info, element types for the schema check of every node.
+    """
+
+    def __init__(self, opset: int, names: Names) -> None:
+        self.opset = opset
+        self.names = names
+        self.nodes: list[onnx.NodeProto] = []
+        self.types: dict[str, tuple[int, Shape | None]] = {}
+        self.calls_functions = False
+
+    def declare(self, name: str, elem: int, shape: Shape | None) -> None:
+        self.types[name] = (elem, shape)
+
+    def elem(self, name: str) -> int | None:
+        t = self.types.get(name)
+        return t[0] if t is not None else None
+
+    def add_node(
+        self,
+        op_type: str,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        *,
+        domain: str = "",
+        name: str = "",
+        **attrs: Any,
+    ) -> None:
+        if domain == "":
+            if op_type != "Constant":
+                check_node_types(
+                    op_type,
+                    self.opset,
+                    [self.elem(i) if i else None for i in inputs],
+                    [self.elem(o) for o in outputs],
+                )
+        else:
+            self.calls_functions = True
+        node = helper.make_node(
+            op_type, list(inputs), list(outputs), name=name or None, domain=domain or None, **attrs
+        )
+        self.nodes.append(node)
+
+
+# --------------------------------------------------------------------------------------
+# Model-local functions
+# --------------------------------------------------------------------------------------
+
+
+class FunctionTable:
+    """The model-local functions, in creation order, with unique names.
+
+    Named-op functions with identical bodies are shared; a name taken by a different
+    body gets a suffix (`Gelu`, `Gelu_1`).
+    """
+
+    def __init__(self) -> None:
+        self.names = Names()
+        self._slots: dict[str, onnx.FunctionProto | None] = {}
+        self._by_body: dict[bytes, str] = {}
+
+    def reserve(self, base: str) -> str:
+        name = self.names.fresh(base)
+        self._slots[name] = None
+        return name
+
+    def fill(self, proto: onnx.FunctionProto) -> None:
+        assert self._slots.get(proto.name, proto) is None, proto.name
+        self._slots[proto.name] = proto
+
+    def define(self, base: str, proto: onnx.FunctionProto) -> str:
+        """Add `proto` (its name is ignored) or find an identical body; return the name."""
+        proto.name = ""
+        key = proto.SerializeToString(deterministic=True)
+        if key not in self._by_body:
+            proto.name = self.reserve(base)
+            self.fill(proto)
+            self._by_body[key] = proto.name
+        return self._by_body[key]
+
+    def protos(self) -> list[onnx.FunctionProto]:
+        out = []
+        for name, proto in self._slots.items():
+            assert proto is not None, f"function {name} was never filled"
+            out.append(proto)
+        return out
+
+
+def function_opsets(body: Body) -> list[onnx.OperatorSetIdProto]:
+    opsets = [helper.make_opsetid("", body.opset)]
+    if body.calls_functions:
+        opsets.append(helper.make_opsetid(DOMAIN, DOMAIN_VERSION))
+    return opsets
+
+
+# --------------------------------------------------------------------------------------
+# The per-op view emit functions work with
+# --------------------------------------------------------------------------------------
+
+
+class Emitter:
+    """One graph op being emitted into a body: its ONNX value names and node builders.
+
+    `inputs[i]` names operand i and `outputs[k]` result k (their types are declared);
+    emit functions must define every output.
+    """
+
+    def __init__(
+        self,
+        body: Body,
+        op: Operation,
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        node_name: str = "",
+        prefix: str = "",
+    ) -> None:
+        self.body = body
+        self.op = op
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.node_name = node_name
+        self.props = Props(op.properties, op.name)
+        self.opset = body.opset
+        self._prefix = prefix
+
+    # ---- the op ----------------------------------------------------------------
+
+    def in_type(self, i: int = 0) -> TensorType:
+        return cast(TensorType, self.op.operands[i].type)
+
+    def out_type(self, k: int = 0) -> TensorType:
+        return cast(TensorType, self.op.results[k].type)
+
+    def elem(self, i: int = 0) -> int:
+        """ONNX data type of operand i."""
+        return onnx_elem(self.in_type(i).element_type)
+
+    def out_elem(self, k: int = 0) -> int:
+        return onnx_elem(self.out_type(k).element_type)
+
+    def rank(self, i: int = 0) -> int:
+        return len(self.in_type(i).get_shape())
+
+    def has(self, i: int) -> bool:
+        """Whether optional operand i is present."""
+        return i < len(self.inputs)
+
+    # ---- building ----------------------------------------------------------------
+
+    def fresh(self, role: str) -> str:
+        return self.body.names.fresh(self._prefix + role)
+
+    def node(
+        self,
+        op_type: str,
+        inputs: Sequence[str],
+        *,
+        out: str | None = None,
+        elem: int | None = None,
+        role: str | None = None,
+        **attrs: Any,
+    ) -> str:
+        """Add a one-output node; return its output, `out` or a fresh name of type `elem`.
+
+        A fresh output has the element type of the first input unless `elem` is given.
+        """
+        if out is None:
+            out = self.fresh(role or op_type.lower())
+            if elem is None:
+                elem = self.body.elem(next(i for i in inputs if i))
+            assert elem is not None, f"unknown element type for {op_type}"
+            self.body.declare(out, elem, None)
+        self.nodes(op_type, inputs, [out], **attrs)
+        return out
+
+    def nodes(
+        self, op_type: str, inputs: Sequence[str], outputs: Sequence[str], **attrs: Any
+    ) -> None:
+        """Add a node writing declared outputs (the op's results)."""
+        name = self.node_name if any(o in self.outputs for o in outputs) else ""
+        self.body.add_node(op_type, inputs, outputs, name=name, **attrs)
+
+    def const(self, values: object, elem: int, role: str) -> str:
+        """A Constant node (Constant-13 `value`) holding `values` as type `elem`."""
+        name = self.fresh(role)
+        arr = np.asarray(values)
+        self.body.declare(name, elem, tuple(arr.shape))
+        self.body.add_node("Constant", [], [name], value=tensor_proto(name, arr, elem))
+        return name
+
+    def ints(self, values: Sequence[int], role: str) -> str:
+        """A 1-D int64 constant (shapes, axes, pads, ...)."""
+        return self.const(np.asarray(list(values), dtype=np.int64), TensorProto.INT64, role)
+
+    def scalar(self, value: float, elem: int, role: str) -> str:
+        return self.const(np.asarray(value, dtype=np.float64), elem, role)
+
+    # ---- float32 computation of f16/bf16 in function bodies ------------------------
+
+    def up(self, name: str) -> str:
+        """`name` as float32 if it is f16/bf16 (Cast-13), else unchanged."""
+        if self.body.elem(name) in _LOW_PRECISION:
+            return self.node(
+                "Cast", [name], to=TensorProto.FLOAT, elem=TensorProto.FLOAT, role="f32"
+            )
+        return name
+
+    def target(self, k: int = 0) -> str | None:
+        """Where the last op computing result k writes: the result unless it needs a cast."""
+        return None if self.out_elem(k) in _LOW_PRECISION else self.outputs[k]
+
+    def finish(self, k: int, value: str) -> None:
+        """Make result k equal `value` (computed in float32 if the result is f16/bf16)."""
+        if value == self.outputs[k]:
+            return
+        if self.body.elem(value) != self.out_elem(k):
+            self.nodes("Cast", [value], [self.outputs[k]], to=self.out_elem(k))
+        else:
+            self.nodes("Identity", [value], [self.outputs[k]])
+
+
+Emit = Callable[[Emitter], None]
+
+
+# --------------------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Standard:
+    """A graph op exported as standard ONNX ops by `emit`."""
+
+    emit: Emit
+    summary: str
+
+
+@dataclass(frozen=True)
+class Named:
+    """A graph op exported as one standard op where `native_when` holds, else as a call
+    of the model-local function `ai.afc.<function>` whose body is `decompose`."""
+
+    function: str | Callable[[Emitter], str]
+    decompose: Emit
+    summary: str
+    native: Emit | None = None
+    native_when: Callable[[Emitter], bool] = lambda e: False
+
+    def function_name(self, e: Emitter) -> str:
+        return self.function if isinstance(self.function, str) else self.function(e)
+
+
+Mapping = Standard | Named
+
+
+def since(opset: int) -> Callable[[Emitter], bool]:
+    """`native_when` for an ONNX op that exists from `opset` on."""
+    return lambda e: e.opset >= opset
+
+
+# --------------------------------------------------------------------------------------
+# Shared helpers (opset-dependent input/attribute forms)
+# --------------------------------------------------------------------------------------
+
+
+def reduce(
+    e: Emitter, op_type: str, x: str, axes: Sequence[int], keepdims: bool, out: str | None = None
+) -> str:
+    """ReduceX over `axes` (all when empty). ReduceSum-13 and the other reductions from
+    opset 18 (ReduceMean-18, ...) take axes as an input; earlier versions as an attribute."""
+    attrs: dict[str, Any] = {"keepdims": int(keepdims)}
+    inputs = [x]
+    if axes:
+        if e.opset >= (13 if op_type == "ReduceSum" else 18):
+            inputs.append(e.ints(axes, "axes"))
+        else:
+            attrs["axes"] = list(axes)
+    return e.node(op_type, inputs, out=out, **attrs)
+
+
+def unsqueeze(e: Emitter, x: str, axes: Sequence[int]) -> str:
+    """Unsqueeze-13 takes axes as an input, Unsqueeze-11 as an attribute."""
+    if e.opset >= 13:
+        return e.node("Unsqueeze", [x, e.ints(axes, "axes")])
+    return e.node("Unsqueeze", [x], axes=list(axes))
+
+
+def slice_last(e: Emitter, x: str, start: int, end: int, step: int = 1) -> str:
+    """x[..., start:end:step] (Slice-13 with inputs)."""
+    return e.node(
+        "Slice",
+        [
+            x,
+            e.ints([start], "starts"),
+            e.ints([end], "ends"),
+            e.ints([-1], "axes"),
+            e.ints([step], "steps"),
+        ],
+    )
+
+
+def norm_axes(axis: int, rank: int) -> list[int]:
+    """The axes [axis, rank) a norm reduces over."""
+    return list(range(si.normalize_axis(axis, rank), rank))
+
+
+# --------------------------------------------------------------------------------------
+# Elementwise ops
+# --------------------------------------------------------------------------------------
+
+
+def same(op_type: str, **fixed: Any) -> Emit:
+    """The graph op is the ONNX op `op_type` on the same operands."""
+
+    def emit(e: Emitter) -> None:
+        e.nodes(op_type, e.inputs, e.outputs, **fixed)
+
+    return emit
+
+
+def direct(op_type: str) -> Standard:
+    """A graph op that is the ONNX op `op_type` on the same operands and results."""
+    return Standard(same(op_type), op_type)
+
+
+def emit_clip(e: Emitter) -> None:
+    # Clip-11/13: min and max are optional inputs of the operand's type
+    elem = e.elem()
+    bounds = []
+    for prop in ("min", "max"):
+        value = e.props.opt_real(prop)
+        bounds.append("" if value is None else e.scalar(value, elem, prop))
+    while bounds and not bounds[-1]:
+        bounds.pop()
+    e.nodes("Clip", [e.inputs[0], *bounds], e.outputs)
+
+
+def emit_cast(e: Emitter) -> None:
+    # Cast-13 (Cast-19 adds only float8 saturation); float -> int truncates in ONNX Runtime
+    e.nodes("Cast", e.inputs, e.outputs, to=e.out_elem())
+
+
+def rsqrt(e: Emitter) -> None:
+    """1 / sqrt(x) as Reciprocal(Sqrt(x)) (ONNX has no Rsqrt)."""
+    x = e.up(e.inputs[0])
+    e.finish(0, e.node("Reciprocal", [e.node("Sqrt", [x])], out=e.target()))
+
+
+def silu_into(e: Emitter, x: str, out: str | None) -> str:
+    """x * sigmoid(x): Swish-24 (alpha = 1) from opset 24, else Sigmoid-13 and Mul-14."""
+    if e.opset >= 24:
+        return e.node("Swish", [x], out=out)
+    return e.node("Mul", [x, e.node("Sigmoid", [x])], out=out)
+
+
+def silu(e: Emitter) -> None:
+    e.finish(0, silu_into(e, e.up(e.inputs[0]), e.target()))
+
+
+def gelu_into(e: Emitter, x: str, approximate: str, out: str | None) -> str:
+    """GELU; Gelu-20 from opset 20, else its formula from Erf-13 or Tanh-13."""
+    if e.opset >= 20:
+        return e.node("Gelu", [x], out=out, approximate=approximate)
+    elem = cast(int, e.body.elem(x))
+    half = e.scalar(0.5, elem, "half")
+    one = e.scalar(1.0, elem, "one")
+    if approximate == "tanh":
+        # 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+        cube = e.node("Mul", [e.node("Mul", [x, x]), x])
+        inner = e.node("Add", [x, e.node("Mul", [e.scalar(0.044715, elem, "c"), cube])])
+        k = e.scalar(math.sqrt(2 / math.pi), elem, "k")
+        t = e.node("Tanh", [e.node("Mul", [k, inner])])
+    else:
+        # 0.5 * x * (1 + erf(x / sqrt(2)))
+        t = e.node("Erf", [e.node("Div", [x, e.scalar(math.sqrt(2), elem, "sqrt2")])])
+    return e.node("Mul", [e.node("Mul", [half, x]), e.node("Add", [one, t])], out=out)
+
+
+def gelu(e: Emitter) -> None:
+    approximate = e.props.text("approximate")
+    e.finish(0, gelu_into(e, e.up(e.inputs[0]), approximate, e.target()))
+
+
+def gelu_native(e: Emitter) -> None:
+    e.nodes("Gelu", e.inputs, e.outputs, approximate=e.props.text("approximate"))
+
+
+# --------------------------------------------------------------------------------------
+# Reductions and softmax
+# --------------------------------------------------------------------------------------
+
+
+def emit_reduce(op_type: str) -> Emit:
+    """graph.reduce_* -> ReduceX over the op's axes (all when empty)."""
+
+    def emit(e: Emitter) -> None:
+        reduce(
+            e,
+            op_type,
+            e.inputs[0],
+            e.props.integers("axes"),
+            e.props.flag("keepdims"),
+            e.outputs[0],
+        )
+
+    return emit
+
+
+def softmax_axis_is_last(e: Emitter) -> bool:
+    """Whether the softmax axis is the last one (where Softmax-11 and -13 agree)."""
+    return si.normalize_axis(e.props.integer("axis"), e.rank()) == e.rank() - 1
+
+
+def softmax_native(e: Emitter) -> None:
+    # Softmax-13 normalizes one axis; Softmax-11 flattens [axis, rank) into one, which
+    # is the same for the last axis
+    e.nodes("Softmax", e.inputs, e.outputs, axis=e.props.integer("axis"))
+
+
+def softmax(e: Emitter) -> None:
+    """exp(x - max(x)) / sum(...) over one axis, for Softmax-11's flattening semantics."""
+    axis = [si.normalize_axis(e.props.integer("axis"), e.rank())]
+    x = e.up(e.inputs[0])
+    ex = e.node("Exp", [e.node("Sub", [x, reduce(e, "ReduceMax", x, axis, True)])])
+    e.finish(0, e.node("Div", [ex, reduce(e, "ReduceSum", ex, axis, True)], out=e.target()))
+
+
+# --------------------------------------------------------------------------------------
+# Cube ops and their activation epilogues
+# --------------------------------------------------------------------------------------
+
+# graph.ACTIVATIONS -> the suffix of the epilogue function's name
+_ACTIVATION_NAMES = {
+    "relu": "Relu",
+    "clip": "Clip",
+    "gelu": "Gelu",
+    "gelu_tanh": "GeluTanh",
+    "silu": "Silu",
+    "sigmoid": "Sigmoid",
+}
+
+
+def activation_into(e: Emitter, y: str, out: str | None) -> str:
+    """The cube op's activation epilogue on `y` (graph.ACTIVATIONS)."""
+    act = e.props.text("activation")
+    if act == "relu":
+        return e.node("Relu", [y], out=out)
+    if act == "sigmoid":
+        return e.node("Sigmoid", [y], out=out)
+    if act == "silu":
+        return silu_into(e, y, out)
+    if act in ("gelu", "gelu_tanh"):
+        return gelu_into(e, y, "tanh" if act == "gelu_tanh" else "none", out)
+    assert act == "clip", act
+    elem = cast(int, e.body.elem(y))
+    bounds = [
+        "" if (v := e.props.opt_real(p)) is None else e.scalar(v, elem, p)
+        for p in ("clip_min", "clip_max")
+    ]
+    return e.node("Clip", [y, *(bounds if bounds[1] else bounds[:1])], out=out)
+
+
+def has_epilogue(e: Emitter) -> bool:
+    """Whether a cube op carries an activation epilogue."""
+    return e.props.has("activation")
+
+
+def epilogue_name(base: str) -> Callable[[Emitter], str]:
+    """Function names `<base><Activation>` (ConvRelu, GemmGeluTanh, MatMulBiasSilu, ...)."""
+
+    def name(e: Emitter) -> str:
+        act = e.props.text("activation") if e.props.has("activation") else ""
+        return base + _ACTIVATION_NAMES.get(act, "")
+
+    return name
+
+
+def with_epilogue(e: Emitter, y: str) -> None:
+    """Apply the optional activation to `y` (computed in float32 for f16/bf16); finish."""
+    if has_epilogue(e):
+        y = activation_into(e, y, e.target())
+    e.finish(0, y)
+
+
+def matmul_native(e: Emitter) -> None:
+    e.nodes("MatMul", e.inputs, e.outputs)  # MatMul-13
+
+
+def matmul(e: Emitter) -> None:
+    a, b = e.up(e.inputs[0]), e.up(e.inputs[1])
+    last = not e.has(2) and not has_epilogue(e)
+    y = e.node("MatMul", [a, b], out=e.target() if last else None)
+    if e.has(2):
+        y = e.node("Add", [y, e.up(e.inputs[2])], out=e.target() if not has_epilogue(e) else None)
+    with_epilogue(e, y)
+
+
+def _gemm_attrs(e: Emitter) -> dict[str, Any]:
+    return {
+        "alpha": e.props.real("alpha"),
+        "beta": e.props.real("beta"),
+        "transA": int(e.props.flag("trans_a")),
+        "transB": int(e.props.flag("trans_b")),
+    }
+
+
+def gemm_native(e: Emitter) -> None:
+    e.nodes("Gemm", e.inputs, e.outputs, **_gemm_attrs(e))  # Gemm-13, C optional since 11
+
+
+def gemm(e: Emitter) -> None:
+    ins = [e.up(i) for i in e.inputs]
+    with_epilogue(e, e.node("Gemm", ins, **_gemm_attrs(e)))
+
+
+def _conv_attrs(e: Emitter) -> dict[str, Any]:
+    # pads [top, left, bottom, right] are ONNX's [x1_begin, x2_begin, x1_end, x2_end]
+    return {
+        "strides": list(e.props.integers("strides")),
+        "pads": list(e.props.integers("pads")),
+        "dilations": list(e.props.integers("dilations")),
+        "group": e.props.integer("group"),
+    }
+
+
+def conv_native(e: Emitter) -> None:
+    e.nodes("Conv", e.inputs, e.outputs, **_conv_attrs(e))  # Conv-11
+
+
+def conv(e: Emitter) -> None:
+    ins = [e.up(i) for i in e.inputs]
+    with_epilogue(e, e.node("Conv", ins, **_conv_attrs(e)))
+
+
+# --------------------------------------------------------------------------------------
+# Normalizations
+# --------------------------------------------------------------------------------------
+
+
+def emit_batch_norm(e: Emitter) -> None:
+    """BatchNormalization in inference mode (scale, bias, mean, var are its inputs)."""
+    # BatchNormalization-15 (-9 before opset 15), inference mode
+    e.nodes("BatchNormalization", e.inputs, e.outputs, epsilon=e.props.real("epsilon"))
+
+
+def layer_norm_into(e: Emitter, k: int, x: str, scale: str, bias: str | None) -> None:
+    """Result k = layer_norm(x) * scale (+ bias) over [axis, rank).
+
+    LayerNormalization-17 from opset 17 (it normalizes in float32 itself: stash_type 1);
+    before, the formula in float32 from ReduceMean, Sub, Mul, Add, Sqrt and Div.
+    """
+    axis = e.props.integer("axis")
+    if e.opset >= 17:
+        e.nodes(
+            "LayerNormalization",
+            [x, scale, *([bias] if bias else [])],
+            [e.outputs[k]],
+            axis=axis,
+            epsilon=e.props.real("epsilon"),
+        )
+        return
+    axes = norm_axes(axis, len(e.out_type(k).get_shape()))
+    x = e.up(x)
+    d = e.node("Sub", [x, reduce(e, "ReduceMean", x, axes, True)])
+    var = reduce(e, "ReduceMean", e.node("Mul", [d, d]), axes, True)
+    std = e.node("Sqrt", [e.node("Add", [var, _epsilon(e, x)])])
+    y = e.node("Mul", [e.node("Div", [d, std]), e.up(scale)], out=None if bias else e.target(k))
+    if bias:
+        y = e.node("Add", [y, e.up(bias)], out=e.target(k))
+    e.finish(k, y)
+
+
+def rms_norm_into(e: Emitter, k: int, x: str, scale: str) -> None:
+    """Result k = x / sqrt(mean(x^2) + epsilon) * scale over [axis, rank).
+
+    RMSNormalization-23 from opset 23; before, the formula in float32.
+    """
+    axis = e.props.integer("axis")
+    if e.opset >= 23:
+        e.nodes(
+            "RMSNormalization",
+            [x, scale],
+            [e.outputs[k]],
+            axis=axis,
+            epsilon=e.props.real("epsilon"),
+        )
+        return
+    axes = norm_axes(axis, len(e.out_type(k).get_shape()))
+    x = e.up(x)
+    ms = reduce(e, "ReduceMean", e.node("Mul", [x, x]), axes, True)
+    std = e.node("Sqrt", [e.node("Add", [ms, _epsilon(e, x)])])
+    e.finish(k, e.node("Mul", [e.node("Div", [x, std]), e.up(scale)], out=e.target(k)))
+
+
+def layer_norm(e: Emitter) -> None:
+    layer_norm_into(e, 0, e.inputs[0], e.inputs[1], e.inputs[2] if e.has(2) else None)
+
+
+def rms_norm(e: Emitter) -> None:
+    rms_norm_into(e, 0, e.inputs[0], e.inputs[1])
+
+
+def add_layer_norm(e: Emitter) -> None:
+    # the sum is a result in the operands' type, and what is normalized (as the unfused
+    # graph.add would have stored it)
+    e.nodes("Add", e.inputs[:2], [e.outputs[1]])
+    layer_norm_into(e, 0, e.outputs[1], e.inputs[2], e.inputs[3] if e.has(3) else None)
+
+
+def add_rms_norm(e: Emitter) -> None:
+    e.nodes("Add", e.inputs[:2], [e.outputs[1]])
+    rms_norm_into(e, 0, e.outputs[1], e.inputs[2])
+
+
+def _epsilon(e: Emitter, x: str) -> str:
+    return e.scalar(e.props.real("epsilon"), cast(int, e.body.elem(x)), "epsilon")
+
+
+def layer_norm_stats(e: Emitter) -> None:
+    # mean = reduce_mean(x); rstd = 1 / sqrt(reduce_mean((x - mean)^2) + epsilon)
+    axes = norm_axes(e.props.integer("axis"), e.rank())
+    x = e.up(e.inputs[0])
+    mean = reduce(e, "ReduceMean", x, axes, True, out=e.target(0))
+    d = e.node("Sub", [x, mean])
+    var = reduce(e, "ReduceMean", e.node("Mul", [d, d]), axes, True)
+    std = e.node("Sqrt", [e.node("Add", [var, _epsilon(e, x)])])
+    e.finish(0, mean)
+    e.finish(1, e.node("Reciprocal", [std], out=e.target(1)))
+
+
+def rms_norm_stats(e: Emitter) -> None:
+    # rstd = 1 / sqrt(reduce_mean(x^2) + epsilon)
+    axes = norm_axes(e.props.integer("axis"), e.rank())
+    x = e.up(e.inputs[0])
+    ms = reduce(e, "ReduceMean", e.node("Mul", [x, x]), axes, True)
+    std = e.node("Sqrt", [e.node("Add", [ms, _epsilon(e, x)])])
+    e.finish(0, e.node("Reciprocal", [std], out=e.target()))
+
+
+def layer_norm_apply(e: Emitter) -> None:
+    # y = (x - mean) * rstd * scale + bias
+    x, mean, rstd, scale = (e.up(i) for i in e.inputs[:4])
+    y = e.node(
+        "Mul",
+        [e.node("Mul", [e.node("Sub", [x, mean]), rstd]), scale],
+        out=None if e.has(4) else e.target(),
+    )
+    if e.has(4):
+        y = e.node("Add", [y, e.up(e.inputs[4])], out=e.target())
+    e.finish(0, y)
+
+
+def rms_norm_apply(e: Emitter) -> None:
+    # y = x * rstd * scale
+    x, rstd, scale = (e.up(i) for i in e.inputs)
+    e.finish(0, e.node("Mul", [e.node("Mul", [x, rstd]), scale], out=e.target()))
+
+
+# --------------------------------------------------------------------------------------
+# Named fused ops
+# --------------------------------------------------------------------------------------
+
+
+def _causal(e: Emitter, s: str) -> str:
+    """s[..., i, j] = -inf where j > i (top-left aligned), for any (dynamic) Sq and Skv.
+
+    Shape-15 would slice directly; Shape-13 + Gather-13 + Range-11 work from opset 11.
+    """
+    shape = e.node("Shape", [s], elem=TensorProto.INT64)
+    zero = e.const(np.int64(0), TensorProto.INT64, "zero")
+    one = e.const(np.int64(1), TensorProto.INT64, "one")
+    dims = []
+    for axis in (-2, -1):
+        dim = e.node("Gather", [shape, e.const(np.int64(axis), TensorProto.INT64, "axis")], axis=0)
+        dims.append(e.node("Range", [zero, dim, one]))
+    rows = unsqueeze(e, dims[0], [1])
+    above = e.node("Greater", [dims[1], rows], elem=TensorProto.BOOL, role="above")
+    ninf = e.scalar(-np.inf, cast(int, e.body.elem(s)), "ninf")
+    return e.node("Where", [above, ninf, s], elem=e.body.elem(s))
+
+
+def flash_attention(e: Emitter) -> None:
+    """softmax(scale * q k^T + mask, causal) v in float32, GQA by gathering kv heads."""
+    p = e.props
+    bsnd = p.text("layout") == "BSND"
+    heads = 2 if bsnd else 1
+    hq, hkv = e.in_type(0).get_shape()[heads], e.in_type(1).get_shape()[heads]
+    q, k, v = (e.up(i) for i in e.inputs[:3])
+    if bsnd:
+        q, k, v = (e.node("Transpose", [t], perm=[0, 2, 1, 3]) for t in (q, k, v))
+    if hq != hkv:
+        if si.DYN in (hq, hkv):
+            raise NotExportable(
+                "grouped-query attention with a dynamic number of heads "
+                f"({si.fmt([hq])} query, {si.fmt([hkv])} key/value heads) cannot be exported"
+            )
+        # query head h reads kv head h // (hq / hkv): transformers' repeat_kv (Gather-13)
+        heads_idx = e.ints([h // (hq // hkv) for h in range(hq)], "kv_heads")
+        k, v = (e.node("Gather", [t, heads_idx], axis=1) for t in (k, v))
+    s = e.node("MatMul", [q, e.node("Transpose", [k], perm=[0, 1, 3, 2])])
+    s = e.node("Mul", [s, e.scalar(p.real("scale"), cast(int, e.body.elem(s)), "scale")])
+    if e.has(3):
+        if e.elem(3) == TensorProto.BOOL:
+            ninf = e.scalar(-np.inf, cast(int, e.body.elem(s)), "ninf")
+            s = e.node("Where", [e.inputs[3], s, ninf], elem=e.body.elem(s))
+        else:
+            s = e.node("Add", [s, e.up(e.inputs[3])])
+    if p.flag("causal"):
+        s = _causal(e, s)
+    # Softmax-13 over the last axis (Softmax-11 is the same there)
+    out = e.node("MatMul", [e.node("Softmax", [s], axis=-1), v], out=None if bsnd else e.target())
+    if bsnd:
+        out = e.node("Transpose", [out], perm=[0, 2, 1, 3], out=e.target())
+    e.finish(0, out)
+
+
+def rope(e: Emitter) -> None:
+    """x * cos + rotate(x) * sin; rotate by Slice-13, Neg-13, Concat-13 (and Reshape-14)."""
+    d = e.in_type(0).get_shape()[-1]
+    if d == si.DYN:
+        raise NotExportable("a dynamic rotary dimension (last dim of the input) cannot be exported")
+    half, rank = d // 2, e.rank()
+    x, cos, sin = (e.up(i) for i in e.inputs)
+    if e.props.flag("interleaved"):
+        # pairs (x[2i], x[2i+1]) -> (-x[2i+1], x[2i]); 0 in a Reshape shape copies the dim
+        pairs = e.node("Reshape", [x, e.ints([0] * (rank - 1) + [half, 2], "pairs")])
+        even, odd = slice_last(e, pairs, 0, 1), slice_last(e, pairs, 1, 2)
+        turned = e.node("Concat", [e.node("Neg", [odd]), even], axis=-1)
+        rotated = e.node("Reshape", [turned, e.ints([0] * (rank - 1) + [d], "shape")])
+    else:
+        first, second = slice_last(e, x, 0, half), slice_last(e, x, half, d)
+        rotated = e.node("Concat", [e.node("Neg", [second]), first], axis=-1)
+    y = e.node("Add", [e.node("Mul", [x, cos]), e.node("Mul", [rotated, sin])], out=e.target())
+    e.finish(0, y)
+
+
+def swiglu(e: Emitter) -> None:
+    # silu(gate) * up
+    gate, up = e.up(e.inputs[0]), e.up(e.inputs[1])
+    e.finish(0, e.node("Mul", [silu_into(e, gate, None), up], out=e.target()))
+
+
+# --------------------------------------------------------------------------------------
+# Pooling and data movement
+# --------------------------------------------------------------------------------------
+
+
+def emit_max_pool(e: Emitter) -> None:
+    # MaxPool-12 (dilations since 10, ceil_mode since 10); pads as for conv
+    p = e.props
+    e.nodes(
+        "MaxPool",
+        e.inputs,
+        e.outputs,
+        kernel_shape=list(p.integers("kernel_shape")),
+        strides=list(p.integers("strides")),
+        pads=list(p.integers("pads")),
+        dilations=list(p.integers("dilations")),
+        ceil_mode=int(p.flag("ceil_mode")),
+    )
+
+
+def emit_avg_pool(e: Emitter) -> None:
+    # AveragePool-11/19 (graph.avg_pool2d has no dilations)
+    p = e.props
+    e.nodes(
+        "AveragePool",
+        e.inputs,
+        e.outputs,
+        kernel_shape=list(p.integers("kernel_shape")),
+        strides=list(p.integers("strides")),
+        pads=list(p.integers("pads")),
+        ceil_mode=int(p.flag("ceil_mode")),
+        count_include_pad=int(p.flag("count_include_pad")),
+    )
+
+
+def emit_reshape(e: Emitter) -> None:
+    # Reshape-14 with allowzero = 0 (also Reshape-5): 0 copies a dim, -1 is inferred
+    e.nodes("Reshape", [e.inputs[0], e.ints(e.props.integers("shape"), "shape")], e.outputs)
+
+
+def emit_transpose(e: Emitter) -> None:
+    e.nodes("Transpose", e.inputs, e.outputs, perm=list(e.props.integers("perm")))  # Transpose-13
+
+
+def emit_concat(e: Emitter) -> None:
+    e.nodes("Concat", e.inputs, e.outputs, axis=e.props.integer("axis"))  # Concat-13
+
+
+def emit_split(e: Emitter) -> None:
+    # Split-13/18 take the sizes as an input, Split-11 as an attribute
+    axis, sizes = e.props.integer("axis"), e.props.integers("sizes")
+    if e.opset >= 13:
+        e.nodes("Split", [e.inputs[0], e.ints(sizes, "split")], e.outputs, axis=axis)
+    else:
+        e.nodes("Split", e.inputs, e.outputs, axis=axis, split=list(sizes))
+
+
+def emit_slice(e: Emitter) -> None:
+    # Slice-13: starts, ends, axes and steps as inputs; clamping as python slices
+    p = e.props
+    ins = [e.ints(p.integers(n), n) for n in ("starts", "ends", "axes", "steps")]
+    e.nodes("Slice", [e.inputs[0], *ins], e.outputs)
+
+
+def emit_gather(e: Emitter) -> None:
+    e.nodes("Gather", e.inputs, e.outputs, axis=e.props.integer("axis"))  # Gather-13
+
+
+def emit_expand(e: Emitter) -> None:
+    # Expand-13; a shape dim of 1 keeps the input's dim, which is what -1 means here
+    shape = [1 if d == -1 else d for d in e.props.integers("shape")]
+    e.nodes("Expand", [e.inputs[0], e.ints(shape, "shape")], e.outputs)
+
+
+def emit_pad(e: Emitter) -> None:
+    # Pad-11..23: pads (and the constant value, of the operand's type) as inputs
+    mode = e.props.text("mode")
+    ins = [e.inputs[0], e.ints(e.props.integers("pads"), "pads")]
+    if mode == "constant":
+        ins.append(e.scalar(e.props.real("value"), e.elem(), "value"))
+    e.nodes("Pad", ins, e.outputs, mode=mode)
+
+
+# --------------------------------------------------------------------------------------
+# The table
+# --------------------------------------------------------------------------------------
+
+TABLE: dict[type[Operation], Mapping] = {
+    # elementwise (ONNX op versions at opset 17; the same ops exist from opset 11)
+    graph.NegOp: direct("Neg"),
+    graph.AbsOp: direct("Abs"),
+    graph.ExpOp: direct("Exp"),
+    graph.LogOp: direct("Log"),
+    graph.SqrtOp: direct("Sqrt"),
+    graph.RsqrtOp: Named("Rsqrt", rsqrt, "ai.afc.Rsqrt = Reciprocal(Sqrt(x))"),
+    graph.ReciprocalOp: direct("Reciprocal"),
+    graph.ReluOp: direct("Relu"),
+    graph.SigmoidOp: direct("Sigmoid"),
+    graph.TanhOp: direct("Tanh"),
+    graph.ErfOp: direct("Erf"),
+    graph.SiluOp: Named(
+        "Silu",
+        silu,
+        "Swish-24; before: ai.afc.Silu = x * Sigmoid(x)",
+        native=same("Swish"),
+        native_when=since(24),
+    ),
+    graph.SinOp: direct("Sin"),
+    graph.CosOp: direct("Cos"),
+    graph.NotOp: direct("Not"),
+    graph.GeluOp: Named(
+        lambda e: "GeluTanh" if e.props.text("approximate") == "tanh" else "Gelu",
+        gelu,
+        "Gelu-20; before: ai.afc.Gelu / ai.afc.GeluTanh (Erf or Tanh formula)",
+        native=gelu_native,
+        native_when=since(20),
+    ),
+    graph.ClipOp: Standard(emit_clip, "Clip (bounds as inputs)"),
+    graph.CastOp: Standard(emit_cast, "Cast"),
+    graph.AddOp: direct("Add"),
+    graph.SubOp: direct("Sub"),
+    graph.MulOp: direct("Mul"),
+    graph.DivOp: direct("Div"),
+    graph.PowOp: direct("Pow"),
+    graph.MaxOp: direct("Max"),
+    graph.MinOp: direct("Min"),
+    graph.AndOp: direct("And"),
+    graph.OrOp: direct("Or"),
+    graph.EqualOp: direct("Equal"),
+    graph.LessOp: direct("Less"),
+    graph.GreaterOp: direct("Greater"),
+    graph.WhereOp: direct("Where"),
+    # reductions
+    graph.ReduceSumOp: Standard(emit_reduce("ReduceSum"), "ReduceSum (axes input from 13)"),
+    graph.ReduceMeanOp: Standard(emit_reduce("ReduceMean"), "ReduceMean (axes input from 18)"),
+    graph.ReduceMaxOp: Standard(emit_reduce("ReduceMax"), "ReduceMax (axes input from 18)"),
+    graph.ReduceMinOp: Standard(emit_reduce("ReduceMin"), "ReduceMin (axes input from 18)"),
+    graph.SoftmaxOp: Named(
+        "Softmax",
+        softmax,
+        "Softmax-13; opsets 11-12 over a non-last axis: ai.afc.Softmax (Exp/ReduceSum)",
+        native=softmax_native,
+        native_when=lambda e: e.opset >= 13 or softmax_axis_is_last(e),
+    ),
+    # cube ops; with an epilogue (or matmul's bias) a function Conv<Act>, Gemm<Act>, ...
+    graph.MatmulOp: Named(
+        lambda e: epilogue_name("MatMulBias" if e.has(2) else "MatMul")(e),
+        matmul,
+        "MatMul; with bias/activation: ai.afc.MatMul[Bias][Act]",
+        native=matmul_native,
+        native_when=lambda e: not e.has(2) and not has_epilogue(e),
+    ),
+    graph.GemmOp: Named(
+        epilogue_name("Gemm"),
+        gemm,
+        "Gemm; with activation: ai.afc.Gemm<Act>",
+        native=gemm_native,
+        native_when=lambda e: not has_epilogue(e),
+    ),
+    graph.Conv2dOp: Named(
+        epilogue_name("Conv"),
+        conv,
+        "Conv; with activation: ai.afc.Conv<Act>",
+        native=conv_native,
+        native_when=lambda e: not has_epilogue(e),
+    ),
+    # normalizations
+    graph.BatchNormOp: Standard(emit_batch_norm, "BatchNormalization"),
+    graph.LayerNormOp: Named(
+        "LayerNormalization",
+        layer_norm,
+        "LayerNormalization-17; before: ai.afc.LayerNormalization",
+        native=layer_norm,
+        native_when=since(17),
+    ),
+    graph.RmsNormOp: Named(
+        "RMSNormalization",
+        rms_norm,
+        "RMSNormalization-23; before: ai.afc.RMSNormalization",
+        native=rms_norm,
+        native_when=since(23),
+    ),
+    # pooling
+    graph.MaxPool2dOp: Standard(emit_max_pool, "MaxPool"),
+    graph.AvgPool2dOp: Standard(emit_avg_pool, "AveragePool"),
+    graph.GlobalAvgPoolOp: direct("GlobalAveragePool"),
+    # data movement
+    graph.ReshapeOp: Standard(emit_reshape, "Reshape"),
+    graph.TransposeOp: Standard(emit_transpose, "Transpose"),
+    graph.ConcatOp: Standard(emit_concat, "Concat"),
+    graph.SplitOp: Standard(emit_split, "Split (sizes input from 13)"),
+    graph.SliceOp: Standard(emit_slice, "Slice"),
+    graph.GatherOp: Standard(emit_gather, "Gather"),
+    graph.ExpandOp: Standard(emit_expand, "Expand (-1 dims as 1)"),
+    graph.PadOp: Standard(emit_pad, "Pad"),
+    # named fused ops: always functions. Attention-23 matches flash_attention's BNSD
+    # form, but ONNX Runtime 1.31 rejects its masks that broadcast over the query axis
+    # (padding masks [B, 1, 1, Skv]); RotaryEmbedding-23 takes position ids and half-width
+    # caches rather than rope's full cos/sin
+    graph.FlashAttentionOp: Named("FlashAttention", flash_attention, "ai.afc.FlashAttention"),
+    graph.RopeOp: Named("Rope", rope, "ai.afc.Rope"),
+    graph.SwigluOp: Named("SwiGLU", swiglu, "ai.afc.SwiGLU"),
+    graph.AddLayerNormOp: Named("AddLayerNorm", add_layer_norm, "ai.afc.AddLayerNorm"),
+    graph.AddRmsNormOp: Named("AddRmsNorm", add_rms_norm, "ai.afc.AddRmsNorm"),
+    graph.LayerNormStatsOp: Named("LayerNormStats", layer_norm_stats, "ai.afc.LayerNormStats"),
+    graph.RmsNormStatsOp: Named("RmsNormStats", rms_norm_stats, "ai.afc.RmsNormStats"),
+    graph.LayerNormApplyOp: Named("LayerNormApply", layer_norm_apply, "ai.afc.LayerNormApply"),
+    graph.RmsNormApplyOp: Named("RmsNormApply", rms_norm_apply, "ai.afc.RmsNormApply"),
+}
+
+
+# --------------------------------------------------------------------------------------
+# Emitting one op
+# --------------------------------------------------------------------------------------
+
+
+def _formal_names(defs: Sequence[tuple[str, object]], count: int, prefix: str) -> list[str]:
+    """IRDL operand/result names for the `count` present values (optional ones trail)."""
+    variadic = any(
+        isinstance(d, VarOperandDef) and not isinstance(d, OptOperandDef) for _, d in defs
+    )
+    if variadic or len(defs) < count:
+        return [f"{prefix}{i}" for i in range(count)]
+    return [name for name, _ in defs[:count]]
+
+
+def emit_op(
+    body: Body,
+    functions: FunctionTable,
+    op: Operation,
+    inputs: Sequence[str],
+    outputs: Sequence[str],
+    node_name: str,
+    prefix: str,
+) -> None:
+    """Emit `op` (in TABLE) into `body`; named ops may define a function in `functions`.
+
+    Raises NotExportable when ONNX cannot express the op at the body's opset.
+    """
+    mapping = TABLE[type(op)]
+    e = Emitter(body, op, inputs, outputs, node_name, prefix)
+    if isinstance(mapping, Standard):
+        mapping.emit(e)
+        return
+    if mapping.native is not None and mapping.native_when(e):
+        mapping.native(e)
+        return
+    fbody = Body(body.opset, Names())
+    irdl = type(op).get_irdl_definition()  # type: ignore[attr-defined]
+    formal_in = [fbody.names.fresh(n) for n in _formal_names(irdl.operands, len(op.operands), "in")]
+    formal_out = [fbody.names.fresh(n) for n in _formal_names(irdl.results, len(op.results), "out")]
+    for name, value in zip([*formal_in, *formal_out], [*op.operands, *op.results]):
+        fbody.declare(name, onnx_elem(cast(TensorType, value.type).element_type), None)
+    fe = Emitter(fbody, op, formal_in, formal_out)
+    mapping.decompose(fe)
+    proto = helper.make_function(
+        DOMAIN,
+        "",
+        formal_in,
+        formal_out,
+        fbody.nodes,
+        function_opsets(fbody),
+        doc_string=mapping.summary,
+    )
+    name = functions.define(mapping.function_name(e), proto)
+    body.add_node(name, inputs, outputs, domain=DOMAIN, name=node_name)
