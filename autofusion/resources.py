@@ -27,11 +27,24 @@ def _interface() -> OpAsmDialectInterface:
 
 
 def add_blob(hint: str, array: np.ndarray, tensor_type: TensorType) -> DenseResourceAttr:
-    """Store `array` (in storage form) as a blob; return the attribute referencing it."""
+    """Store `array` (in storage form) as a blob; return the attribute referencing it.
+
+    Blobs are process-wide (xDSL keeps them in the builtin dialect): registering the same
+    bytes under the same name again reuses the handle, so a model built twice in one
+    process prints the same both times.
+    """
     interface = _interface()
-    handle = interface.declare_resource(_sanitize(hint))
     data = dtypes.to_bytes(np.asarray(array), tensor_type.element_type)
-    interface.parse_resource(handle, "0x" + _ALIGNMENT.to_bytes(4, "little").hex() + data.hex())
+    blob = "0x" + _ALIGNMENT.to_bytes(4, "little").hex() + data.hex()
+    name = _sanitize(hint)
+    candidate, suffix = name, 0
+    while (existing := interface.lookup(candidate)) is not None:
+        if existing == blob:
+            _decoded[(candidate, tensor_type)] = np.asarray(array).reshape(tensor_type.get_shape())
+            return DenseResourceAttr.from_params(candidate, tensor_type)
+        candidate, suffix = f"{name}_{suffix}", suffix + 1
+    handle = interface.declare_resource(name)
+    interface.parse_resource(handle, blob)
     _decoded[(handle, tensor_type)] = np.asarray(array).reshape(tensor_type.get_shape())
     return DenseResourceAttr.from_params(handle, tensor_type)
 

@@ -18,6 +18,12 @@ def _mlir(ctx: Context, data: bytes, name: str) -> ModuleOp:
     return parse_module(ctx, data, name)
 
 
+def _text(ctx: Context, data: bytes, name: str) -> ModuleOp:
+    from frontends.text import parse_text_model
+
+    return parse_text_model(ctx, data, name)
+
+
 def get_all_frontends() -> dict[str, Frontend]:
     """Frontends by file extension."""
-    return {"mlir": _mlir}
+    return {"mlir": _mlir, "afc": _text}

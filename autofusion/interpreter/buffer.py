@@ -45,6 +45,7 @@ class Ref:
     offset: int
     space: str
     name: str
+    width: int  # bytes per element on the device (bf16 is stored as float32 here)
 
     def window(self, count: int, what: str) -> np.ndarray:
         if count < 0:
@@ -58,9 +59,9 @@ class Ref:
         return self.data[self.offset : end]
 
     def check_aligned(self, what: str) -> None:
-        if self.space != "gm" and (self.offset * self.data.itemsize) % UB_ALIGN:
+        if self.space != "gm" and (self.offset * self.width) % UB_ALIGN:
             raise InterpretationError(
-                f"{what}: {self.space} address {self.offset * self.data.itemsize} of "
+                f"{what}: {self.space} address {self.offset * self.width} of "
                 f"{self.name} is not {UB_ALIGN}-byte aligned"
             )
 
@@ -85,8 +86,8 @@ def _slot_of(queue: Queue, ref: Ref) -> int:
     raise InterpretationError(f"{ref.name} is not a slot of queue {queue.name}")
 
 
-def _np_dtype(memref_type: Any) -> np.dtype:
-    return dtypes.storage_dtype(cast(MemRefType, memref_type).element_type)
+def _width(memref_type: Any) -> int:
+    return dtypes.byte_width(cast(MemRefType, memref_type).element_type)
 
 
 def _quiet(fn: Any) -> Any:
@@ -167,8 +168,14 @@ class BufferFunctions(InterpreterFunctions):
         if blocks < 1:
             raise InterpretationError(f"launch of @{kernel.sym_name.data} on {blocks} blocks")
         gm_in = [
-            Ref(np.ascontiguousarray(x).reshape(-1).copy(), 0, "gm", f"input #{i}")
-            for i, x in enumerate(inputs)
+            Ref(
+                np.ascontiguousarray(x).reshape(-1).copy(),
+                0,
+                "gm",
+                f"input #{i}",
+                dtypes.byte_width(cast(TensorType, v.type).element_type),
+            )
+            for i, (x, v) in enumerate(zip(inputs, op.inputs))
         ]
         out_shapes = []
         for r in op.outputs:
@@ -178,7 +185,10 @@ class BufferFunctions(InterpreterFunctions):
         for i, (r, shape) in enumerate(zip(op.outputs, out_shapes)):
             dt = dtypes.storage_dtype(cast(TensorType, r.type).element_type)
             fill = np.nan if np.issubdtype(dt, np.floating) else 0
-            gm_out.append(Ref(np.full(int(np.prod(shape)), fill, dt), 0, "gm", f"output #{i}"))
+            width = dtypes.byte_width(cast(TensorType, r.type).element_type)
+            gm_out.append(
+                Ref(np.full(int(np.prod(shape)), fill, dt), 0, "gm", f"output #{i}", width)
+            )
         saved = (self.block_idx, self.block_num, self.chip)
         self.chip = get_chip(kernel.chip.data)
         self.block_num = blocks
@@ -226,9 +236,8 @@ class BufferFunctions(InterpreterFunctions):
                 f"{op.name} of {nbytes} bytes exceeds its static bound of "
                 f"{op.max_bytes.value.data} bytes"
             )
-        itemsize = dtypes.storage_dtype(element_type).itemsize
         # InitBuffer rounds every buffer up to 32 bytes
-        return -(-nbytes // UB_ALIGN) * UB_ALIGN // itemsize
+        return -(-nbytes // UB_ALIGN) * UB_ALIGN // dtypes.byte_width(element_type)
 
     @impl(buffer.AllocQueueOp)
     def run_alloc_queue(
@@ -252,6 +261,7 @@ class BufferFunctions(InterpreterFunctions):
                 0,
                 space,
                 op.buffer.name_hint or "buf",
+                dtypes.byte_width(element_type),
             ),
         )
 
@@ -264,7 +274,7 @@ class BufferFunctions(InterpreterFunctions):
             raise InterpretationError(f"AllocTensor on queue {q.name} with no free buffer")
         i = q.free.popleft()
         space = buffer.space_of(op.tensor.type)
-        return (Ref(q.slots[i], 0, space, f"{q.name}[{i}]"),)
+        return (Ref(q.slots[i], 0, space, f"{q.name}[{i}]", _width(op.tensor.type)),)
 
     @impl(buffer.EnqueOp)
     def run_enque(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
@@ -283,7 +293,8 @@ class BufferFunctions(InterpreterFunctions):
         if not q.fifo:
             raise InterpretationError(f"DeQue on queue {q.name} with nothing enqueued")
         i = q.fifo.popleft()
-        return (Ref(q.slots[i], 0, buffer.space_of(op.tensor.type), f"{q.name}[{i}]"),)
+        space = buffer.space_of(op.tensor.type)
+        return (Ref(q.slots[i], 0, space, f"{q.name}[{i}]", _width(op.tensor.type)),)
 
     @impl(buffer.QueueFreeOp)
     def run_queue_free(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
@@ -299,7 +310,7 @@ class BufferFunctions(InterpreterFunctions):
         ref, offset = cast(Ref, args[0]), int(args[1])
         if offset < 0 or ref.offset + offset > ref.data.size:
             raise InterpretationError(f"view at {offset} is outside {ref.name}")
-        return (Ref(ref.data, ref.offset + offset, ref.space, ref.name),)
+        return (Ref(ref.data, ref.offset + offset, ref.space, ref.name, ref.width),)
 
     # ---- data movement ----------------------------------------------------------
 
@@ -308,7 +319,7 @@ class BufferFunctions(InterpreterFunctions):
         src, dst = cast(Ref, args[0]), cast(Ref, args[1])
         blocks, length, s_stride, d_stride = (int(a) for a in args[2:6])
         path = (src.space, dst.space)
-        itemsize = dst.data.itemsize
+        itemsize = dst.width
         if path == ("l0c", "ub") and not self.chip.l0c_to_ub:
             raise InterpretationError(f"{self.chip.name} has no l0c -> ub path")
         for ref in (src, dst):
@@ -321,10 +332,10 @@ class BufferFunctions(InterpreterFunctions):
         pad = path == ("gm", "ub") and (length * itemsize) % UB_ALIGN != 0
         padded = -(-length * itemsize // UB_ALIGN) * UB_ALIGN // itemsize
         for b in range(blocks):
-            s = Ref(src.data, src.offset + b * s_stride, src.space, src.name).window(
+            s = Ref(src.data, src.offset + b * s_stride, src.space, src.name, src.width).window(
                 length, "copy source"
             )
-            dref = Ref(dst.data, dst.offset + b * d_stride, dst.space, dst.name)
+            dref = Ref(dst.data, dst.offset + b * d_stride, dst.space, dst.name, dst.width)
             values = s.astype(dst.data.dtype)
             if op.relu is not None:
                 values = np.maximum(values, 0)

@@ -1,10 +1,11 @@
-"""Integer arith ops that tiling functions and tile loops use but xDSL 0.74's arith
-interpreter does not implement (it has addi, subi, muli, divsi, remsi, cmpi, select)."""
+"""Arith ops that tiling functions and kernels use but xDSL 0.74's arith interpreter does
+not implement (it has addi, subi, muli, divsi, remsi, cmpi, select, addf, subf, mulf)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from xdsl.dialects import arith
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 
@@ -46,3 +47,11 @@ class IndexArithFunctions(InterpreterFunctions):
     @impl(arith.RemUIOp)
     def run_remui(self, i: Interpreter, op: Any, args: PythonValues) -> PythonValues:
         return (args[0] % args[1],)
+
+    @impl(arith.SIToFPOp)
+    def run_sitofp(self, i: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        return (float(np.float32(args[0])),)
+
+    @impl(arith.DivfOp)
+    def run_divf(self, i: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        return (float(np.float32(args[0]) / np.float32(args[1])),)

@@ -11,6 +11,12 @@ def _graph_fusion() -> type[ModulePass]:
     return GraphFusionPass
 
 
+def _lower_to_buffer() -> type[ModulePass]:
+    from autofusion.passes.lower_to_buffer import LowerToBufferPass
+
+    return LowerToBufferPass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """afc's passes by their pipeline names."""
-    return {"graph-fusion": _graph_fusion}
+    return {"graph-fusion": _graph_fusion, "lower-to-buffer": _lower_to_buffer}

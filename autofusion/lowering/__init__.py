@@ -1,0 +1,1 @@
+"""Lowering fusion groups to buffer kernels: one template per kernel shape."""

@@ -1,0 +1,378 @@
+"""Planning of vector kernels: the rows x columns view of a group and its UB budget.
+
+A vector group (elementwise, broadcast, and reductions over trailing axes) is run over a
+2-D view of its *anchor* shape S: outer dims flattened into R rows, the trailing dims
+from axis p on flattened into C columns. Every value of the group must then be one of
+(shapes left-padded to the rank of S):
+
+  full          sv == S                                    a tile of rows x columns
+  rowvec        outer all 1, inner == S[p:]                the same columns for every row
+  mapped_rows   inner == S[p:], some outer dims broadcast  each row copied from a mapped row
+  column        inner all 1, outer == S[:p]                one value per row
+  mapped_column inner all 1, some outer dims broadcast     resident, indexed per row
+  scalar        all 1                                      one value
+
+Groups with reductions reduce exactly the inner block (axes p..rank), so tiles hold whole
+rows; pure elementwise groups may also split the columns. Which values exist, their kinds
+and their buffers are static; the tile sizes are computed from runtime shapes by
+`rows_tiling` (autofusion/lowering/row_tiling.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from autofusion import dtypes
+from autofusion.dialects import graph
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.shape_inference import DYN
+from autofusion.passes.fusion_rule import Refusal
+
+# vector work is done in float32: one 32-byte block holds 8 of them
+F32 = 4
+# a mapped column operand is kept whole in UB; above this many elements it is not
+MAX_RESIDENT_ELEMENTS = 8192
+# reserve for scalars, reduction scratch alignment and the library's own use (bytes)
+UB_RESERVE = 4096
+
+# elementwise ops the vector template lowers (see row_kernel.py for how)
+ELEMENTWISE = (
+    graph.AddOp,
+    graph.SubOp,
+    graph.MulOp,
+    graph.DivOp,
+    graph.MaxOp,
+    graph.MinOp,
+    graph.PowOp,
+    graph.NegOp,
+    graph.AbsOp,
+    graph.ExpOp,
+    graph.LogOp,
+    graph.SqrtOp,
+    graph.RsqrtOp,
+    graph.ReciprocalOp,
+    graph.ReluOp,
+    graph.ClipOp,
+    graph.SigmoidOp,
+    graph.TanhOp,
+    graph.ErfOp,
+    graph.GeluOp,
+    graph.SiluOp,
+    graph.SwigluOp,
+    graph.CastOp,
+    graph.RopeOp,
+)
+# ops that reduce the inner block (their `axis` / `axes` must be exactly [p, rank))
+ROW_REDUCTIONS = (
+    graph.ReduceSumOp,
+    graph.ReduceMeanOp,
+    graph.ReduceMaxOp,
+    graph.ReduceMinOp,
+    graph.SoftmaxOp,
+    graph.LayerNormOp,
+    graph.RmsNormOp,
+    graph.GlobalAvgPoolOp,
+    graph.LayerNormStatsOp,
+    graph.RmsNormStatsOp,
+    graph.AddLayerNormOp,
+    graph.AddRmsNormOp,
+)
+# norm "apply" halves: elementwise on the row view, but they take an axis
+ROW_APPLIES = (graph.LayerNormApplyOp, graph.RmsNormApplyOp)
+# pow exponents the template computes exactly (others would need exp(b ln a), wrong for a < 0)
+POW_EXPONENTS = (-1.0, -0.5, 0.5, 1.0, 2.0, 3.0)
+FLOAT_TYPES = ("f32", "f16", "bf16")
+
+
+@dataclass
+class ValueInfo:
+    """How one value of the group is laid out and where it lives."""
+
+    value: SSAValue
+    kind: str
+    outer_shape: tuple[int, ...]  # the value's own outer dims (padded), for mapped kinds
+    is_input: bool = False
+    is_output: bool = False
+    constant: float | None = None  # the value of a splat constant input
+
+
+@dataclass
+class RowPlan:
+    """The static part of a vector kernel: view, value kinds, buffers per tile element."""
+
+    ops: list[Operation]
+    anchor: tuple[int, ...]
+    split: int  # p: outer = anchor[:p], inner = anchor[p:]
+    has_reduction: bool
+    values: dict[SSAValue, ValueInfo] = field(default_factory=dict)
+    inputs: list[SSAValue] = field(default_factory=list)
+    outputs: list[SSAValue] = field(default_factory=list)
+    align_elems: int = 8  # row padding in elements: 32 bytes of the narrowest type used
+    in_depth: int = 2  # buffers per input queue (2: double buffering)
+    out_depth: int = 2
+    tile_bytes_per_elem: int = 0  # UB bytes per element of a rows x columns tile
+    column_bytes_per_row: int = 0  # UB bytes per row for column buffers
+    max_tile_elems: int = 0  # T_max: the largest tile (rows x padded columns) that fits
+
+    @property
+    def outer(self) -> tuple[int, ...]:
+        return self.anchor[: self.split]
+
+    @property
+    def inner(self) -> tuple[int, ...]:
+        return self.anchor[self.split :]
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    return cast(TensorType, v.type).get_shape()
+
+
+def _elt(v: SSAValue) -> str:
+    return dtypes.type_name(cast(TensorType, v.type).element_type)
+
+
+def _same(a: int, b: int) -> bool:
+    """Equal sizes (two dynamic dims of one view are taken to be equal)."""
+    return a == b
+
+
+def classify(shape: Sequence[int], anchor: Sequence[int], split: int) -> str | None:
+    """The layout kind of a value of `shape` in the view (anchor, split), or None."""
+    rank = len(anchor)
+    if len(shape) > rank:
+        return None
+    sv = (1,) * (rank - len(shape)) + tuple(shape)
+    outer_v, inner_v = sv[:split], sv[split:]
+    outer_s, inner_s = anchor[:split], anchor[split:]
+    inner_full = all(_same(a, b) for a, b in zip(inner_v, inner_s))
+    inner_bcast = all(d == 1 for d in inner_v)
+    for a, b in zip(outer_v, outer_s):
+        if not (_same(a, b) or a == 1):
+            return None
+    outer_full = all(_same(a, b) for a, b in zip(outer_v, outer_s))
+    outer_bcast = all(d == 1 for d in outer_v)
+    if inner_full and outer_full:
+        return "full"
+    if inner_full:
+        return "rowvec" if outer_bcast else "mapped_rows"
+    if inner_bcast:
+        if outer_full:
+            return "column"
+        return "scalar" if outer_bcast else "mapped_column"
+    return None
+
+
+def _reduction_split(op: Operation) -> tuple[tuple[int, ...], int] | Refusal:
+    """(anchor shape, split axis) implied by a row reduction, or why it is not one."""
+    x = op.operands[0]
+    shape = _shape(x)
+    rank = len(shape)
+    p = graph.Props(op.properties, op.name)
+    if isinstance(op, graph.ReduceOp):
+        axes = op.reduced_axes()
+        if axes != tuple(range(axes[0], rank)):
+            return Refusal(f"{op.name} reduces axes {list(axes)}, not a trailing block")
+        return shape, axes[0]
+    if isinstance(op, graph.SoftmaxOp):
+        axis = si.normalize_axis(p.integer("axis"), rank)
+        if axis != rank - 1:
+            return Refusal("softmax over a non-last axis")
+        return shape, axis
+    if isinstance(op, graph.GlobalAvgPoolOp):
+        return shape, 2
+    return shape, si.normalize_axis(p.integer("axis"), rank)
+
+
+def _is_float_group(ops: Sequence[Operation]) -> Refusal | None:
+    for op in ops:
+        for v in (*op.operands, *op.results):
+            if _elt(v) not in FLOAT_TYPES:
+                return Refusal(f"{op.name} works on {_elt(v)}; vector kernels compute floats")
+    return None
+
+
+def _supported(op: Operation) -> Refusal | None:
+    if isinstance(op, graph.PowOp):
+        from autofusion.passes.matching import splat_value
+
+        e = splat_value(op.rhs)
+        if e is None or e not in POW_EXPONENTS:
+            return Refusal(f"pow with exponent other than {POW_EXPONENTS}")
+    if isinstance(op, ELEMENTWISE + ROW_REDUCTIONS + ROW_APPLIES):
+        return None
+    return Refusal(f"{op.name} has no vector kernel")
+
+
+def plan_rows(
+    ops: Sequence[Operation],
+    inputs: Sequence[SSAValue],
+    outputs: Sequence[SSAValue],
+    ub_bytes: int,
+    queue_slots: int = 8,
+) -> RowPlan | Refusal:
+    """Plan a vector kernel for `ops` (in program order) or say why it cannot be one.
+
+    `queue_slots` is the chip's limit of TQue buffers per position (VECIN, VECOUT).
+    """
+    for op in ops:
+        why = _supported(op)
+        if why is not None:
+            return why
+    why = _is_float_group(ops)
+    if why is not None:
+        return why
+    reductions = [op for op in ops if isinstance(op, ROW_REDUCTIONS)]
+    if reductions:
+        found = _reduction_split(reductions[0])
+        if isinstance(found, Refusal):
+            return found
+        anchor, split = found
+        for op in reductions[1:]:
+            other = _reduction_split(op)
+            if isinstance(other, Refusal):
+                return other
+            if other[1] != split or not si.shapes_compatible(other[0], anchor):
+                return Refusal("reductions over different rows cannot share a kernel")
+        candidates = [split]
+    else:
+        anchor = max((_shape(v) for v in outputs), key=len)
+        candidates = list(range(len(anchor))) or [0]
+    last: Refusal = Refusal("no rows x columns view fits every value")
+    for split in candidates:
+        plan = _plan_for_split(
+            ops, inputs, outputs, anchor, split, bool(reductions), ub_bytes, queue_slots
+        )
+        if isinstance(plan, RowPlan):
+            return plan
+        last = plan
+    return last
+
+
+def _row_apply_ok(op: Operation, split: int) -> bool:
+    axis = graph.Props(op.properties, op.name).integer("axis")
+    return si.normalize_axis(axis, len(_shape(op.operands[0]))) == split
+
+
+def _plan_for_split(
+    ops: Sequence[Operation],
+    inputs: Sequence[SSAValue],
+    outputs: Sequence[SSAValue],
+    anchor: tuple[int, ...],
+    split: int,
+    has_reduction: bool,
+    ub_bytes: int,
+    queue_slots: int,
+) -> RowPlan | Refusal:
+    from autofusion.passes.matching import splat_value
+
+    plan = RowPlan(list(ops), anchor, split, has_reduction)
+    rank = len(anchor)
+    reduced: set[SSAValue] = set()
+    for op in ops:
+        if isinstance(op, ROW_REDUCTIONS):
+            if not isinstance(op, graph.SoftmaxOp | graph.LayerNormOp | graph.RmsNormOp):
+                reduced.update(r for r in op.results)
+            if isinstance(op, graph.AddLayerNormOp | graph.AddRmsNormOp):
+                reduced.difference_update(op.results)
+        if isinstance(op, ROW_APPLIES) and not _row_apply_ok(op, split):
+            return Refusal(f"{op.name} normalizes other axes than the kernel's rows")
+        if isinstance(op, graph.RopeOp) and split != rank - 1:
+            return Refusal("rope needs the last dim as the kernel's columns")
+    all_values: list[SSAValue] = list(inputs)
+    for op in ops:
+        all_values.extend(op.results)
+    for v in all_values:
+        shape = _shape(v)
+        if v in reduced and len(shape) == split:
+            kind: str | None = "column"  # a reduction without keepdims: one value per row
+        else:
+            kind = classify(shape, anchor, split)
+        if kind is None:
+            return Refusal(
+                f"a value of shape {si.fmt(shape)} does not fit the view {si.fmt(anchor)} split at {split}"
+            )
+        padded = (1,) * (rank - len(shape)) + shape
+        info = ValueInfo(v, kind, padded[:split], is_input=v in inputs, is_output=v in outputs)
+        if v in inputs:
+            # a splat constant is a scalar whatever its shape: nothing to stream
+            info.constant = splat_value(v)
+        if kind == "mapped_column":
+            n = si.num_elements(padded[:split])
+            if n is None or n > MAX_RESIDENT_ELEMENTS:
+                return Refusal(
+                    f"a per-row operand of {n or 'unknown'} values is too large to keep in UB"
+                )
+        if info.is_output and kind not in ("full", "column"):
+            return Refusal(f"a {kind} result cannot be written by a tile")
+        if v in reduced and kind not in ("column", "scalar"):
+            return Refusal("a reduction's result is not one value per row")
+        plan.values[v] = info
+    plan.inputs = list(inputs)
+    plan.outputs = list(outputs)
+    streamed = [
+        v
+        for v in inputs
+        if plan.values[v].kind in ("full", "mapped_rows", "rowvec", "column")
+        and plan.values[v].constant is None
+    ]
+    for what, count in (("inputs", len(streamed)), ("outputs", len(outputs))):
+        if count > queue_slots:
+            return Refusal(
+                f"{count} streamed {what}; the chip has {queue_slots} queue buffers per position"
+            )
+    # double-buffer the queues when the chip has the slots for it
+    plan.in_depth = 2 if 2 * len(streamed) <= queue_slots else 1
+    plan.out_depth = 2 if 2 * len(outputs) <= queue_slots else 1
+    _budget(plan, ub_bytes)
+    if plan.max_tile_elems < plan.align_elems:
+        return Refusal("not even one padded row segment of the group's buffers fits UB")
+    return plan
+
+
+def _budget(plan: RowPlan, ub_bytes: int) -> None:
+    """Bytes per tile element and the largest tile: every buffer of the kernel counted."""
+    itemsizes = [dtypes.byte_width(cast(TensorType, v.type).element_type) for v in plan.values]
+    plan.align_elems = 32 // min([F32, *itemsizes])
+    per_elem = 0
+    per_row = 0
+    for info in plan.values.values():
+        width = dtypes.byte_width(cast(TensorType, info.value.type).element_type)
+        if info.constant is not None:
+            continue  # a splat constant is a scalar register, not a buffer
+        if info.kind in ("full", "rowvec", "mapped_rows"):
+            # working copy in float32, plus a double-buffered queue for GM traffic
+            per_elem += F32
+            if info.is_input or info.is_output:
+                per_elem += (plan.in_depth if info.is_input else plan.out_depth) * width
+        elif info.kind == "column":
+            per_row += F32
+            if info.is_input or info.is_output:
+                per_row += (plan.in_depth if info.is_input else plan.out_depth) * width
+    # a reduction's scratch (ReduceSum's sharedTmpBuffer): one float per 8 columns, rounded
+    if plan.has_reduction:
+        per_elem += 1
+    plan.tile_bytes_per_elem = per_elem
+    plan.column_bytes_per_row = per_row
+    resident = sum(
+        F32 * (si.num_elements(i.outer_shape) or 0)
+        for i in plan.values.values()
+        if i.kind == "mapped_column"
+    )
+    available = ub_bytes - UB_RESERVE - resident
+    # each row carries one column entry per column buffer; rows are >= align_elems wide
+    per_tile_elem = per_elem + -(-per_row // plan.align_elems)
+    elems = available // max(per_tile_elem, 1)
+    plan.max_tile_elems = max(0, elems // 64 * 64)
+
+
+def rows_and_columns(plan: RowPlan) -> tuple[int | None, int | None]:
+    """R and C for static shapes (None where a dim is dynamic)."""
+    return si.num_elements(plan.outer), si.num_elements(plan.inner)
+
+
+__all__ = ["DYN", "RowPlan", "ValueInfo", "classify", "plan_rows"]
