@@ -247,3 +247,28 @@ def test_a_second_parse_of_the_same_resources_keeps_its_blobs(tmp_path: Path) ->
     for _ in range(2):
         module = parse_module(default_context(), text, "r.mlir")
         np.testing.assert_array_equal(run_function(module, {})["out0"], w)
+
+
+@pytest.mark.parametrize("elt", ["f16", "bf16", "f32"])
+def test_non_finite_constants_survive_print_and_parse(elt: str) -> None:
+    """xDSL prints inf/nan as hex but reads hex in dense<[...]> as integers; the
+    constant op prints the raw-bytes form instead."""
+    text = (
+        "func.func @main() -> tensor<3x" + elt + "> {\n"
+        f"  %c = graph.constant dense<[1.0, 0xFF80, 2.0]> : tensor<3x{elt}>\n"
+        f"  func.return %c : tensor<3x{elt}>\n}}\n"
+    )
+    from autofusion.interpreter import run_function
+
+    for value in ("-inf", "nan"):
+        module = parse_module(default_context(), text, "c.mlir")
+        const = next(op for op in module.walk() if isinstance(op, graph.ConstantOp))
+        arr = resources.constant_array(const.value)
+        assert arr is not None
+        arr = arr.copy()
+        arr[1] = float(value)
+        const.value = resources.dense_attr(arr, const.result.type)  # type: ignore[assignment]
+        printed = module_to_text(default_context(), module)
+        assert 'dense<"0x' in printed
+        again = run_function(parse_module(default_context(), printed, "p.mlir"), {})["out0"]
+        np.testing.assert_array_equal(again, arr)

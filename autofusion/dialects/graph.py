@@ -16,6 +16,7 @@ from abc import ABC
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, cast
 
+import numpy as np
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
@@ -161,6 +162,12 @@ class ConstantOp(IRDLOperation):
         if self.value is None:
             printer.print_string(" shape_only : ")
             printer.print_attribute(self.result.type)
+        elif _has_non_finite(self.value):
+            # xDSL 0.74 prints inf/nan elements as hex literals but parses hex literals
+            # in dense<[...]> as integer values (-inf in f16 came back as 64512); the
+            # string form dense<"0x..."> holds the raw bytes and round-trips exactly
+            printer.print_string(f' dense<"0x{self.value.data.data.hex().upper()}"> : ')
+            printer.print_attribute(self.value.type)
         else:
             printer.print_string(" ")
             printer.print_attribute(self.value)
@@ -176,6 +183,17 @@ class ConstantOp(IRDLOperation):
         if not isinstance(value, DenseIntOrFPElementsAttr | DenseResourceAttr):
             parser.raise_error("expected dense<...>, dense_resource<...> or shape_only", pos)
         return cls(value, None, attrs)
+
+
+def _has_non_finite(value: Attribute) -> bool:
+    if not isinstance(value, DenseIntOrFPElementsAttr):
+        return False
+    t = cast(TensorType, value.type)
+    if not dtypes.is_float(t.element_type):
+        return False
+    from autofusion import resources
+
+    return not bool(np.isfinite(resources.dense_array(value).astype(np.float64)).all())
 
 
 # --------------------------------------------------------------------------------------

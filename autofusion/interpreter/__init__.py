@@ -24,8 +24,11 @@ NAME_ATTR = "graph.name"
 
 
 def find_function(module: ModuleOp, entry: str | None = None) -> func.FuncOp:
-    """The function to run: `entry`, else `main`, else the only function with a body."""
+    """The function to run: `entry`, else `main`, else the only public function with a body
+    (private functions are helpers, such as the host tiling functions of kernels)."""
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
+    if entry is None:
+        funcs = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data != "private"]
     if entry is not None:
         for f in funcs:
             if f.sym_name.data == entry:

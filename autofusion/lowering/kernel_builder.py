@@ -7,7 +7,16 @@ from contextlib import contextmanager
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType, f32
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    LocationAttr,
+    NameLoc,
+    StringAttr,
+    f32,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -29,6 +38,7 @@ class KernelBuilder:
         self.idx = IrOps(self.builder, self.hoisted)
         self._floats: dict[float, SSAValue] = {}
         self._bools: dict[bool, SSAValue] = {}
+        self.origin: LocationAttr | None = None
 
     # ---- constants --------------------------------------------------------------
 
@@ -62,7 +72,20 @@ class KernelBuilder:
         self.builder.insert(op)
         if name is not None and op.results:
             op.results[0].name_hint = name
+        if self.origin is not None:
+            op.location = self.origin
         return op
+
+    @contextmanager
+    def origin_of(self, op: Operation) -> Iterator[None]:
+        """Ops emitted inside carry `loc("<op name>"(<op's location>))`: codegen's --debug
+        maps each Ascend C statement back to the graph op and its source."""
+        saved = self.origin
+        self.origin = NameLoc(StringAttr(op.name), op.location)
+        try:
+            yield
+        finally:
+            self.origin = saved
 
     @contextmanager
     def at_end(self, block: Block) -> Iterator[None]:

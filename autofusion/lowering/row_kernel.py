@@ -294,7 +294,8 @@ class RowKernel:
         for i, op in enumerate(plan.ops):
             emit = _EMITTERS.get(type(op))
             assert emit is not None, f"no vector emitter for {op.name}"
-            emit(self, op)
+            with kb.origin_of(op):
+                emit(self, op)
             for v in op.operands:
                 if last_use.get(v) == i and v not in plan.outputs and v in self.locs:
                     self.pool.release(self.locs[v].buf)
@@ -309,8 +310,8 @@ class RowKernel:
             else:
                 kb.cast(slot, cast(SSAValue, loc.buf), count, "rint")
             kb.insert(buffer.EnqueOp(q, slot))
-        for q, slot in dequeued:
-            kb.insert(buffer.QueueFreeOp(q, slot))
+        for q, held in dequeued:
+            kb.insert(buffer.QueueFreeOp(q, held))
 
     def _copy_out(self) -> None:
         kb, idx, t, plan = self.kb, self.kb.idx, self.t, self.plan

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -31,6 +31,7 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.shape_inference import DYN
+from autofusion.lowering.template import GroupParts, Plan
 from autofusion.passes.fusion_rule import Refusal
 
 # vector work is done in float32: one 32-byte block holds 8 of them
@@ -102,9 +103,10 @@ class ValueInfo:
 
 
 @dataclass
-class RowPlan:
+class RowPlan(Plan):
     """The static part of a vector kernel: view, value kinds, buffers per tile element."""
 
+    template: ClassVar[str] = "rows"
     ops: list[Operation]
     anchor: tuple[int, ...]
     split: int  # p: outer = anchor[:p], inner = anchor[p:]
@@ -118,6 +120,7 @@ class RowPlan:
     tile_bytes_per_elem: int = 0  # UB bytes per element of a rows x columns tile
     column_bytes_per_row: int = 0  # UB bytes per row for column buffers
     max_tile_elems: int = 0  # T_max: the largest tile (rows x padded columns) that fits
+    parts: GroupParts | None = None
 
     @property
     def outer(self) -> tuple[int, ...]:
@@ -214,10 +217,12 @@ def plan_rows(
     outputs: Sequence[SSAValue],
     ub_bytes: int,
     queue_slots: int = 8,
+    data_copy_pad: bool = True,
 ) -> RowPlan | Refusal:
     """Plan a vector kernel for `ops` (in program order) or say why it cannot be one.
 
-    `queue_slots` is the chip's limit of TQue buffers per position (VECIN, VECOUT).
+    `queue_slots` is the chip's limit of TQue buffers per position (VECIN, VECOUT);
+    without `data_copy_pad` (Ascend910, 310P) every transfer must be a 32-byte multiple.
     """
     for op in ops:
         why = _supported(op)
@@ -247,6 +252,8 @@ def plan_rows(
         plan = _plan_for_split(
             ops, inputs, outputs, anchor, split, bool(reductions), ub_bytes, queue_slots
         )
+        if isinstance(plan, RowPlan) and not data_copy_pad:
+            plan = _aligned_transfers(plan)
         if isinstance(plan, RowPlan):
             return plan
         last = plan
@@ -331,6 +338,27 @@ def _plan_for_split(
     _budget(plan, ub_bytes)
     if plan.max_tile_elems < plan.align_elems:
         return Refusal("not even one padded row segment of the group's buffers fits UB")
+    return plan
+
+
+def _aligned_transfers(plan: RowPlan) -> RowPlan | Refusal:
+    """Without DataCopyPad, DataCopy moves 32-byte multiples only (asc-devkit DataCopy.md;
+    ascend.md 2.7): every row segment must be one, and per-row values, whose transfers
+    shrink on tail tiles, cannot be streamed."""
+    cols = si.num_elements(plan.inner)
+    for info in plan.values.values():
+        if info.constant is not None or not (info.is_input or info.is_output):
+            continue
+        width = dtypes.byte_width(cast(TensorType, info.value.type).element_type)
+        if info.kind in ("column", "scalar", "mapped_column"):
+            return Refusal(
+                "a per-row value would need transfers of less than 32 bytes (no DataCopyPad)"
+            )
+        if cols is None or (cols * width) % 32:
+            return Refusal(
+                f"rows of {cols if cols is not None else 'dynamic'} elements are not 32-byte "
+                "multiples and the chip has no DataCopyPad"
+            )
     return plan
 
 

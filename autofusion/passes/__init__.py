@@ -17,6 +17,16 @@ def _lower_to_buffer() -> type[ModulePass]:
     return LowerToBufferPass
 
 
+def _ub_fusion() -> type[ModulePass]:
+    from autofusion.passes.ub_fusion import UbFusionPass
+
+    return UbFusionPass
+
+
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """afc's passes by their pipeline names."""
-    return {"graph-fusion": _graph_fusion, "lower-to-buffer": _lower_to_buffer}
+    return {
+        "graph-fusion": _graph_fusion,
+        "ub-fusion": _ub_fusion,
+        "lower-to-buffer": _lower_to_buffer,
+    }

@@ -1,0 +1,164 @@
+"""The cost model: how long a kernel takes on a chip, as a roofline with launch overhead.
+
+For a kernel that reads R and writes W bytes of GM, does V float32 vector element
+operations and F cube FLOPs, on a chip with GM bandwidth B, clock f, and per-core vector
+(v elements/cycle) and cube (c FLOP/cycle) throughput:
+
+    eff(t)  = t / (t + T_half)              DataCopy efficiency of t-byte transfers
+    t_mem   = (R + W) / (B * share * eff(t))    share = cores used / cores available
+    t_vec   = V / (cores_vec * v * f)
+    t_cube  = F / (cores_cube * c * f)
+    t       = max(t_mem, t_vec, t_cube) + launch_overhead
+
+The share term models that a kernel on few cores cannot pull the whole HBM bandwidth
+(ddr_rate is per core). The tiling loss of a kernel is t at its actual transfer size
+minus t at a 64 KB transfer: what smaller tiles cost. Chip constants come from
+hardware/chips.toml (launch overhead and T_half are marked there as estimates).
+
+Ops outside any kernel template (library ops) are costed as one kernel each by
+`op_cost`: they read their inputs and write their outputs once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from autofusion import dtypes
+from autofusion.dialects import graph
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.shape_inference import DYN
+from autofusion.hardware import ChipSpec
+from autofusion.lowering.template import KernelCost
+
+# the transfer size at which tiling loss is measured against (a large DataCopy)
+REFERENCE_TRANSFER = 64 * 1024
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """The roofline estimate of one kernel, in microseconds."""
+
+    memory_us: float
+    vector_us: float
+    cube_us: float
+    launch_us: float
+    tiling_loss_us: float
+
+    @property
+    def total_us(self) -> float:
+        return max(self.memory_us, self.vector_us, self.cube_us) + self.launch_us
+
+    @property
+    def bound(self) -> str:
+        """What limits the kernel: memory, vector or cube."""
+        return max(
+            (("memory", self.memory_us), ("vector", self.vector_us), ("cube", self.cube_us)),
+            key=lambda kv: kv[1],
+        )[0]
+
+
+def transfer_efficiency(transfer_bytes: int, chip: ChipSpec) -> float:
+    t = max(transfer_bytes, 1)
+    return t / (t + chip.datacopy_half_efficiency_bytes)
+
+
+def kernel_time(cost: KernelCost, chip: ChipSpec) -> KernelTime:
+    """Roofline time of a kernel (see the module docstring for the formula)."""
+    hz = chip.clock_mhz * 1e6
+    cores = max(cost.vector_cores_used, cost.cube_cores_used, 1)
+    available = max(chip.vector_cores if cost.vector_cores_used else chip.cube_cores, 1)
+    share = min(1.0, cores / available)
+    bw = chip.gm_bandwidth_gbs * 1e9 * share
+
+    def memory(transfer: int) -> float:
+        moved = cost.gm_read_bytes + cost.gm_write_bytes
+        return moved / (bw * transfer_efficiency(transfer, chip)) * 1e6
+
+    vector_us = (
+        cost.vector_work / (max(cost.vector_cores_used, 1) * chip.vector_f32_per_cycle * hz) * 1e6
+        if cost.vector_work
+        else 0.0
+    )
+    cube_us = (
+        cost.cube_flops / (max(cost.cube_cores_used, 1) * chip.cube_flops_per_cycle * hz) * 1e6
+        if cost.cube_flops
+        else 0.0
+    )
+    memory_us = memory(cost.transfer_bytes)
+    ideal = max(memory(max(cost.transfer_bytes, REFERENCE_TRANSFER)), vector_us, cube_us)
+    actual = max(memory_us, vector_us, cube_us)
+    return KernelTime(
+        memory_us, vector_us, cube_us, chip.launch_overhead_us, max(0.0, actual - ideal)
+    )
+
+
+def value_bytes(v: SSAValue, dynamic_size: int) -> int:
+    t = cast(TensorType, v.type)
+    shape = [dynamic_size if d == DYN else d for d in t.get_shape()]
+    return (si.num_elements(shape) or 0) * dtypes.byte_width(t.element_type)
+
+
+def _elements(v: SSAValue, dynamic_size: int) -> int:
+    shape = [dynamic_size if d == DYN else d for d in cast(TensorType, v.type).get_shape()]
+    return si.num_elements(shape) or 0
+
+
+def _dims(v: SSAValue, dynamic_size: int) -> list[int]:
+    return [dynamic_size if d == DYN else d for d in cast(TensorType, v.type).get_shape()]
+
+
+def cube_flops(op: Operation, dynamic_size: int) -> float:
+    """2·M·N·K of a matmul, gemm, conv (implicit GEMM) or attention (two GEMMs)."""
+    out = _elements(op.results[0], dynamic_size)
+    if isinstance(op, graph.MatmulOp):
+        return 2.0 * out * _dims(op.lhs, dynamic_size)[-1]
+    if isinstance(op, graph.GemmOp):
+        a = _dims(op.a, dynamic_size)
+        kdim = a[0] if graph.Props(op.properties, op.name).flag("trans_a") else a[1]
+        return 2.0 * out * kdim
+    if isinstance(op, graph.Conv2dOp):
+        w = _dims(op.weight, dynamic_size)
+        return 2.0 * out * w[1] * w[2] * w[3]
+    if isinstance(op, graph.FlashAttentionOp):
+        q, key, value = (_dims(v, dynamic_size) for v in (op.query, op.key, op.value))
+        bsnd = graph.Props(op.properties, op.name).text("layout") == "BSND"
+        skv = key[1] if bsnd else key[2]
+        rows = _elements(op.query, dynamic_size) // max(q[3], 1)
+        return 2.0 * rows * skv * (q[3] + value[3])
+    return 0.0
+
+
+def op_cost(op: Operation, chip: ChipSpec, dynamic_size: int = 1) -> KernelCost:
+    """One op run as its own kernel: inputs read once, outputs written once."""
+    from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT
+
+    read = sum(value_bytes(v, dynamic_size) for v in op.operands if isinstance(v.type, TensorType))
+    write = sum(value_bytes(v, dynamic_size) for v in op.results if isinstance(v.type, TensorType))
+    flops = cube_flops(op, dynamic_size)
+    kind = graph.fusion_kind(op)
+    work = 0.0
+    if not flops and kind != graph.FusionKind.INJECTIVE:
+        work = VECTOR_OP_WEIGHT.get(type(op), 1.0) * sum(
+            _elements(v, dynamic_size) for v in op.results if isinstance(v.type, TensorType)
+        )
+    cube = kind == graph.FusionKind.CUBE
+    return KernelCost(
+        gm_read_bytes=read,
+        gm_write_bytes=write,
+        vector_work=work,
+        cube_flops=flops,
+        transfer_bytes=REFERENCE_TRANSFER,
+        ub_bytes=0,
+        cube_cores_used=chip.cube_cores if cube else 0,
+        vector_cores_used=0 if cube else chip.vector_cores,
+    )
+
+
+def lower_bound_bytes(values: Sequence[SSAValue], dynamic_size: int = 1) -> int:
+    """GM traffic if each of `values` (inputs, weights, outputs) moved exactly once."""
+    return sum(value_bytes(v, dynamic_size) for v in values)

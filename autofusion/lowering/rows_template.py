@@ -1,0 +1,238 @@
+"""The `rows` template: vector kernels over a rows x columns view (row_plan.py plans,
+row_kernel.py emits, row_tiling.py tiles)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+from xdsl.builder import Builder
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IndexType, StringAttr, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from autofusion import dtypes
+from autofusion.diagnostics import UserError
+from autofusion.dialects import buffer, graph
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.buffer_verifier import (
+    DEFAULT_QUEUE_SLOTS,
+    QUEUE_SLOTS_PER_POSITION,
+    footprint,
+)
+from autofusion.dialects.shape_inference import DYN
+from autofusion.hardware import ChipSpec
+from autofusion.lowering.index_expr import IntOps, IrOps
+from autofusion.lowering.kernel_builder import KernelBuilder
+from autofusion.lowering.row_kernel import RowKernel
+from autofusion.lowering.row_plan import RowPlan, plan_rows
+from autofusion.lowering.row_tiling import rows_tiling
+from autofusion.lowering.template import (
+    GroupParts,
+    HostLaunch,
+    KernelCost,
+    KernelTemplate,
+    Lowered,
+    Plan,
+)
+from autofusion.passes.fusion_rule import Refusal
+
+# float32 vector instructions per element, by graph op (the cost model's vector work).
+# Transcendentals and divisions take several passes of the vector unit; the functions
+# built from basic APIs (sigmoid, tanh, erf, gelu) count the instructions row_kernel.py
+# emits for them.
+VECTOR_OP_WEIGHT: dict[type[Operation], float] = {
+    graph.ExpOp: 2,
+    graph.LogOp: 2,
+    graph.SqrtOp: 2,
+    graph.RsqrtOp: 2,
+    graph.ReciprocalOp: 2,
+    graph.DivOp: 2,
+    graph.SigmoidOp: 5,
+    graph.TanhOp: 8,
+    graph.ErfOp: 18,
+    graph.GeluOp: 22,
+    graph.SiluOp: 6,
+    graph.SwigluOp: 7,
+    graph.SoftmaxOp: 7,
+    graph.LayerNormOp: 9,
+    graph.RmsNormOp: 6,
+    graph.AddLayerNormOp: 10,
+    graph.AddRmsNormOp: 7,
+    graph.LayerNormStatsOp: 5,
+    graph.RmsNormStatsOp: 3,
+    graph.LayerNormApplyOp: 4,
+    graph.RmsNormApplyOp: 2,
+    graph.RopeOp: 6,
+    graph.PowOp: 2,
+}
+
+
+def queue_slots(chip: ChipSpec) -> int:
+    return QUEUE_SLOTS_PER_POSITION.get(chip.arch, DEFAULT_QUEUE_SLOTS)
+
+
+def concrete(shape: Sequence[int], dims: Sequence[int] | None, offset: int = 0) -> list[int]:
+    """A shape with its dynamic dims replaced (by `dims` in order, else 1)."""
+    it = iter(dims or [])
+    return [next(it, 1) if d == DYN else d for d in shape]
+
+
+class RowsTemplate(KernelTemplate):
+    name = "rows"
+
+    def plan(self, parts: GroupParts, chip: ChipSpec) -> RowPlan | Refusal:
+        if any(o in parts.inputs for o in parts.outputs):
+            return Refusal("the group yields one of its inputs unchanged")
+        plan = plan_rows(
+            parts.ops,
+            parts.inputs,
+            parts.outputs,
+            chip.ub_bytes,
+            queue_slots(chip),
+            chip.data_copy_pad,
+        )
+        if isinstance(plan, RowPlan):
+            plan.parts = parts
+        return plan
+
+    # ---- cost ---------------------------------------------------------------------
+
+    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
+        p = cast(RowPlan, plan)
+        anchor = concrete(p.anchor, dims)
+        rows = si.num_elements(anchor[: p.split]) or 0
+        cols = si.num_elements(anchor[p.split :]) or 0
+        t = rows_tiling(
+            IntOps(),
+            rows,
+            cols,
+            p.max_tile_elems,
+            p.align_elems,
+            chip.vector_cores,
+            p.has_reduction,
+        )
+        row_tiles = -(-rows // t.tile_rows) if rows else 0
+        read = write = 0
+        for v, info in p.values.items():
+            width = dtypes.byte_width(cast(TensorType, v.type).element_type)
+            if info.is_input and info.constant is None:
+                own = si.num_elements(concrete(cast(TensorType, v.type).get_shape(), dims)) or 0
+                if info.kind == "rowvec":
+                    read += row_tiles * cols * width  # each row tile reads its columns again
+                elif info.kind == "mapped_rows":
+                    read += rows * cols * width  # one row copy per view row
+                elif info.kind in ("mapped_column", "scalar"):
+                    read += t.blocks * own * width  # resident on every core
+                else:
+                    read += own * width
+            if info.is_output:
+                write += rows * (cols if info.kind == "full" else 1) * width
+        work = 0.0
+        for op in p.ops:
+            weight = VECTOR_OP_WEIGHT.get(type(op), 1.0)
+            result_shape = concrete(cast(TensorType, op.results[0].type).get_shape(), dims)
+            work += weight * (si.num_elements(result_shape) or 0)
+        # widening and narrowing casts at the kernel's edges
+        for v in (*p.inputs, *p.outputs):
+            if dtypes.type_name(cast(TensorType, v.type).element_type) != "f32":
+                work += rows * cols
+        main_width = max(
+            (dtypes.byte_width(cast(TensorType, v.type).element_type) for v in p.inputs), default=4
+        )
+        transfer = t.tile_rows * min(t.tile_cols, cols or 1) * main_width
+        ub = p.tile_bytes_per_elem * p.max_tile_elems + p.column_bytes_per_row * (
+            p.max_tile_elems // p.align_elems
+        )
+        return KernelCost(
+            gm_read_bytes=read,
+            gm_write_bytes=write,
+            vector_work=work,
+            cube_flops=0.0,
+            transfer_bytes=max(transfer, 1),
+            ub_bytes=min(ub, chip.ub_bytes),
+            vector_cores_used=t.blocks,
+        )
+
+    # ---- lowering -----------------------------------------------------------------
+
+    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
+        p = cast(RowPlan, plan)
+        kernel, emitter = _emit_fitting(p, name, chip)
+        # the tiling function: (rows, cols) -> tiling scalars..., blocks
+        entry = Block(arg_types=[IndexType(), IndexType()])
+        entry.args[0].name_hint, entry.args[1].name_hint = "rows", "cols"
+        kb = KernelBuilder(entry)
+        tiling = rows_tiling(
+            kb.idx,
+            entry.args[0],
+            entry.args[1],
+            p.max_tile_elems,
+            p.align_elems,
+            chip.vector_cores,
+            p.has_reduction,
+        )
+        results = [*tiling.params(), tiling.blocks]
+        kb.insert(func.ReturnOp(*results))
+        kb.finish()
+        tiling_func = func.FuncOp(
+            f"{name}_tiling", ([IndexType()] * 2, [IndexType()] * len(results)), Region(entry)
+        )
+        tiling_func.sym_visibility = StringAttr("private")
+        return Lowered(kernel, tiling_func, list(emitter.kernel_inputs), emitter)
+
+    def host(
+        self,
+        plan: Plan,
+        lowered: Lowered,
+        b: Builder,
+        idx: IrOps,
+        outside: dict[SSAValue, SSAValue],
+    ) -> HostLaunch:
+        p = cast(RowPlan, plan)
+        pairs = [(outside[v], v) for v in outside]
+        rank = len(p.anchor)
+        dims = [_runtime_dim(b, pairs, rank, d, s) for d, s in enumerate(p.anchor)]
+        dim_values = [idx.const(d) if isinstance(d, int) else d for d in dims]
+        rows = idx.product(dim_values[: p.split])
+        cols = idx.product(dim_values[p.split :])
+        emitter = cast(RowKernel, lowered.state)
+        extra = list(dim_values[: p.split]) if emitter.needs_outer_dims() else []
+        out_dims: list[SSAValue] = []
+        for v in p.outputs:
+            shape = cast(TensorType, v.type).get_shape()
+            # a reduction without keepdims has the outer dims only (left-aligned)
+            shift = 0 if len(shape) == p.split < rank else rank - len(shape)
+            out_dims += [dim_values[pos + shift] for pos, d in enumerate(shape) if d == DYN]
+        return HostLaunch([rows, cols], extra, out_dims)
+
+
+def _runtime_dim(
+    b: Builder, values: Sequence[tuple[SSAValue, SSAValue]], rank: int, d: int, static: int
+) -> SSAValue | int:
+    """Size of view dim d: static, else read from an input that has it unbroadcast."""
+    if static != DYN:
+        return static
+    for outer, inner in values:
+        shape = cast(TensorType, inner.type).get_shape()
+        pos = d - (rank - len(shape))
+        if pos >= 0 and shape[pos] == DYN:
+            return b.insert(buffer.DimOp(outer, pos)).results[0]
+    raise UserError(f"cannot find the runtime size of dimension {d} among the kernel inputs")
+
+
+def _emit_fitting(plan: RowPlan, name: str, chip: ChipSpec) -> tuple[buffer.KernelOp, RowKernel]:
+    """Emit the kernel; if its buffers exceed UB, shrink the tile to fit and emit again."""
+    for _ in range(4):
+        emitter = RowKernel(plan, name, chip.name, chip.vector_cores)
+        kernel = emitter.build()
+        needed = footprint(kernel).get("ub", 0)
+        if needed <= chip.ub_bytes:
+            kernel.attributes["afc.ub_bytes"] = graph.int_attr(needed)
+            return kernel, emitter
+        # every buffer scales with the tile except small fixed ones: scale and round down
+        scaled = plan.max_tile_elems * chip.ub_bytes // needed
+        plan.max_tile_elems = max(0, scaled // 64 * 64 - 64)
+        if plan.max_tile_elems < plan.align_elems:
+            break
+    raise UserError(f"fusion group {name} does not fit the {chip.name} UB with any tile")

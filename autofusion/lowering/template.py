@@ -1,0 +1,115 @@
+"""Kernel templates: the shapes of kernel afc can generate, behind one interface.
+
+A template decides whether a group of graph ops can be one kernel (`plan`, with the
+reason when not), what that kernel costs (`cost`, for ub-fusion's decisions), and builds
+it (`lower`: the buffer.kernel, its host tiling function, and the host-side values the
+launch needs). ub-fusion only forms groups some template plans; lower-to-buffer asks the
+templates in order and uses the first that accepts.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from xdsl.builder import Builder
+from xdsl.dialects import func
+from xdsl.ir import Operation, SSAValue
+
+from autofusion.dialects import buffer
+from autofusion.hardware import ChipSpec
+from autofusion.lowering.index_expr import IrOps
+from autofusion.passes.fusion_rule import Refusal
+
+
+@dataclass
+class GroupParts:
+    """A fusion group's body: ops to compute, its inputs (block arguments and in-group
+    constants) and its outputs (what it yields)."""
+
+    ops: list[Operation]
+    inputs: list[SSAValue]
+    outputs: list[SSAValue]
+
+
+@dataclass
+class KernelCost:
+    """What one kernel moves and computes (cost_model.py turns it into time)."""
+
+    gm_read_bytes: int
+    gm_write_bytes: int
+    vector_work: float  # float32 element operations, weighted per op
+    cube_flops: float
+    transfer_bytes: int  # bytes of one typical GM<->UB transfer (DataCopy efficiency)
+    ub_bytes: int  # UB footprint of the kernel's buffers
+    cube_cores_used: int = 0
+    vector_cores_used: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class HostLaunch:
+    """What the host computes before the launch: tiling-function arguments, extra kernel
+    tiling scalars appended after the tiling function's results, and the sizes of the
+    outputs' dynamic dims."""
+
+    tiling_args: list[SSAValue]
+    extra_params: list[SSAValue]
+    output_dims: list[SSAValue]
+
+
+class Plan(ABC):
+    """A template's static decisions for one group."""
+
+    template: ClassVar[str]
+
+
+@dataclass
+class Lowered:
+    """A built kernel: the kernel op, its tiling function, and its GM inputs in order
+    (group-body values: block arguments or in-group constants)."""
+
+    kernel: buffer.KernelOp
+    tiling: func.FuncOp
+    kernel_inputs: list[SSAValue]
+    state: object = None  # the template's own data for `host`
+
+
+class KernelTemplate(ABC):
+    name: ClassVar[str]
+
+    @abstractmethod
+    def plan(self, parts: GroupParts, chip: ChipSpec) -> Plan | Refusal:
+        """Whether the group can be one kernel of this template, and how."""
+
+    @abstractmethod
+    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
+        """The kernel's traffic and work; dynamic dims take the sizes in `dims` when given
+        (default: 1, the smallest legal size)."""
+
+    @abstractmethod
+    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
+        """Build the kernel and its host tiling function."""
+
+    @abstractmethod
+    def host(
+        self,
+        plan: Plan,
+        lowered: Lowered,
+        b: Builder,
+        idx: IrOps,
+        outside: dict[SSAValue, SSAValue],
+    ) -> HostLaunch:
+        """Emit, at builder `b` before the group, the runtime values the launch needs.
+
+        `outside` maps the group's block arguments to the values they are bound to.
+        """
+
+
+def templates() -> list[KernelTemplate]:
+    """Every template, in the order lower-to-buffer tries them."""
+    from autofusion.lowering.rows_template import RowsTemplate
+
+    return [RowsTemplate()]

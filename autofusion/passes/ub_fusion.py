@@ -1,0 +1,536 @@
+"""`ub-fusion`: partition each function into graph.fusion_groups, one kernel each.
+
+    afc-opt model.mlir -p 'ub-fusion{chip=Ascend910B1 max-ops=64 remarks=true}'
+
+Greedy by estimated benefit, as XLA's priority fusion (fusion-peers.md 2.2), with
+Ascend's UB capacity as a hard constraint checked while grouping:
+
+1. every op some kernel template can run becomes a group of its own; ops no template
+   runs stay outside (library ops);
+2. every producer->consumer pair of groups is a candidate; its benefit is
+   t(P) + t(C) - t(P u C) from the cost model (GM traffic of the intermediates that
+   stay in UB, one launch, minus any tiling loss of the bigger kernel);
+3. the best candidate (ties: the earliest ops) is merged when it is legal: a template
+   plans the union (fusion kinds, a tile whose double-buffered buffers fit UB and
+   L1/L0 for cube work), the UBFusion rules of the switch file allow it, no path leaves
+   the union and comes back (acyclic), and the op and input caps hold;
+4. only positive benefits are merged. Every rejected candidate keeps its reason
+   (`remarks=true` prints them; the statistics record them).
+
+Determinism: candidates are ordered by (benefit, op order); nothing depends on hashes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import cast
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from autofusion.cost_model import kernel_time
+from autofusion.diagnostics import UserError
+from autofusion.dialects import graph
+from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
+from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, templates
+from autofusion.passes.fusion_rule import Refusal
+from autofusion.passes.fusion_statistics import FusionStatistics, describe_op
+from autofusion.passes.fusion_switch import UB_FUSION, FusionSwitch
+from autofusion.passes.graph_fusion import report
+from autofusion.passes.rule_registry import read_switch
+from autofusion.passes.ub_fusion_rules import AUTOMATIC_UB_FUSION, UB_FUSION_RULES
+
+
+@dataclass
+class Group:
+    """A set of ops that will be one kernel, with its plan and estimated time."""
+
+    gid: int
+    ops: list[Operation]  # in program order
+    template: KernelTemplate | None = None
+    plan: Plan | None = None
+    time_us: float = 0.0
+    benefit_us: float = 0.0  # estimated time saved by the merges that formed it
+    rules: tuple[str, ...] = ()
+    alive: bool = True
+    version: int = 0
+
+    @property
+    def first(self) -> int:
+        return self.gid
+
+
+@dataclass
+class Remark:
+    producer: str
+    consumer: str
+    reason: str
+
+
+@dataclass
+class FusionResult:
+    """What ub-fusion decided for one module (for reports and `afc explain`)."""
+
+    groups: list[Group] = field(default_factory=list)
+    library_ops: list[tuple[Operation, str]] = field(default_factory=list)
+    remarks: list[Remark] = field(default_factory=list)
+    statistics: FusionStatistics = field(default_factory=FusionStatistics)
+
+
+def _compute_ops(block: Block) -> list[Operation]:
+    return [
+        op
+        for op in block.ops
+        if not isinstance(op, graph.ConstantOp | func.ReturnOp | graph.FusionGroupOp)
+        and op.dialect_name() == "graph"
+    ]
+
+
+def rules_needed(ops: Iterable[Operation], multi_output: bool) -> tuple[str, ...]:
+    """The UBFusion rules a group of these ops relies on (UB_FUSION_RULES)."""
+    kinds = {graph.fusion_kind(op) for op in ops}
+    needed = []
+    vector = kinds & {graph.FusionKind.ELEMENTWISE, graph.FusionKind.BROADCAST}
+    if vector:
+        needed.append("TbeEltwiseFusionPass")
+    if graph.FusionKind.REDUCE in kinds:
+        needed.append("TbeReduceElemwiseFusionPass")
+    if graph.FusionKind.INJECTIVE in kinds:
+        needed.append("TbeInjectiveElemwiseFusionPass")
+    ops = list(ops)
+    if any(isinstance(op, graph.Conv2dOp) for op in ops):
+        needed.append("TbeConvElemwiseFusionPass")
+    elif graph.FusionKind.CUBE in kinds:
+        needed.append("ATbeMatMulElemwiseFusionPass")
+    if multi_output:
+        needed.append("TbeMultiOutputFusionPass")
+    return tuple(needed)
+
+
+class Partitioner:
+    """The greedy grouping of one function body."""
+
+    def __init__(
+        self,
+        block: Block,
+        chip: ChipSpec,
+        switch: FusionSwitch,
+        max_ops: int,
+        max_inputs: int,
+        dynamic_size: int,
+        result: FusionResult,
+    ) -> None:
+        self.chip = chip
+        self.switch = switch
+        self.max_ops = max_ops
+        self.max_inputs = max_inputs
+        self.dynamic_size = dynamic_size
+        self.result = result
+        self.ops = _compute_ops(block)
+        self.index = {op: i for i, op in enumerate(self.ops)}
+        self.group_of: dict[Operation, Group] = {}
+        self.groups: list[Group] = []
+        self._rejected: set[tuple[int, int, int, int]] = set()
+
+    # ---- groups ---------------------------------------------------------------------
+
+    def parts(self, ops: list[Operation]) -> GroupParts:
+        """The GroupParts of a set of ops still in the function (not yet outlined)."""
+        inside = set(ops)
+        inputs: list[SSAValue] = []
+        outputs: list[SSAValue] = []
+        for op in ops:
+            for v in op.operands:
+                if v.owner not in inside and v not in inputs:
+                    inputs.append(v)
+            for r in op.results:
+                if any(u.operation not in inside for u in r.uses) and r not in outputs:
+                    outputs.append(r)
+        return GroupParts(list(ops), inputs, outputs)
+
+    def plan(self, ops: list[Operation]) -> tuple[KernelTemplate, Plan] | Refusal:
+        parts = self.parts(ops)
+        # splat constants are copied into the group; other constants are kernel inputs
+        kernel_inputs = [
+            v for v in parts.inputs if not isinstance(v.owner, graph.ConstantOp) or _large(v)
+        ]
+        if len(kernel_inputs) > self.max_inputs:
+            return Refusal(f"{len(kernel_inputs)} inputs exceed max-inputs={self.max_inputs}")
+        if len(ops) > self.max_ops:
+            return Refusal(f"{len(ops)} ops exceed max-ops={self.max_ops}")
+        if any(graph.fusion_kind(op) == graph.FusionKind.OPAQUE for op in ops) and len(ops) > 1:
+            return Refusal("an opaque op stands alone")
+        first: Refusal | None = None
+        for template in templates():
+            plan = template.plan(parts, self.chip)
+            if not isinstance(plan, Refusal):
+                return template, plan
+            first = first or plan
+        return first or Refusal("no kernel template")
+
+    def time(self, template: KernelTemplate, plan: Plan) -> float:
+        dims = [self.dynamic_size] * 16
+        return kernel_time(template.cost(plan, self.chip, dims), self.chip).total_us
+
+    def seed(self) -> None:
+        for op in self.ops:
+            planned = self.plan([op])
+            if isinstance(planned, Refusal):
+                self.result.library_ops.append((op, planned.reason))
+                continue
+            template, plan = planned
+            g = Group(self.index[op], [op], template, plan, self.time(template, plan))
+            self.groups.append(g)
+            self.group_of[op] = g
+
+    # ---- candidates -------------------------------------------------------------------
+
+    def consumers(self, g: Group) -> list[Group]:
+        out: dict[int, Group] = {}
+        for op in g.ops:
+            for r in op.results:
+                for use in r.uses:
+                    other = self.group_of.get(use.operation)
+                    if other is not None and other is not g and other.alive:
+                        out[other.gid] = other
+        return [out[k] for k in sorted(out)]
+
+    def producers(self, g: Group) -> list[Group]:
+        out: dict[int, Group] = {}
+        for op in g.ops:
+            for v in op.operands:
+                other = self.group_of.get(v.owner) if isinstance(v.owner, Operation) else None
+                if other is not None and other is not g and other.alive:
+                    out[other.gid] = other
+        return [out[k] for k in sorted(out)]
+
+    def creates_cycle(self, p: Group, c: Group) -> bool:
+        """Whether some path leaves p, passes through another group and reaches c."""
+        limit = max(self.index[op] for op in c.ops)
+        seen: set[int] = set()
+        stack = [g for g in self.consumers(p) if g is not c]
+        while stack:
+            g = stack.pop()
+            if g.gid in seen or g.first > limit:
+                continue
+            seen.add(g.gid)
+            for nxt in self.consumers(g):
+                if nxt is c:
+                    return True
+                stack.append(nxt)
+        # library ops (not in groups) also carry paths
+        for op in p.ops:
+            for r in op.results:
+                for use in r.uses:
+                    user = use.operation
+                    if (
+                        user not in self.group_of
+                        and user in self.index
+                        and self._reaches(user, c, limit)
+                    ):
+                        return True
+        return False
+
+    def _reaches(self, start: Operation, c: Group, limit: int) -> bool:
+        stack = [start]
+        seen: set[Operation] = set()
+        while stack:
+            op = stack.pop()
+            if op in seen or self.index.get(op, limit + 1) > limit:
+                continue
+            seen.add(op)
+            if self.group_of.get(op) is c:
+                return True
+            for r in op.results:
+                stack.extend(u.operation for u in r.uses)
+            g = self.group_of.get(op)
+            if g is not None:
+                for member in g.ops:
+                    for r in member.results:
+                        stack.extend(u.operation for u in r.uses)
+        return False
+
+    def evaluate(
+        self, p: Group, c: Group
+    ) -> tuple[float, tuple[KernelTemplate, Plan], tuple[str, ...]] | Refusal:
+        if not self.switch.is_on(UB_FUSION, AUTOMATIC_UB_FUSION):
+            return Refusal(f"{AUTOMATIC_UB_FUSION} is off")
+        ops = sorted({*p.ops, *c.ops}, key=self.index.__getitem__)
+        parts = self.parts(ops)
+        needed = rules_needed(ops, len(parts.outputs) > 1)
+        off = [r for r in needed if not self.switch.is_on(UB_FUSION, r)]
+        if off:
+            return Refusal(f"UBFusion rule {off[0]} is off")
+        if self.creates_cycle(p, c):
+            return Refusal("fusing them would create a cycle through another kernel")
+        planned = self.plan(ops)
+        if isinstance(planned, Refusal):
+            return planned
+        merged = self.time(*planned)
+        benefit = p.time_us + c.time_us - merged
+        if benefit <= 0:
+            return Refusal(f"no estimated benefit ({benefit:.3f} us)")
+        return benefit, planned, needed
+
+    def run(self) -> None:
+        self.seed()
+        heap: list[tuple[float, int, int, int, int]] = []
+
+        def push(p: Group, c: Group) -> None:
+            key = (p.gid, c.gid, p.version, c.version)
+            if key in self._rejected:
+                return
+            verdict = self.evaluate(p, c)
+            if isinstance(verdict, Refusal):
+                self._rejected.add(key)
+                return
+            heapq.heappush(heap, (-verdict[0], p.gid, c.gid, p.version, c.version))
+
+        for g in self.groups:
+            for c in self.consumers(g):
+                push(g, c)
+        while heap:
+            _, pid, cid, pv, cv = heapq.heappop(heap)
+            p_found, c_found = self._by_gid(pid), self._by_gid(cid)
+            if p_found is None or c_found is None:
+                continue
+            p, c = p_found, c_found
+            if p.version != pv or c.version != cv:
+                continue  # stale: one side changed since it was scored
+            verdict = self.evaluate(p, c)
+            if isinstance(verdict, Refusal):
+                continue
+            benefit, (template, plan), rules = verdict
+            merged = self.merge(p, c, template, plan, rules)
+            merged.benefit_us += benefit
+            for other in self.producers(merged):
+                push(other, merged)
+            for other in self.consumers(merged):
+                push(merged, other)
+        self.explain_final()
+
+    def explain_final(self) -> None:
+        """Why each remaining producer -> consumer pair of kernels stayed apart."""
+        for g in sorted((g for g in self.groups if g.alive), key=lambda g: g.gid):
+            for c in self.consumers(g):
+                verdict = self.evaluate(g, c)
+                reason = (
+                    verdict.reason
+                    if isinstance(verdict, Refusal)
+                    else "a better merge took one of the two first"
+                )
+                self.result.remarks.append(
+                    Remark(describe_op(g.ops[-1]), describe_op(c.ops[0]), reason)
+                )
+
+    def _by_gid(self, gid: int) -> Group | None:
+        for g in self.groups:
+            if g.gid == gid and g.alive:
+                return g
+        return None
+
+    def merge(
+        self, p: Group, c: Group, template: KernelTemplate, plan: Plan, rules: tuple[str, ...]
+    ) -> Group:
+        ops = sorted({*p.ops, *c.ops}, key=self.index.__getitem__)
+        keep, gone = (p, c) if p.gid < c.gid else (c, p)
+        gone.alive = False
+        keep.ops = ops
+        keep.template, keep.plan = template, plan
+        keep.time_us = self.time(template, plan)
+        keep.rules = tuple(sorted({*keep.rules, *gone.rules, *rules}))
+        keep.benefit_us += gone.benefit_us
+        keep.version += 1
+        for op in ops:
+            self.group_of[op] = keep
+        return keep
+
+
+def _large(v: SSAValue) -> bool:
+    """A constant worth streaming from GM (not a splat the kernel keeps in a register)."""
+    from autofusion.passes.matching import splat_value
+
+    return splat_value(v) is None
+
+
+def outline(block: Block, groups: list[Group]) -> None:
+    """Replace each group's ops by one graph.fusion_group, in a dominance-respecting order.
+
+    The block is rebuilt as a topological order of units (groups and other ops), each
+    unit placed by its first op's original position: grouping is acyclic, so the order
+    exists, and ops that do not depend on a group keep their relative order.
+    """
+    ops = list(block.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    unit_of: dict[Operation, int] = {}
+    members: dict[int, list[Operation]] = {}
+    kind: dict[int, Group | None] = {}
+    owner_group = {op: g for g in groups for op in g.ops}
+    for op in ops:
+        g = owner_group.get(op)
+        uid = position[g.ops[0]] if g is not None else position[op]
+        unit_of[op] = uid
+        members.setdefault(uid, []).append(op)
+        kind[uid] = g
+    deps: dict[int, set[int]] = {uid: set() for uid in members}
+    users: dict[int, set[int]] = {uid: set() for uid in members}
+    for op in ops:
+        for v in op.operands:
+            owner = v.owner
+            if isinstance(owner, Operation) and owner in unit_of and unit_of[owner] != unit_of[op]:
+                deps[unit_of[op]].add(unit_of[owner])
+                users[unit_of[owner]].add(unit_of[op])
+    ready = [uid for uid, d in deps.items() if not d]
+    heapq.heapify(ready)
+    order: list[int] = []
+    remaining = {uid: len(d) for uid, d in deps.items()}
+    while ready:
+        uid = heapq.heappop(ready)
+        order.append(uid)
+        for u in sorted(users[uid]):
+            remaining[u] -= 1
+            if remaining[u] == 0:
+                heapq.heappush(ready, u)
+    assert len(order) == len(members), "ub-fusion formed a cycle"
+    for op in ops:
+        op.detach()
+    for uid in order:
+        g = kind[uid]
+        if g is None:
+            for op in members[uid]:
+                block.add_op(op)
+        else:
+            block.add_op(_group_op(g))
+    # splat constants copied into groups may have no user left outside
+    for op in list(block.ops):
+        if isinstance(op, graph.ConstantOp) and not op.result.uses:
+            block.erase_op(op)
+
+
+def _group_op(g: Group) -> graph.FusionGroupOp:
+    """The fusion_group op holding g's ops (moved into its body)."""
+    inside = set(g.ops)
+    inputs: list[SSAValue] = []
+    constants: list[graph.ConstantOp] = []
+    for op in g.ops:
+        for v in op.operands:
+            owner = v.owner
+            if owner in inside or v in inputs:
+                continue
+            if isinstance(owner, graph.ConstantOp) and not _large(v):
+                if owner not in constants:
+                    constants.append(owner)
+                continue
+            inputs.append(v)
+    outputs = [
+        r for op in g.ops for r in op.results if any(u.operation not in inside for u in r.uses)
+    ]
+    body = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for v, arg in zip(inputs, body.args):
+        mapping[v] = arg
+        arg.name_hint = v.name_hint
+    for const in constants:
+        clone = const.clone()
+        body.add_op(clone)
+        mapping[const.result] = clone.result
+    for op in g.ops:
+        for i, v in enumerate(op.operands):
+            if v in mapping:
+                op.operands[i] = mapping[v]
+        body.add_op(op)
+    body.add_op(graph.YieldOp(outputs))
+    group_op = graph.FusionGroupOp(inputs, [r.type for r in outputs], Region(body))
+    group_op.location = g.ops[-1].location
+    group_op.attributes["afc.template"] = StringAttr(cast(KernelTemplate, g.template).name)
+    group_op.attributes["afc.time_us"] = graph.float_attr(round(g.time_us, 4))
+    if g.benefit_us:
+        group_op.attributes["afc.benefit_us"] = graph.float_attr(round(g.benefit_us, 4))
+    if g.rules:
+        group_op.attributes["afc.rules"] = StringAttr(",".join(g.rules))
+    for old, new in zip(outputs, group_op.outputs):
+        old.replace_uses_with_if(new, lambda use: use.operation.parent_op() is not group_op)
+    return group_op
+
+
+@dataclass(frozen=True)
+class UbFusionPass(ModulePass):
+    """Capacity-aware, cost-driven grouping of ops into kernels."""
+
+    name = "ub-fusion"
+
+    chip: str = DEFAULT_CHIP
+    """The SoC (CANN name, case-insensitive): its UB/L1/L0 sizes, cores and bandwidth."""
+    max_ops: int = 64
+    """At most this many ops per kernel (large kernels compile slowly; TVM caps at 256)."""
+    max_inputs: int = 16
+    """At most this many GM inputs per kernel (the chip's queue limits also apply)."""
+    dynamic_size: int = 128
+    """The size the cost model assumes for dynamic dimensions."""
+    switch_file: str | None = None
+    """CANN fusion switch file; its UBFusion section turns the grouping or its rules off."""
+    remarks: bool = False
+    """Print every rejected candidate and the reason to stderr."""
+    stats_file: str | None = None
+    """Write fusion_result.json (the ub_fusion section) here."""
+    log: bool = False
+    """Print CANN-style statistics lines to stderr."""
+
+    def run(self, module: ModuleOp) -> FusionResult:
+        """Group every function of `module`; return what was decided and why."""
+        chip = get_chip(self.chip)
+        switch = read_switch(self.switch_file)
+        if self.max_ops < 1 or self.max_inputs < 1:
+            raise UserError("max-ops and max-inputs must be at least 1")
+        result = FusionResult()
+        for f in [op for op in module.ops if isinstance(op, func.FuncOp)]:
+            if not f.body.blocks:
+                continue
+            block = f.body.block
+            part = Partitioner(
+                block, chip, switch, self.max_ops, self.max_inputs, self.dynamic_size, result
+            )
+            part.run()
+            alive = [g for g in part.groups if g.alive]
+            result.groups.extend(alive)
+            outline(block, alive)
+        self._statistics(result)
+        return result
+
+    def _statistics(self, result: FusionResult) -> None:
+        stats = result.statistics
+        for name in UB_FUSION_RULES:
+            stats.rule(UB_FUSION, name, UB_FUSION_RULES[name])
+        for g in result.groups:
+            if len(g.ops) > 1:
+                stats.effected(UB_FUSION, AUTOMATIC_UB_FUSION, UB_FUSION_RULES[AUTOMATIC_UB_FUSION])
+                stats.matched(UB_FUSION, AUTOMATIC_UB_FUSION, UB_FUSION_RULES[AUTOMATIC_UB_FUSION])
+                for rule in g.rules:
+                    stats.matched(UB_FUSION, rule, UB_FUSION_RULES[rule])
+                    stats.effected(UB_FUSION, rule, UB_FUSION_RULES[rule])
+        for remark in result.remarks:
+            stats.refused(
+                UB_FUSION,
+                AUTOMATIC_UB_FUSION,
+                UB_FUSION_RULES[AUTOMATIC_UB_FUSION],
+                f"{remark.producer} -> {remark.consumer}",
+                remark.reason,
+            )
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        result = self.run(op)
+        if self.remarks:
+            for r in result.remarks:
+                print(
+                    f"ub-fusion: not fused {r.producer} -> {r.consumer}: {r.reason}",
+                    file=sys.stderr,
+                )
+            for op_, reason in result.library_ops:
+                print(f"ub-fusion: library op {describe_op(op_)}: {reason}", file=sys.stderr)
+        report(result.statistics, self.stats_file, self.log)

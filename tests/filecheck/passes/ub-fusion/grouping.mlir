@@ -1,0 +1,65 @@
+// RUN: afc-opt %s --split-input-file -p 'ub-fusion{chip=Ascend910B1}' | filecheck %s
+// RUN: afc-opt %s --split-input-file -p 'ub-fusion{chip=Ascend910B1 max-ops=2}' | filecheck %s --check-prefix=CAP
+// RUN: afc-opt %s --split-input-file -p 'ub-fusion{chip=Ascend910B1 remarks=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: not afc-opt %s -p 'ub-fusion{chip=Ascend999}' 2>&1 | filecheck %s --check-prefix=CHIP
+
+// A bias add, a residual add and a decomposed RMSNorm become one vector kernel; the
+// matmul has no kernel template yet and stays a library op.
+// CHECK-LABEL: func.func @norm_chain
+// CHECK:         %m = graph.matmul
+// CHECK-NEXT:    %{{.*}} = graph.fusion_group (%m_1 = %m : tensor<16x256xf16>, %b_1 = %b : tensor<256xf16>, %x_1 = %x : tensor<16x256xf16>, %g_1 = %g : tensor<256xf16>) -> tensor<16x256xf16> attributes {afc.template = "rows", afc.time_us = {{.*}}, afc.benefit_us = {{.*}}, afc.rules = "TbeEltwiseFusionPass,TbeReduceElemwiseFusionPass"} {
+// CHECK:           graph.add
+// CHECK:           graph.reduce_mean
+// CHECK:           graph.rsqrt
+// CHECK:           graph.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return
+// CAP-LABEL:   func.func @norm_chain
+// CAP-COUNT-4:   graph.fusion_group
+// REMARK:      ub-fusion: library op graph.matmul %m: graph.matmul has no vector kernel
+func.func @norm_chain(%x: tensor<16x256xf16>, %w: tensor<256x256xf16>, %b: tensor<256xf16>, %g: tensor<256xf16>) -> tensor<16x256xf16> {
+  %m = graph.matmul %x, %w : (tensor<16x256xf16>, tensor<256x256xf16>) -> tensor<16x256xf16>
+  %a = graph.add %m, %b : (tensor<16x256xf16>, tensor<256xf16>) -> tensor<16x256xf16>
+  %r = graph.add %a, %x : tensor<16x256xf16>
+  %two = graph.constant dense<2.0> : tensor<f16>
+  %sq = graph.pow %r, %two : (tensor<16x256xf16>, tensor<f16>) -> tensor<16x256xf16>
+  %ms = graph.reduce_mean %sq {axes = [-1], keepdims = true} : tensor<16x256xf16> -> tensor<16x1xf16>
+  %eps = graph.constant dense<1.0e-05> : tensor<f16>
+  %v = graph.add %ms, %eps : (tensor<16x1xf16>, tensor<f16>) -> tensor<16x1xf16>
+  %rs = graph.rsqrt %v : tensor<16x1xf16>
+  %n = graph.mul %r, %rs : (tensor<16x256xf16>, tensor<16x1xf16>) -> tensor<16x256xf16>
+  %y = graph.mul %n, %g : (tensor<16x256xf16>, tensor<256xf16>) -> tensor<16x256xf16>
+  func.return %y : tensor<16x256xf16>
+}
+
+// -----
+
+// Two producers joined by a library op in between: fusing %e with %s would put the
+// transpose's input and output in one kernel around it, a cycle.
+// CHECK-LABEL: func.func @no_cycle
+// CHECK:         %[[E:.*]] = graph.fusion_group (%x_1 = %x
+// CHECK:           graph.exp
+// CHECK:         %t = graph.transpose %[[E]]
+// CHECK:         graph.fusion_group (%[[A:.*]] = %[[E]] : tensor<8x8xf32>, %{{.*}} = %t : tensor<8x8xf32>)
+// CHECK:           graph.add
+// REMARK:      ub-fusion: not fused graph.exp %e -> graph.add %s: fusing them would create a cycle through another kernel
+func.func @no_cycle(%x: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %e = graph.exp %x : tensor<8x8xf32>
+  %t = graph.transpose %e {perm = [1, 0]} : tensor<8x8xf32> -> tensor<8x8xf32>
+  %s = graph.add %e, %t : tensor<8x8xf32>
+  func.return %s : tensor<8x8xf32>
+}
+
+// -----
+
+// A value used by two later kernels is written once by a multi-output kernel.
+// CHECK-LABEL: func.func @multi_output
+// CHECK:         %e, %r = graph.fusion_group
+// CHECK-SAME:      afc.rules = "TbeEltwiseFusionPass,TbeMultiOutputFusionPass"
+func.func @multi_output(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %e = graph.exp %x : tensor<64x64xf32>
+  %r = graph.relu %e : tensor<64x64xf32>
+  func.return %e, %r : tensor<64x64xf32>, tensor<64x64xf32>
+}
+
+// CHIP: afc-opt: error: unknown chip 'Ascend999'; known chips: Ascend310P3, Ascend910, Ascend910B1, Ascend910B2, Ascend910B3, Ascend910B4
