@@ -107,11 +107,12 @@ def byte_width(element_type: Attribute) -> int:
 
 def round_bf16(x: np.ndarray) -> np.ndarray:
     """Round float32 values to the nearest bf16 value (ties to even), kept as float32."""
-    bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    nan = np.isnan(x)
+    shape = np.shape(x)
+    bits = np.ascontiguousarray(x, dtype=np.float32).reshape(-1).view(np.uint32)
+    nan = np.isnan(bits.view(np.float32))
     rounding = ((bits >> 16) & 1) + np.uint32(0x7FFF)
     out = ((bits + rounding) & np.uint32(0xFFFF0000)).view(np.float32)
-    return np.where(nan, np.float32(np.nan), out).astype(np.float32)
+    return np.where(nan, np.float32(np.nan), out).astype(np.float32).reshape(shape)
 
 
 def to_storage(x: np.ndarray | np.generic | float, element_type: Attribute) -> np.ndarray:

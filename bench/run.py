@@ -7,11 +7,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import import_models
 import parse_print
 
 
 def main() -> None:
     parse_print.main()
+    import_models.main()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,12 @@ def _mlir(ctx: Context, data: bytes, name: str) -> ModuleOp:
     return parse_module(ctx, data, name)
 
 
+def _onnx(ctx: Context, data: bytes, name: str) -> ModuleOp:
+    from frontends.onnx import import_onnx_bytes
+
+    return import_onnx_bytes(ctx, data, name)
+
+
 def _text(ctx: Context, data: bytes, name: str) -> ModuleOp:
     from frontends.text import parse_text_model
 
@@ -26,4 +32,4 @@ def _text(ctx: Context, data: bytes, name: str) -> ModuleOp:
 
 def get_all_frontends() -> dict[str, Frontend]:
     """Frontends by file extension."""
-    return {"mlir": _mlir, "afc": _text}
+    return {"mlir": _mlir, "onnx": _onnx, "afc": _text}

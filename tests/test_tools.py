@@ -103,6 +103,7 @@ def test_afc_opt_in_process_registers_only_afc_constructs() -> None:
     assert "graph" in main.ctx.registered_dialect_names
     assert "onnx" in main.available_targets
     assert "mlir" in main.available_frontends
+    assert "onnx" in main.available_frontends
 
 
 def test_stock_xdsl_opt_sees_graph_dialect_through_universe() -> None:

@@ -162,7 +162,7 @@ class ConstantOp(IRDLOperation):
         if self.value is None:
             printer.print_string(" shape_only : ")
             printer.print_attribute(self.result.type)
-        elif _has_non_finite(self.value):
+        elif isinstance(self.value, DenseIntOrFPElementsAttr) and _has_non_finite(self.value):
             # xDSL 0.74 prints inf/nan elements as hex literals but parses hex literals
             # in dense<[...]> as integer values (-inf in f16 came back as 64512); the
             # string form dense<"0x..."> holds the raw bytes and round-trips exactly

@@ -1,0 +1,72 @@
+"""The ONNX frontend: ONNX models (opsets 13-18) to the graph dialect.
+
+Importing this package does not import `onnx` (the exporter, `frontends.onnx.export`,
+is used without it); the entry points below load it on first use and raise a
+`UserError` when it is missing.
+
+    module = import_onnx_file(ctx, "model.onnx", input_shapes={"input_ids": (1, 16)})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+
+from autofusion.diagnostics import UserError
+
+if TYPE_CHECKING:
+    import onnx
+
+InputShapes = Mapping[str, Sequence[int]]
+
+MISSING_ONNX = "ONNX import needs the onnx package: pip install 'afc[onnx]'"
+
+
+def _require_onnx() -> None:
+    try:
+        import onnx  # noqa: F401
+    except ImportError as e:
+        raise UserError(MISSING_ONNX) from e
+
+
+def import_onnx_bytes(
+    ctx: Context, data: bytes, name: str, input_shapes: InputShapes | None = None
+) -> ModuleOp:
+    """Import a serialized ModelProto; external data is resolved relative to `name`."""
+    _require_onnx()
+    from frontends.onnx.importer import load_model_bytes
+
+    model = load_model_bytes(data, name)
+    base_dir = Path(name).parent if name and name != "-" else None
+    return import_onnx_model(ctx, model, Path(name).stem or "model", input_shapes, base_dir)
+
+
+def import_onnx_file(
+    ctx: Context, path: str | Path, input_shapes: InputShapes | None = None
+) -> ModuleOp:
+    """Import an .onnx file; external data files are found relative to it."""
+    _require_onnx()
+    data = Path(path).read_bytes()
+    return import_onnx_bytes(ctx, data, str(path), input_shapes)
+
+
+def import_onnx_model(
+    ctx: Context,
+    model: onnx.ModelProto,
+    name: str = "model",
+    input_shapes: InputShapes | None = None,
+    base_dir: str | Path | None = None,
+) -> ModuleOp:
+    """Import an in-memory ModelProto into one `func.func @main`.
+
+    `input_shapes` overrides the declared shapes of graph inputs by name (symbolic dims
+    become static); `base_dir` is where tensors stored as external data are looked up.
+    """
+    _require_onnx()
+    from frontends.onnx.importer import Importer
+
+    return Importer(ctx, model, name, input_shapes, base_dir).run()

@@ -1,0 +1,588 @@
+"""Converters of ONNX compute operators: elementwise math, reductions, NN layers.
+
+Each converter reads every attribute its operator has in opsets 13-18 (an attribute
+value it cannot express is an error) and builds graph ops with `Node.emit`, which folds
+them when all operands are known. Operator versions are cited as `Op-<since_version>`
+from https://onnx.ai/onnx/operators/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects.builtin import f32
+
+from autofusion.diagnostics import UserError
+from autofusion.dialects import graph
+from autofusion.dialects import shape_inference as si
+from frontends.onnx.importer import (
+    Const,
+    Converter,
+    Node,
+    Value,
+    element_type,
+    probe_dims,
+    register,
+)
+
+CONVERTERS: dict[str, Converter] = {}
+
+
+def _scalar(node: Node, value: float, like: Value) -> Const:
+    """A rank-0 constant with `like`'s element type."""
+    return node.const(np.asarray(value), like.elt)
+
+
+def _rank(v: Value) -> int:
+    return len(v.shape)
+
+
+# --------------------------------------------------------------------------------------
+# Elementwise
+# --------------------------------------------------------------------------------------
+
+UNARY: dict[str, type[graph.GraphOp]] = {
+    "Neg": graph.NegOp,
+    "Abs": graph.AbsOp,
+    "Exp": graph.ExpOp,
+    "Log": graph.LogOp,
+    "Sqrt": graph.SqrtOp,
+    "Reciprocal": graph.ReciprocalOp,
+    "Relu": graph.ReluOp,
+    "Sigmoid": graph.SigmoidOp,
+    "Tanh": graph.TanhOp,
+    "Erf": graph.ErfOp,
+    "Sin": graph.SinOp,
+    "Cos": graph.CosOp,
+    "Not": graph.NotOp,
+}
+
+
+@register(CONVERTERS, *UNARY)
+def convert_unary(node: Node) -> list[Value]:
+    """Neg-13, Abs-13, Exp-13, Log-13, Sqrt-13, Reciprocal-13, Relu-14, Sigmoid-13,
+    Tanh-13, Erf-13, Sin-7, Cos-7, Not-1: one graph op each."""
+    return node.emit(UNARY[node.op_type], [node.input(0)])
+
+
+BINARY: dict[str, type[graph.GraphOp]] = {
+    "Add": graph.AddOp,
+    "Sub": graph.SubOp,
+    "Mul": graph.MulOp,
+    "Div": graph.DivOp,
+    "And": graph.AndOp,
+    "Or": graph.OrOp,
+    "Equal": graph.EqualOp,
+    "Less": graph.LessOp,
+    "Greater": graph.GreaterOp,
+}
+
+
+@register(CONVERTERS, *BINARY)
+def convert_binary(node: Node) -> list[Value]:
+    """Add-14, Sub-14, Mul-14, Div-14, And-7, Or-7, Equal-13, Less-13, Greater-13."""
+    return node.emit(BINARY[node.op_type], [node.input(0), node.input(1)])
+
+
+@register(CONVERTERS, "LessOrEqual", "GreaterOrEqual")
+def convert_compare_or_equal(node: Node) -> list[Value]:
+    """LessOrEqual-16 / GreaterOrEqual-16 as (a < b) | (a == b): false on NaN, like ONNX."""
+    a, b = node.input(0), node.input(1)
+    strict = graph.LessOp if node.op_type == "LessOrEqual" else graph.GreaterOp
+    lt = node.emit1(strict, [a, b])
+    eq = node.emit1(graph.EqualOp, [a, b])
+    return node.emit(graph.OrOp, [lt, eq])
+
+
+@register(CONVERTERS, "Xor")
+def convert_xor(node: Node) -> list[Value]:
+    """Xor-7 on booleans: a != b."""
+    return node.emit(graph.NotOp, [node.emit1(graph.EqualOp, [node.input(0), node.input(1)])])
+
+
+@register(CONVERTERS, "Pow")
+def convert_pow(node: Node) -> list[Value]:
+    """Pow-15: the exponent may have another type than the base; it is cast to the base's."""
+    x, y = node.input(0), node.input(1)
+    if y.elt != x.elt:
+        y = node.emit1(graph.CastOp, [y], result_types=[graph.tensor(y.shape, x.elt)])
+    return node.emit(graph.PowOp, [x, y])
+
+
+VARIADIC: dict[str, type[graph.GraphOp]] = {
+    "Max": graph.MaxOp,
+    "Min": graph.MinOp,
+    "Sum": graph.AddOp,
+    "Mean": graph.AddOp,
+}
+
+
+@register(CONVERTERS, *VARIADIC)
+def convert_variadic(node: Node) -> list[Value]:
+    """Max-13, Min-13, Sum-13, Mean-13: a left fold of the binary op (Mean divides by n)."""
+    values = node.inputs()
+    if not values:
+        raise node.error("needs at least one input")
+    acc = values[0]
+    for v in values[1:]:
+        acc = node.emit1(VARIADIC[node.op_type], [acc, v])
+    if node.op_type == "Mean" and len(values) > 1:
+        acc = node.emit1(graph.DivOp, [acc, _scalar(node, len(values), acc)])
+    return [acc]
+
+
+@register(CONVERTERS, "Clip")
+def convert_clip(node: Node) -> list[Value]:
+    """Clip-13: bounds are optional inputs; constant ones become the op's properties."""
+    x = node.input(0)
+    bounds: dict[str, float] = {}
+    result = x
+    for i, key, op in ((1, "min", graph.MaxOp), (2, "max", graph.MinOp)):
+        b = node.opt_input(i)
+        if b is None:
+            continue
+        if isinstance(b, Const):
+            if b.array.size != 1:
+                raise node.error(f"{key} must be a scalar, got shape {si.fmt(b.shape)}")
+            bounds[key] = float(b.array.reshape(()))
+        else:
+            result = node.emit1(op, [result, b])  # a computed bound: max/min ops
+    if not bounds:
+        return [result]
+    return node.emit(graph.ClipOp, [result], {k: float(v) for k, v in bounds.items()})
+
+
+@register(CONVERTERS, "LeakyRelu")
+def convert_leaky_relu(node: Node) -> list[Value]:
+    """LeakyRelu-16: x < 0 ? alpha * x : x."""
+    x = node.input(0)
+    alpha = float(node.attr("alpha", 0.01))
+    neg = node.emit1(graph.LessOp, [x, _scalar(node, 0, x)])
+    scaled = node.emit1(graph.MulOp, [x, _scalar(node, alpha, x)])
+    return node.emit(graph.WhereOp, [neg, scaled, x])
+
+
+@register(CONVERTERS, "PRelu")
+def convert_prelu(node: Node) -> list[Value]:
+    """PRelu-16: x < 0 ? slope * x : x (slope broadcasts to x)."""
+    x, slope = node.input(0), node.input(1)
+    neg = node.emit1(graph.LessOp, [x, _scalar(node, 0, x)])
+    scaled = node.emit1(graph.MulOp, [x, slope])
+    return node.emit(graph.WhereOp, [neg, scaled, x])
+
+
+def _expm1_scaled(node: Node, x: Value, alpha: float) -> Value:
+    e = node.emit1(graph.ExpOp, [x])
+    em1 = node.emit1(graph.SubOp, [e, _scalar(node, 1, x)])
+    return node.emit1(graph.MulOp, [em1, _scalar(node, alpha, x)])
+
+
+@register(CONVERTERS, "Elu")
+def convert_elu(node: Node) -> list[Value]:
+    """Elu-6: x < 0 ? alpha * (exp(x) - 1) : x."""
+    x = node.input(0)
+    alpha = float(node.attr("alpha", 1.0))
+    neg = node.emit1(graph.LessOp, [x, _scalar(node, 0, x)])
+    return node.emit(graph.WhereOp, [neg, _expm1_scaled(node, x, alpha), x])
+
+
+@register(CONVERTERS, "Selu")
+def convert_selu(node: Node) -> list[Value]:
+    """Selu-6: gamma * (x <= 0 ? alpha * (exp(x) - 1) : x)."""
+    x = node.input(0)
+    alpha = float(node.attr("alpha", 1.67326319217681884765625))
+    gamma = float(node.attr("gamma", 1.05070102214813232421875))
+    pos = node.emit1(graph.GreaterOp, [x, _scalar(node, 0, x)])
+    y = node.emit1(graph.WhereOp, [pos, x, _expm1_scaled(node, x, alpha)])
+    return node.emit(graph.MulOp, [y, _scalar(node, gamma, x)])
+
+
+@register(CONVERTERS, "ThresholdedRelu")
+def convert_thresholded_relu(node: Node) -> list[Value]:
+    """ThresholdedRelu-10: x > alpha ? x : 0."""
+    x = node.input(0)
+    alpha = float(node.attr("alpha", 1.0))
+    keep = node.emit1(graph.GreaterOp, [x, _scalar(node, alpha, x)])
+    return node.emit(graph.WhereOp, [keep, x, _scalar(node, 0, x)])
+
+
+def _hard_sigmoid(node: Node, x: Value, alpha: float, beta: float) -> Value:
+    y = node.emit1(graph.MulOp, [x, _scalar(node, alpha, x)])
+    y = node.emit1(graph.AddOp, [y, _scalar(node, beta, x)])
+    return node.emit1(graph.ClipOp, [y], {"min": 0.0, "max": 1.0})
+
+
+@register(CONVERTERS, "HardSigmoid")
+def convert_hard_sigmoid(node: Node) -> list[Value]:
+    """HardSigmoid-6: max(0, min(1, alpha * x + beta))."""
+    alpha = float(node.attr("alpha", 0.2))
+    beta = float(node.attr("beta", 0.5))
+    return [_hard_sigmoid(node, node.input(0), alpha, beta)]
+
+
+@register(CONVERTERS, "HardSwish")
+def convert_hard_swish(node: Node) -> list[Value]:
+    """HardSwish-14: x * HardSigmoid(x, alpha=1/6, beta=0.5)."""
+    x = node.input(0)
+    return node.emit(graph.MulOp, [x, _hard_sigmoid(node, x, 1 / 6, 0.5)])
+
+
+def _softplus(node: Node, x: Value) -> Value:
+    e = node.emit1(graph.ExpOp, [x])
+    return node.emit1(graph.LogOp, [node.emit1(graph.AddOp, [e, _scalar(node, 1, x)])])
+
+
+@register(CONVERTERS, "Softplus")
+def convert_softplus(node: Node) -> list[Value]:
+    """Softplus-1: ln(exp(x) + 1)."""
+    return [_softplus(node, node.input(0))]
+
+
+@register(CONVERTERS, "Softsign")
+def convert_softsign(node: Node) -> list[Value]:
+    """Softsign-1: x / (1 + |x|)."""
+    x = node.input(0)
+    den = node.emit1(graph.AddOp, [node.emit1(graph.AbsOp, [x]), _scalar(node, 1, x)])
+    return node.emit(graph.DivOp, [x, den])
+
+
+@register(CONVERTERS, "Mish")
+def convert_mish(node: Node) -> list[Value]:
+    """Mish-18: x * tanh(softplus(x))."""
+    x = node.input(0)
+    return node.emit(graph.MulOp, [x, node.emit1(graph.TanhOp, [_softplus(node, x)])])
+
+
+# --------------------------------------------------------------------------------------
+# Softmax and reductions
+# --------------------------------------------------------------------------------------
+
+
+@register(CONVERTERS, "Softmax")
+def convert_softmax(node: Node) -> list[Value]:
+    """Softmax-13: along one axis (default -1)."""
+    return node.emit(graph.SoftmaxOp, [node.input(0)], {"axis": int(node.attr("axis", -1))})
+
+
+@register(CONVERTERS, "LogSoftmax")
+def convert_log_softmax(node: Node) -> list[Value]:
+    """LogSoftmax-13: (x - max) - ln(sum(exp(x - max))) along one axis."""
+    x = node.input(0)
+    axis = int(node.attr("axis", -1))
+    keep = {"axes": [axis], "keepdims": True}
+    shifted = node.emit1(graph.SubOp, [x, node.emit1(graph.ReduceMaxOp, [x], keep)])
+    total = node.emit1(graph.ReduceSumOp, [node.emit1(graph.ExpOp, [shifted])], keep)
+    return node.emit(graph.SubOp, [shifted, node.emit1(graph.LogOp, [total])])
+
+
+def _reduce_axes(node: Node) -> list[int] | None:
+    """The axes of a Reduce* node; None means "do nothing" (noop_with_empty_axes).
+
+    ReduceSum takes axes as an input from version 13, the other reductions from version
+    18; before that they are an attribute. Empty axes reduce everything unless
+    noop_with_empty_axes is set.
+    """
+    if node.op_type == "ReduceSum" or node.version >= 18:
+        axes = node.ints_input(1, "axes") or []
+        noop = bool(node.attr("noop_with_empty_axes", 0))
+    else:
+        axes = node.ints_attr("axes") or []
+        noop = False
+    if not axes and noop:
+        return None
+    return axes
+
+
+REDUCE: dict[str, type[graph.GraphOp]] = {
+    "ReduceSum": graph.ReduceSumOp,
+    "ReduceMean": graph.ReduceMeanOp,
+    "ReduceMax": graph.ReduceMaxOp,
+    "ReduceMin": graph.ReduceMinOp,
+}
+
+
+@register(
+    CONVERTERS,
+    *REDUCE,
+    "ReduceSumSquare",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+)
+def convert_reduce(node: Node) -> list[Value]:
+    """ReduceSum-13, ReduceMean/Max/Min-13 and -18, and the composite reductions
+    ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp (13 and 18)."""
+    x = node.input(0)
+    axes = _reduce_axes(node)
+    keepdims = bool(node.attr("keepdims", 1))
+    if axes is None:
+        return [x]
+    props = {"axes": axes, "keepdims": keepdims}
+    if node.op_type in REDUCE:
+        return node.emit(REDUCE[node.op_type], [x], props)
+    pre: Value = x
+    if node.op_type in ("ReduceSumSquare", "ReduceL2"):
+        pre = node.emit1(graph.MulOp, [x, x])
+    elif node.op_type == "ReduceL1":
+        pre = node.emit1(graph.AbsOp, [x])
+    elif node.op_type == "ReduceLogSumExp":
+        pre = node.emit1(graph.ExpOp, [x])
+    total = node.emit1(graph.ReduceSumOp, [pre], props)
+    if node.op_type == "ReduceL2":
+        return node.emit(graph.SqrtOp, [total])
+    if node.op_type in ("ReduceLogSum", "ReduceLogSumExp"):
+        return node.emit(graph.LogOp, [total])
+    return [total]
+
+
+# --------------------------------------------------------------------------------------
+# Matrix products and convolution
+# --------------------------------------------------------------------------------------
+
+
+@register(CONVERTERS, "MatMul")
+def convert_matmul(node: Node) -> list[Value]:
+    """MatMul-13: numpy matmul."""
+    return node.emit(graph.MatmulOp, [node.input(0), node.input(1)])
+
+
+@register(CONVERTERS, "Gemm")
+def convert_gemm(node: Node) -> list[Value]:
+    """Gemm-13: alpha * op(A) op(B) + beta * C, C optional and broadcast to [M, N]."""
+    operands = [node.input(0), node.input(1)]
+    c = node.opt_input(2)
+    if c is not None:
+        operands.append(c)
+    props = {
+        "trans_a": bool(node.attr("transA", 0)),
+        "trans_b": bool(node.attr("transB", 0)),
+        "alpha": float(node.attr("alpha", 1.0)),
+        "beta": float(node.attr("beta", 1.0)),
+    }
+    return node.emit(graph.GemmOp, operands, props)
+
+
+def _window_pads(
+    node: Node, x: Value, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int]
+) -> list[int]:
+    """pads ([top, left, bottom, right]) from auto_pad and pads (Conv-11, MaxPool-12, AveragePool-11)."""
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    pads = node.ints_attr("pads")
+    if auto_pad == "NOTSET":
+        return pads if pads is not None else [0] * (2 * len(kernel))
+    if pads is not None and any(pads):
+        raise node.error(f"pads cannot be combined with auto_pad={auto_pad}")
+    if auto_pad == "VALID":
+        return [0] * (2 * len(kernel))
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        raise node.reject("auto_pad", auto_pad, "NOTSET, VALID, SAME_UPPER, SAME_LOWER")
+    spatial = x.shape[2:]
+    if si.DYN in spatial:
+        raise node.error(f"auto_pad={auto_pad} needs static spatial dims, got {si.fmt(x.shape)}")
+    begins, ends = [], []
+    for size, k, s, d in zip(spatial, kernel, strides, dilations):
+        out = -(-size // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+        small, large = total // 2, total - total // 2
+        # SAME_UPPER puts the extra pad at the end, SAME_LOWER at the beginning
+        begins.append(small if auto_pad == "SAME_UPPER" else large)
+        ends.append(large if auto_pad == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _check_spatial(node: Node, x: Value) -> int:
+    """The number of spatial dims of an NC... input: 1 or 2 (1-D runs as 2-D with H = 1)."""
+    if _rank(x) not in (3, 4):
+        raise node.error(
+            f"only 1-D and 2-D (NCW, NCHW) inputs are supported, got {si.fmt(x.shape)}"
+        )
+    return _rank(x) - 2
+
+
+def _insert_unit_dim(node: Node, x: Value, axis: int) -> Value:
+    """`x` with a size-1 dim inserted at `axis` (1-D windows run as 2-D ones)."""
+    from frontends.onnx.ops_tensor import reshape_to
+
+    a, b = probe_dims(x)
+    return reshape_to(node, x, [*a[:axis], 1, *a[axis:]], [*b[:axis], 1, *b[axis:]])
+
+
+def _drop_unit_dim(node: Node, x: Value, axis: int) -> Value:
+    from frontends.onnx.ops_tensor import reshape_to
+
+    a, b = probe_dims(x)
+    return reshape_to(node, x, [*a[:axis], *a[axis + 1 :]], [*b[:axis], *b[axis + 1 :]])
+
+
+def _as_2d(values: Sequence[int], fill: int) -> list[int]:
+    """1-D window parameters as 2-D ones with a unit H dim: [k] -> [fill, k]."""
+    return [fill, *values]
+
+
+def _pads_2d(pads: Sequence[int]) -> list[int]:
+    """1-D pads [begin, end] as 2-D [top, left, bottom, right] = [0, begin, 0, end]."""
+    return [0, pads[0], 0, pads[1]]
+
+
+@register(CONVERTERS, "Conv")
+def convert_conv(node: Node) -> list[Value]:
+    """Conv-11 in 1-D and 2-D (input [N, C, (H,) W], weight [M, C/group, (kH,) kW])."""
+    x, w = node.input(0), node.input(1)
+    spatial = _check_spatial(node, x)
+    if _rank(w) != _rank(x):
+        raise node.error(f"weight {si.fmt(w.shape)} does not match input {si.fmt(x.shape)}")
+    kernel = list(w.shape[2:])
+    given = node.ints_attr("kernel_shape")
+    if given is not None and given != kernel:
+        raise node.error(f"kernel_shape {given} differs from the weight's {kernel}")
+    strides = node.ints_attr("strides", [1] * spatial) or []
+    dilations = node.ints_attr("dilations", [1] * spatial) or []
+    pads = _window_pads(node, x, kernel, strides, dilations)
+    b = node.opt_input(2)
+    group = int(node.attr("group", 1))
+    if spatial == 1:
+        x, w = _insert_unit_dim(node, x, 2), _insert_unit_dim(node, w, 2)
+        strides, dilations, pads = _as_2d(strides, 1), _as_2d(dilations, 1), _pads_2d(pads)
+    operands = [x, w] if b is None else [x, w, b]
+    props = {"strides": strides, "pads": pads, "dilations": dilations, "group": group}
+    y = node.emit1(graph.Conv2dOp, operands, props)
+    return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
+
+
+# --------------------------------------------------------------------------------------
+# Normalization
+# --------------------------------------------------------------------------------------
+
+
+@register(CONVERTERS, "BatchNormalization")
+def convert_batch_norm(node: Node) -> list[Value]:
+    """BatchNormalization-15 (and -14), inference only: training_mode must be 0."""
+    training = int(node.attr("training_mode", 0))
+    if training:
+        raise node.reject("training_mode", training, "only inference, training_mode=0")
+    node.attr("momentum", 0.9)  # only updates running statistics in training
+    if any(node.proto.output[1:]):
+        raise node.error("the running mean/var outputs exist only in training mode")
+    operands = [node.input(i) for i in range(5)]
+    return node.emit(graph.BatchNormOp, operands, {"epsilon": float(node.attr("epsilon", 1e-5))})
+
+
+@register(CONVERTERS, "LayerNormalization")
+def convert_layer_norm(node: Node) -> list[Value]:
+    """LayerNormalization-17: normalize over [axis, rank).
+
+    The optional Mean and InvStdDev outputs (kept dims, computed in float32 as
+    stash_type=1 says) are built from reductions only when the model uses them.
+    """
+    stash = int(node.attr("stash_type", 1))
+    if stash != 1:
+        raise node.reject("stash_type", stash, "statistics are computed in float32")
+    x = node.input(0)
+    operands = [x, node.input(1)]
+    bias = node.opt_input(2)
+    if bias is not None:
+        operands.append(bias)
+    axis = int(node.attr("axis", -1))
+    epsilon = float(node.attr("epsilon", 1e-5))
+    outs = node.emit(graph.LayerNormOp, operands, {"axis": axis, "epsilon": epsilon})
+    if any(node.proto.output[1:]):
+        rank = _rank(x)
+        first = axis + rank if axis < 0 else axis
+        keep = {"axes": list(range(first, rank)), "keepdims": True}
+        xf = cast_to(node, x, f32)
+        mean = node.emit1(graph.ReduceMeanOp, [xf], keep)
+        d = node.emit1(graph.SubOp, [xf, mean])
+        var = node.emit1(graph.ReduceMeanOp, [node.emit1(graph.MulOp, [d, d])], keep)
+        inv = node.emit1(
+            graph.RsqrtOp, [node.emit1(graph.AddOp, [var, _scalar(node, epsilon, var)])]
+        )
+        outs += [mean, inv]
+    return outs
+
+
+# --------------------------------------------------------------------------------------
+# Pooling
+# --------------------------------------------------------------------------------------
+
+
+@register(CONVERTERS, "MaxPool", "AveragePool")
+def convert_pool(node: Node) -> list[Value]:
+    """MaxPool-12 and AveragePool-11 in 1-D and 2-D; MaxPool's Indices output is
+    unsupported (AveragePool's dilations exist from version 19 only)."""
+    x = node.input(0)
+    spatial = _check_spatial(node, x)
+    kernel = node.ints_attr("kernel_shape")
+    if kernel is None or len(kernel) != spatial:
+        raise node.error(f"kernel_shape must have {spatial} values, got {kernel}")
+    strides = node.ints_attr("strides", [1] * spatial) or []
+    dilations = [1] * spatial
+    if node.op_type == "MaxPool":
+        if any(node.proto.output[1:]):
+            raise node.error("the Indices output is not supported")
+        node.attr("storage_order", 0)  # only affects Indices
+        dilations = node.ints_attr("dilations", dilations) or []
+    pads = _window_pads(node, x, kernel, strides, dilations)
+    if spatial == 1:
+        x = _insert_unit_dim(node, x, 2)
+        kernel, strides, dilations = _as_2d(kernel, 1), _as_2d(strides, 1), _as_2d(dilations, 1)
+        pads = _pads_2d(pads)
+    props: dict[str, object] = {
+        "kernel_shape": kernel,
+        "strides": strides,
+        "pads": pads,
+        "ceil_mode": bool(node.attr("ceil_mode", 0)),
+    }
+    if node.op_type == "MaxPool":
+        props["dilations"] = dilations
+        y = node.emit1(graph.MaxPool2dOp, [x], props)
+    else:
+        props["count_include_pad"] = bool(node.attr("count_include_pad", 0))
+        y = node.emit1(graph.AvgPool2dOp, [x], props)
+    return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
+
+
+@register(CONVERTERS, "GlobalAveragePool")
+def convert_global_average_pool(node: Node) -> list[Value]:
+    """GlobalAveragePool-1: mean over the spatial dims, kept as 1."""
+    return node.emit(graph.GlobalAvgPoolOp, [node.input(0)])
+
+
+@register(CONVERTERS, "GlobalMaxPool")
+def convert_global_max_pool(node: Node) -> list[Value]:
+    """GlobalMaxPool-1: max over the spatial dims, kept as 1."""
+    x = node.input(0)
+    if _rank(x) < 3:
+        raise node.error(f"expects an (N, C, spatial...) input, got {si.fmt(x.shape)}")
+    axes = list(range(2, _rank(x)))
+    return node.emit(graph.ReduceMaxOp, [x], {"axes": axes, "keepdims": True})
+
+
+# --------------------------------------------------------------------------------------
+# Type conversion
+# --------------------------------------------------------------------------------------
+
+
+def cast_to(node: Node, x: Value, elt: object) -> Value:
+    """`x` converted to element type `elt` (no op when it already has it)."""
+    if x.elt == elt:
+        return x
+    return node.emit1(graph.CastOp, [x], result_types=[graph.tensor(x.shape, elt)])  # type: ignore[arg-type]
+
+
+@register(CONVERTERS, "Cast")
+def convert_cast(node: Node) -> list[Value]:
+    """Cast-13 to a supported element type (float to integer truncates)."""
+    to = int(node.attr("to"))
+    try:
+        elt = element_type(to, "the cast target")
+    except UserError as e:
+        raise node.error(e.message) from e
+    return [cast_to(node, node.input(0), elt)]
+
+
+@register(CONVERTERS, "CastLike")
+def convert_cast_like(node: Node) -> list[Value]:
+    """CastLike-15: cast to the element type of the second input."""
+    return [cast_to(node, node.input(0), node.input(1).elt)]
