@@ -24,6 +24,12 @@ def _onnx(ctx: Context, data: bytes, name: str) -> ModuleOp:
     return import_onnx_bytes(ctx, data, name)
 
 
+def _pt2(ctx: Context, data: bytes, name: str) -> ModuleOp:
+    from frontends.torch import import_pt2
+
+    return import_pt2(ctx, data, name)
+
+
 def _text(ctx: Context, data: bytes, name: str) -> ModuleOp:
     from frontends.text import parse_text_model
 
@@ -32,4 +38,4 @@ def _text(ctx: Context, data: bytes, name: str) -> ModuleOp:
 
 def get_all_frontends() -> dict[str, Frontend]:
     """Frontends by file extension."""
-    return {"mlir": _mlir, "onnx": _onnx, "afc": _text}
+    return {"mlir": _mlir, "onnx": _onnx, "pt2": _pt2, "afc": _text}
