@@ -103,7 +103,9 @@ def test_misuse_is_an_error(body: str, message: str) -> None:
 
 def test_unaligned_copies_need_data_copy_pad() -> None:
     np.testing.assert_array_equal(run_kernel(COPY_THROUGH, n=5, chip="Ascend910B2"), np.arange(5))
-    with pytest.raises(InterpretationError, match="20-byte blocks on Ascend910: DataCopy moves 32-byte multiples"):
+    with pytest.raises(
+        InterpretationError, match="20-byte blocks on Ascend910: DataCopy moves 32-byte multiples"
+    ):
         run_kernel(COPY_THROUGH, n=5, chip="Ascend910")
     np.testing.assert_array_equal(run_kernel(COPY_THROUGH, n=8, chip="Ascend910"), np.arange(8))
 
