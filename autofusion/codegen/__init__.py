@@ -5,12 +5,24 @@ from collections.abc import Callable
 from xdsl.utils.target import Target
 
 
+def _ascendc() -> type[Target]:
+    from autofusion.codegen.ascendc import AscendCTarget
+
+    return AscendCTarget
+
+
 def _onnx() -> type[Target]:
     from frontends.onnx.export import OnnxTarget
 
     return OnnxTarget
 
 
+def _report() -> type[Target]:
+    from autofusion.codegen.report_target import ReportTarget
+
+    return ReportTarget
+
+
 def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
     """afc's targets by name."""
-    return {"onnx": _onnx}
+    return {"ascendc": _ascendc, "onnx": _onnx, "report": _report}

@@ -64,6 +64,8 @@ class LowerToBufferPass(ModulePass):
 
     chip: str = DEFAULT_CHIP
     """The SoC the kernels are for (CANN name, e.g. Ascend910B1)."""
+    dynamic_size: int = 128
+    """The size the cost estimates recorded on launches assume for dynamic dimensions."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         chip = get_chip(self.chip)
@@ -72,17 +74,22 @@ class LowerToBufferPass(ModulePass):
             for group in [g for g in f.walk() if isinstance(g, graph.FusionGroupOp)]:
                 name = f"{f.sym_name.data}_kernel{counter}"
                 counter += 1
-                for new in lower_group(group, name, chip):
+                for new in lower_group(group, name, chip, self.dynamic_size):
                     op.body.block.add_op(new)
 
 
-def lower_group(group: graph.FusionGroupOp, name: str, chip: ChipSpec) -> list[Operation]:
+def lower_group(
+    group: graph.FusionGroupOp, name: str, chip: ChipSpec, dynamic_size: int = 128
+) -> list[Operation]:
     """Replace `group` by its launch; return the kernel and tiling function to add."""
     parts = group_parts(group)
     chosen = choose_template(parts, chip)
     if isinstance(chosen, Refusal):
         raise UserError(f"cannot lower fusion group {name} ({describe_op(group)}): {chosen.reason}")
     template, plan = chosen
+    from autofusion.report import REPORT_ATTR, entry_attribute, group_entry
+
+    entry = group_entry(group, name, chip, dynamic_size)
     lowered = template.lower(plan, name, chip)
     b = Builder(InsertPoint.before(group))
     idx = IrOps(b)
@@ -110,6 +117,7 @@ def lower_group(group: graph.FusionGroupOp, name: str, chip: ChipSpec) -> list[O
         [r.type for r in group.outputs],
     )
     launch.location = group.location
+    launch.attributes[REPORT_ATTR] = entry_attribute(entry)
     b.insert(launch)
     for old, new in zip(group.outputs, launch.outputs):
         old.replace_all_uses_with(new)
