@@ -211,49 +211,37 @@ class Partitioner:
         return [out[k] for k in sorted(out)]
 
     def creates_cycle(self, p: Group, c: Group) -> bool:
-        """Whether some path leaves p, passes through another group and reaches c."""
-        limit = max(self.index[op] for op in c.ops)
-        seen: set[int] = set()
-        stack = [g for g in self.consumers(p) if g is not c]
-        while stack:
-            g = stack.pop()
-            if g.gid in seen or g.first > limit:
-                continue
-            seen.add(g.gid)
-            for nxt in self.consumers(g):
-                if nxt is c:
-                    return True
-                stack.append(nxt)
-        # library ops (not in groups) also carry paths
-        for op in p.ops:
-            for r in op.results:
-                for use in r.uses:
-                    user = use.operation
-                    if (
-                        user not in self.group_of
-                        and user in self.index
-                        and self._reaches(user, c, limit)
-                    ):
-                        return True
-        return False
+        """Whether some path leaves p, passes through an op outside p and c, and reaches c.
 
-    def _reaches(self, start: Operation, c: Group, limit: int) -> bool:
-        stack = [start]
+        A group runs as one kernel, so a path that enters any of its ops continues from
+        all of its outputs. Ops after c's last op cannot reach c (program order is a
+        topological order), which bounds the walk.
+        """
+        limit = max(self.index[op] for op in c.ops)
+        stack = [
+            u.operation
+            for op in p.ops
+            for r in op.results
+            for u in r.uses
+            if self.group_of.get(u.operation) not in (p, c)
+        ]
         seen: set[Operation] = set()
+        expanded: set[int] = set()
         while stack:
             op = stack.pop()
             if op in seen or self.index.get(op, limit + 1) > limit:
                 continue
             seen.add(op)
-            if self.group_of.get(op) is c:
-                return True
-            for r in op.results:
-                stack.extend(u.operation for u in r.uses)
             g = self.group_of.get(op)
-            if g is not None:
-                for member in g.ops:
-                    for r in member.results:
-                        stack.extend(u.operation for u in r.uses)
+            if g is c:
+                return True
+            members = [op]
+            if g is not None and g is not p and g.gid not in expanded:
+                expanded.add(g.gid)
+                members = g.ops
+            for member in members:
+                for r in member.results:
+                    stack.extend(u.operation for u in r.uses)
         return False
 
     def evaluate(
