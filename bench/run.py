@@ -9,11 +9,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import import_models
 import parse_print
+import qwen_fusion
 
 
 def main() -> None:
     parse_print.main()
     import_models.main()
+    qwen_fusion.main()
 
 
 if __name__ == "__main__":

@@ -254,6 +254,27 @@ def test_qwen_imports_fast_with_the_right_shapes() -> None:
     assert elapsed < 20, elapsed
 
 
+def test_qwen_generator_variants_import() -> None:
+    """The benchmark's variants: fewer layers, and one decoder layer with HF's inputs."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        import make_qwen2_5_7b
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    two = graph_ops(load(make_qwen2_5_7b.model_text(2).encode(), "q2.afc"))
+    assert two.count("graph.softmax") == 2 and two.count("graph.reduce_mean") == 5
+    layer = load(make_qwen2_5_7b.decoder_layer_text().encode(), "layer.afc")
+    f = main_func(layer)
+    assert [str(t) for t in f.function_type.inputs.data] == [
+        "tensor<1x2048x3584xf16>",
+        "tensor<2048x128xf16>",
+        "tensor<2048x128xf16>",
+        "tensor<2048x2048xi1>",
+    ]
+    assert [str(t) for t in f.function_type.outputs.data] == ["tensor<1x2048x3584xf16>"]
+    assert graph_ops(layer).count("graph.softmax") == 1
+
+
 # --------------------------------------------------------------------------------------
 # Language features
 # --------------------------------------------------------------------------------------

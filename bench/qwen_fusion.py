@@ -1,0 +1,131 @@
+"""Qwen2.5-7B at its real shapes: GM traffic of one decoder layer, and pass time vs. depth.
+
+1. One decoder layer (seq 2048, f16, batch 1; examples/make_qwen2_5_7b.py
+   --decoder-layer): GM bytes with every op its own kernel, after afc's fusion
+   pipeline, and the lower bound (every weight, input and output moved once), from the
+   fusion report (autofusion/report.py). The target is fused <= 1.15 x the lower bound.
+2. The whole model with 1 ... 28 layers: the time graph-fusion, ub-fusion and
+   lower-to-buffer take, in-process, best of three. Time per layer should stay flat
+   (each pass close to linear in the graph size).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+
+TARGET_RATIO = 1.15
+LAYER_COUNTS = (1, 2, 4, 7, 14, 28)
+CHIP = "Ascend910B1"
+
+
+def _pipeline() -> list[str]:
+    """afc's default fusion pipeline, by pass name (split-fusion when it is registered)."""
+    from autofusion.passes import get_all_passes
+
+    names = ["graph-fusion", "split-fusion", "ub-fusion", "lower-to-buffer"]
+    return [n for n in names if n in get_all_passes()]
+
+
+def _import(text: str):
+    from autofusion.mlir_io import default_context
+    from frontends.text import parse_text_model
+
+    ctx = default_context()
+    return ctx, parse_text_model(ctx, text, "qwen.afc")
+
+
+def _run_pass(ctx, module, name: str) -> None:
+    from autofusion.passes import get_all_passes
+
+    get_all_passes()[name]()().apply(ctx, module)
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:8.3f}"
+
+
+def decoder_layer_traffic() -> float:
+    """Print the GM traffic table of one decoder layer; return fused / lower bound."""
+    import make_qwen2_5_7b
+
+    from autofusion.hardware import get_chip
+    from autofusion.report import build_report
+
+    chip = get_chip(CHIP)
+    ctx, module = _import(make_qwen2_5_7b.decoder_layer_text())
+    unfused = build_report(module, chip, dynamic_size=1).totals()
+    for name in _pipeline():
+        if name == "lower-to-buffer":
+            break
+        _run_pass(ctx, module, name)
+    fused = build_report(module, chip, dynamic_size=1).totals()
+    bound = fused["gm_bytes_lower_bound"]
+    ratio = fused["gm_bytes_after"] / bound
+    print(f"Qwen2.5-7B decoder layer (seq 2048, f16, batch 1) on {CHIP}")
+    print(f"{'':24} {'GM GB':>8} {'x bound':>8} {'kernels':>8} {'est. ms':>8}")
+    rows = (
+        (
+            "unfused (op per kernel)",
+            unfused["gm_bytes_after"],
+            unfused["kernels"],
+            unfused["time_us_after"],
+        ),
+        ("fused (afc)", fused["gm_bytes_after"], fused["kernels"], fused["time_us_after"]),
+        ("lower bound", bound, None, None),
+    )
+    for label, gm, kernels, us in rows:
+        k = f"{kernels:8d}" if kernels is not None else f"{'':8}"
+        t = f"{us / 1000:8.3f}" if us is not None else f"{'':8}"
+        print(f"{label:24} {_gb(gm)} {gm / bound:8.3f} {k} {t}")
+    verdict = "meets" if ratio <= TARGET_RATIO else "MISSES"
+    print(f"fused / lower bound = {ratio:.3f} ({verdict} the {TARGET_RATIO} target)")
+    return ratio
+
+
+def _best_of(n: int, fn: Callable[[], float]) -> float:
+    return min(fn() for _ in range(n))
+
+
+def pass_scaling() -> None:
+    """Print pass time against the number of layers."""
+    import make_qwen2_5_7b
+
+    passes = _pipeline()
+    print()
+    print(f"Pass time on Qwen2.5-7B with N layers (ms, best of 3; pipeline {','.join(passes)})")
+    header = f"{'layers':>6} {'ops':>7} " + " ".join(f"{p:>16}" for p in passes)
+    print(header + f" {'total':>9} {'ms/layer':>9}")
+    for layers in LAYER_COUNTS:
+        text = make_qwen2_5_7b.model_text(layers)
+        times: dict[str, float] = {}
+
+        def one_run(text: str = text) -> dict[str, float]:
+            ctx, module = _import(text)
+            out: dict[str, float] = {"ops": float(sum(1 for _ in module.walk()))}
+            for name in passes:
+                start = time.perf_counter()
+                _run_pass(ctx, module, name)
+                out[name] = (time.perf_counter() - start) * 1000
+            return out
+
+        runs = [one_run() for _ in range(3)]
+        for name in passes:
+            times[name] = min(r[name] for r in runs)
+        total = sum(times.values())
+        cells = " ".join(f"{times[p]:16.1f}" for p in passes)
+        print(f"{layers:6d} {int(runs[0]['ops']):7d} {cells} {total:9.1f} {total / layers:9.1f}")
+
+
+def main() -> None:
+    decoder_layer_traffic()
+    pass_scaling()
+
+
+if __name__ == "__main__":
+    main()
