@@ -11,8 +11,12 @@ Ascend C's vector programming model (asc-devkit docs, TPipe/TQue framework):
 * copies that name their path by their memory spaces (DataCopy / DataCopyPad / LoadData /
   Fixpipe); a path the hardware does not have does not verify;
 * count-form vector ops on UB views (`buffer.vadd %dst, %a, %b, %count`), and `mmad`
-  into L0C for cube work;
-* `buffer.stage` regions marking the CopyIn / Compute / CopyOut steps of a tile.
+  into L0C for cube work, fed by copies GM -> L1 -> L0A/L0B (with `transpose` for a
+  transposed operand), `im2col` loads (LoadData3D) and drained by Fixpipe copies
+  L0C -> GM that may convert f32 to f16/bf16; `workspace` for GM scratch (how cube and
+  vector cores of split chips exchange tiles);
+* `buffer.stage` regions marking the CopyIn / Compute / CopyOut steps of a tile, and
+  the Cube step (the AIC's part on split chips).
 
 Memrefs are flat (1-D): like LocalTensor/GlobalTensor they are a base plus an element
 count, and `buffer.view` offsets them (operator[]). Matrix layouts in L1/L0 are modelled
@@ -32,6 +36,7 @@ from typing import ClassVar, cast
 from xdsl.dialects.builtin import (
     I64,
     BoolAttr,
+    DenseArrayBase,
     FunctionType,
     IndexType,
     IntegerAttr,
@@ -53,6 +58,7 @@ from xdsl.ir import (
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    ParsePropInAttrDict,
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
@@ -92,7 +98,8 @@ POSITIONS: dict[str, str] = {
     "co1": "l0c",
 }
 
-# Data paths (ascend.md 1.6, asc-devkit 数据通路.md); l0c->ub depends on the chip
+# Data paths (ascend.md 1.6, asc-devkit 数据通路.md); l0c->ub and ub->l1 exist only on
+# coupled chips (on split chips the AIV's UB and the AIC's L1/L0C meet only in GM)
 COPY_PATHS = {
     ("gm", "ub"),
     ("ub", "gm"),
@@ -104,7 +111,7 @@ COPY_PATHS = {
     ("l0c", "ub"),
     ("ub", "ub"),
 }
-CHIP_DEPENDENT_PATHS = {("l0c", "ub")}
+CHIP_DEPENDENT_PATHS = {("l0c", "ub"), ("ub", "l1")}
 
 # Ascend C limits: at most 8 TQue buffers per position on A2/A3/310P (4 on 910), at most
 # 64 buffers per TPipe (asc-devkit TQue简介.md, InitBuffer.md)
@@ -315,7 +322,14 @@ class ReturnOp(IRDLOperation):
 
 @irdl_op_definition
 class StageOp(IRDLOperation):
-    """A step of the tile pipeline: copy_in, compute or copy_out (one method in Ascend C)."""
+    """A step of the tile pipeline: copy_in, compute or copy_out (one method in Ascend C),
+    or `cube`: the cube-core part of a tile (GM->L1, L1->L0A/L0B, Mmad, Fixpipe).
+
+    On split chips (2201) a `cube` stage runs on the AIC and the other stages on the AIV;
+    GM the cube stage writes (a workspace) is read by the vector stages after a cross-core
+    flag (CrossCoreSetFlag/CrossCoreWaitFlag, ascend.md 2.9), which is what the sequential
+    order of the stages means here. On coupled chips all stages run on one core.
+    """
 
     name = "buffer.stage"
     stage = prop_def(StringAttr)
@@ -323,7 +337,7 @@ class StageOp(IRDLOperation):
     traits = traits_def(NoTerminator())
     assembly_format = "$stage attr-dict-with-keyword $body"
 
-    STAGES: ClassVar[tuple[str, ...]] = ("copy_in", "compute", "copy_out")
+    STAGES: ClassVar[tuple[str, ...]] = ("copy_in", "compute", "copy_out", "cube")
 
     def __init__(self, stage: str, body: Region) -> None:
         super().__init__(properties={"stage": StringAttr(stage)}, regions=[body])
@@ -543,6 +557,13 @@ class CopyOp(IRDLOperation):
     byte length is not a multiple of 32 are padded to 32 bytes in UB (DataCopyPad); on
     chips without DataCopyPad every block must be 32-byte aligned (checked when the
     kernel runs). `relu` applies ReLU on the way (Fixpipe, l0c->gm only).
+
+    Element types match except on l0c->gm, where Fixpipe converts the float32
+    accumulator to f16/bf16 (quantPre F322F16/F322BF16, ascend.md 2.10), rounding to
+    nearest even. `transpose` (LoadData with transpose, l1->l0a/l0b only; ascend.md 1.6,
+    2.10) writes source block i, element j to dest element j*dst_stride + i: the blocks
+    become the destination's columns, so a row-major [rows x cols] block lands as the
+    row-major [cols x rows] matrix (a transposed GEMM operand, K^T in attention).
     """
 
     name = "buffer.copy"
@@ -553,9 +574,11 @@ class CopyOp(IRDLOperation):
     src_stride = operand_def(IndexType)
     dst_stride = operand_def(IndexType)
     relu = opt_prop_def(BoolAttr)
+    transpose = opt_prop_def(BoolAttr)
     assembly_format = (
         "$source `to` $dest `blocks` $blocks `x` $length `strides` $src_stride `,` $dst_stride "
-        "(`relu` $relu^)? attr-dict `:` type($source) `to` type($dest)"
+        "(`relu` $relu^)? (`transpose` $transpose^)? attr-dict `:` type($source) `to` "
+        "type($dest)"
     )
 
     def __init__(
@@ -567,10 +590,13 @@ class CopyOp(IRDLOperation):
         src_stride: SSAValue,
         dst_stride: SSAValue,
         relu: bool = False,
+        transpose: bool = False,
     ) -> None:
         props: dict[str, Attribute] = {}
         if relu:
             props["relu"] = IntegerAttr(1, IntegerType(1))
+        if transpose:
+            props["transpose"] = IntegerAttr(1, IntegerType(1))
         super().__init__(
             operands=[source, dest, blocks, length, src_stride, dst_stride], properties=props
         )
@@ -585,6 +611,19 @@ class CopyOp(IRDLOperation):
             raise VerifyException(f"there is no data path {path[0]} -> {path[1]}")
         if self.relu is not None and path != ("l0c", "gm"):
             raise VerifyException("relu on the fly exists only on the l0c -> gm path (Fixpipe)")
+        if self.transpose is not None and path not in (("l1", "l0a"), ("l1", "l0b")):
+            raise VerifyException("transpose exists only on the l1 -> l0a/l0b paths (LoadData)")
+        src = cast(MemRefType, self.source.type).element_type
+        dst = cast(MemRefType, self.dest.type).element_type
+        if src != dst:
+            from autofusion import dtypes
+
+            names = (dtypes.type_name(src), dtypes.type_name(dst))
+            if path != ("l0c", "gm") or names not in (("f32", "f16"), ("f32", "bf16")):
+                raise VerifyException(
+                    f"a copy converts {names[0]} to {names[1]} only on l0c -> gm from f32 to "
+                    "f16/bf16 (Fixpipe)"
+                )
 
 
 # --------------------------------------------------------------------------------------
@@ -807,6 +846,128 @@ class SetValueOp(IRDLOperation):
 # --------------------------------------------------------------------------------------
 
 
+def _int_array(attr: Attribute) -> tuple[int, ...]:
+    if not isinstance(attr, DenseArrayBase) or not isinstance(attr.elt_type, IntegerType):
+        raise VerifyException("expected an array of integers")
+    return tuple(int(v) for v in attr.get_values())
+
+
+@irdl_op_definition
+class Im2colOp(IRDLOperation):
+    """An im2col load of a feature map from L1 into L0A or L0B (LoadData3DV2, ascend.md
+    1.6: "L1 -> L0A / L0B ... 3D im2col").
+
+    The source is a feature map of `channels` x `height` x `width` elements, row-major
+    in L1 (the hardware keeps it as NC1HWC0; as for the other copies the fractal format
+    is a detail of the load). The load builds rows `k_start .. k_start+k` (k = (c, r, s)
+    flattened, c outermost, r over the `kernel` rows, s over its columns) and columns
+    `m_start .. m_start+m` (output pixels of this map, p = oh * out_width + ow) of the
+    implicit-GEMM matrix, where pixel (oh, ow) and tap (c, r, s) read
+
+        fmap[c, oh*sh + r*dh - pad_top, ow*sw + s*dw - pad_left]
+
+    and zero outside the map (the padding, padList/padValue of LoadData3DV2). In L0B the
+    result is the row-major [k x m] matrix (the right operand of a conv whose left operand
+    is the weight); in L0A the row-major [m x k] one.
+    """
+
+    name = "buffer.im2col"
+    dest = operand_def(MemRefType)
+    source = operand_def(MemRefType)
+    channels = operand_def(IndexType)
+    height = operand_def(IndexType)
+    width = operand_def(IndexType)
+    pad_top = operand_def(IndexType)
+    pad_left = operand_def(IndexType)
+    out_width = operand_def(IndexType)
+    m_start = operand_def(IndexType)
+    m = operand_def(IndexType)
+    k_start = operand_def(IndexType)
+    k = operand_def(IndexType)
+    kernel = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    assembly_format = (
+        "$dest `,` $source `fmap` `(` $channels `,` $height `,` $width `)` `pads` `(` "
+        "$pad_top `,` $pad_left `)` `out_width` $out_width `pixels` `(` $m_start `,` $m `)` "
+        "`k` `(` $k_start `,` $k `)` attr-dict `:` type($source) `to` type($dest)"
+    )
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(
+        self,
+        dest: SSAValue,
+        source: SSAValue,
+        fmap: Sequence[SSAValue],
+        pads: Sequence[SSAValue],
+        out_width: SSAValue,
+        pixels: Sequence[SSAValue],
+        k: Sequence[SSAValue],
+        kernel: Sequence[int],
+        strides: Sequence[int],
+        dilations: Sequence[int],
+    ) -> None:
+        super().__init__(
+            operands=[dest, source, *fmap, *pads, out_width, *pixels, *k],
+            properties={
+                "kernel": DenseArrayBase.from_list(i64, list(kernel)),
+                "strides": DenseArrayBase.from_list(i64, list(strides)),
+                "dilations": DenseArrayBase.from_list(i64, list(dilations)),
+            },
+        )
+
+    def ints(self, name: str) -> tuple[int, int]:
+        values = _int_array(self.properties[name])
+        return values[0], values[1]
+
+    def verify_(self) -> None:
+        if space_of(self.source.type) != "l1":
+            raise VerifyException("im2col reads a feature map in l1")
+        if space_of(self.dest.type) not in ("l0a", "l0b"):
+            raise VerifyException("im2col writes l0a or l0b")
+        src = cast(MemRefType, self.source.type).element_type
+        if cast(MemRefType, self.dest.type).element_type != src:
+            raise VerifyException("im2col does not convert element types")
+        for name in ("kernel", "strides", "dilations"):
+            values = _int_array(self.properties[name])
+            if len(values) != 2 or any(v < 1 for v in values):
+                raise VerifyException(f"im2col {name} must be two positive integers")
+
+
+@irdl_op_definition
+class WorkspaceOp(IRDLOperation):
+    """The kernel's GM workspace: scratch the host allocates for one launch, shared by all
+    cores (the `workspace` GM_ADDR of an Ascend C kernel, sized by the tiling function:
+    GetWorkspaceSizes). Split chips pass a cube result to the vector epilogue through it:
+    AIC and AIV exchange data only through GM (ascend.md 1.1, 4).
+
+    `bytes` is the total for the launch and must be a tiling argument of the kernel, so the
+    host knows it before the launch; each core uses its own slice (by block_idx).
+    """
+
+    name = "buffer.workspace"
+    bytes = operand_def(IndexType)
+    result = result_def(MemRefType)
+    assembly_format = "$bytes attr-dict `:` type($result)"
+
+    def __init__(self, nbytes: SSAValue, element_type: Attribute) -> None:
+        super().__init__(operands=[nbytes], result_types=[memref(element_type, "gm")])
+
+    def verify_(self) -> None:
+        if space_of(self.result.type) != "gm":
+            raise VerifyException("a workspace lives in gm")
+        kernel = self.parent_op()
+        while kernel is not None and not isinstance(kernel, KernelOp):
+            kernel = kernel.parent_op()
+        if kernel is None:
+            raise VerifyException("buffer.workspace must be inside a buffer.kernel")
+        if self.bytes not in kernel.tiling_args:
+            raise VerifyException(
+                "the workspace size must be a tiling argument of the kernel (the host "
+                "allocates the workspace before the launch)"
+            )
+
+
 @irdl_op_definition
 class MmadOp(IRDLOperation):
     """C[m, n] (+)= A[m, k] @ B[k, n] in the cube unit (Mmad): A in L0A, B in L0B, C in L0C.
@@ -928,6 +1089,8 @@ Buffer = Dialect(
         VSelectOp,
         GetValueOp,
         SetValueOp,
+        Im2colOp,
+        WorkspaceOp,
         MmadOp,
         LaunchOp,
         DimOp,

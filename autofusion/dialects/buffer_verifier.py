@@ -47,7 +47,7 @@ def footprint(kernel: KernelOp) -> dict[str, int]:
 
 
 def verify_kernel(kernel: KernelOp) -> None:
-    from autofusion.dialects.buffer import AllocQueueOp, CopyOp, space_of
+    from autofusion.dialects.buffer import CHIP_DEPENDENT_PATHS, AllocQueueOp, CopyOp, space_of
     from autofusion.hardware import get_chip
 
     name = f"kernel @{kernel.sym_name.data}"
@@ -80,10 +80,10 @@ def verify_kernel(kernel: KernelOp) -> None:
     for op in kernel.walk():
         if isinstance(op, AllocQueueOp):
             slots[op.position] += op.buffers.value.data
-        elif isinstance(op, CopyOp) and op.path == ("l0c", "ub") and not chip.l0c_to_ub:
+        elif isinstance(op, CopyOp) and op.path in CHIP_DEPENDENT_PATHS and not chip.l0c_to_ub:
             raise VerifyException(
-                f"{name}: {chip.name} has no l0c -> ub path (cube and vector cores "
-                "exchange data only through GM)"
+                f"{name}: {chip.name} has no {op.path[0]} -> {op.path[1]} path (cube and "
+                "vector cores exchange data only through GM)"
             )
     for position, count in sorted(slots.items()):
         if count > slots_per_position:

@@ -146,6 +146,8 @@ class BufferFunctions(InterpreterFunctions):
         self.block_idx = 0
         self.block_num = 1
         self.chip = get_chip("Ascend910B1")
+        # the workspaces of the running launch, one per buffer.workspace op
+        self.workspaces: dict[buffer.WorkspaceOp, Ref] = {}
 
     # ---- host side --------------------------------------------------------------
 
@@ -189,9 +191,10 @@ class BufferFunctions(InterpreterFunctions):
             gm_out.append(
                 Ref(np.full(int(np.prod(shape)), fill, dt), 0, "gm", f"output #{i}", width)
             )
-        saved = (self.block_idx, self.block_num, self.chip)
+        saved = (self.block_idx, self.block_num, self.chip, self.workspaces)
         self.chip = get_chip(kernel.chip.data)
         self.block_num = blocks
+        self.workspaces = {}
         try:
             for b in range(blocks):
                 self.block_idx = b
@@ -199,7 +202,7 @@ class BufferFunctions(InterpreterFunctions):
                     kernel.body, (*gm_in, *gm_out, *tiling), kernel.sym_name.data
                 )
         finally:
-            self.block_idx, self.block_num, self.chip = saved
+            self.block_idx, self.block_num, self.chip, self.workspaces = saved
         return tuple(
             dtypes.to_storage(o.data.reshape(shape), cast(TensorType, r.type).element_type)
             for o, shape, r in zip(gm_out, out_shapes, op.outputs)
@@ -320,8 +323,8 @@ class BufferFunctions(InterpreterFunctions):
         blocks, length, s_stride, d_stride = (int(a) for a in args[2:6])
         path = (src.space, dst.space)
         itemsize = dst.width
-        if path == ("l0c", "ub") and not self.chip.l0c_to_ub:
-            raise InterpretationError(f"{self.chip.name} has no l0c -> ub path")
+        if path in buffer.CHIP_DEPENDENT_PATHS and not self.chip.l0c_to_ub:
+            raise InterpretationError(f"{self.chip.name} has no {path[0]} -> {path[1]} path")
         for ref in (src, dst):
             ref.check_aligned("copy")
         if "gm" in path and not self.chip.data_copy_pad and (length * itemsize) % UB_ALIGN:
@@ -331,14 +334,31 @@ class BufferFunctions(InterpreterFunctions):
             )
         pad = path == ("gm", "ub") and (length * itemsize) % UB_ALIGN != 0
         padded = -(-length * itemsize // UB_ALIGN) * UB_ALIGN // itemsize
+        dst_type = cast(MemRefType, op.dest.type).element_type
+        convert = cast(MemRefType, op.source.type).element_type != dst_type
+        if op.transpose is not None:
+            # block i of the source becomes column i of the destination
+            rows = np.arange(blocks)[:, None]
+            cols = np.arange(length)[None, :]
+            src_at = src.offset + rows * s_stride + cols
+            dst_at = dst.offset + cols * d_stride + rows
+            if blocks and length:
+                if src_at.max() >= src.data.size:
+                    raise InterpretationError(f"transposed copy overruns {src.name}")
+                if dst_at.max() >= dst.data.size:
+                    raise InterpretationError(f"transposed copy overruns {dst.name}")
+                dst.data[dst_at] = src.data[src_at]
+            return ()
         for b in range(blocks):
             s = Ref(src.data, src.offset + b * s_stride, src.space, src.name, src.width).window(
                 length, "copy source"
             )
             dref = Ref(dst.data, dst.offset + b * d_stride, dst.space, dst.name, dst.width)
-            values = s.astype(dst.data.dtype)
+            values = s.astype(np.float32) if convert else s.astype(dst.data.dtype)
             if op.relu is not None:
                 values = np.maximum(values, 0)
+            if convert:  # Fixpipe's F322F16 / F322BF16: round to nearest even
+                values = dtypes.to_storage(values, dst_type)
             dref.window(length, "copy destination")[:] = values
             if pad and np.issubdtype(dst.data.dtype, np.floating):
                 # DataCopyPad leaves the padding lanes undefined: poison them
@@ -460,4 +480,47 @@ class BufferFunctions(InterpreterFunctions):
         cm = c.window(m * n, "mmad C")
         prod = (am @ bm).reshape(-1)
         cm[:] = cm + prod if acc else prod
+        return ()
+
+    # ---- workspace and im2col ---------------------------------------------------
+
+    @impl(buffer.WorkspaceOp)
+    def run_workspace(
+        self, interp: Interpreter, op: buffer.WorkspaceOp, args: PythonValues
+    ) -> PythonValues:
+        """One GM allocation per launch, shared by every block (NaN: unwritten data shows)."""
+        if op not in self.workspaces:
+            element_type = cast(MemRefType, op.result.type).element_type
+            width = dtypes.byte_width(element_type)
+            dt = dtypes.storage_dtype(element_type)
+            n = -(-int(args[0]) // width)
+            self.workspaces[op] = Ref(np.full(n, np.nan, dt), 0, "gm", "workspace", width)
+        return (self.workspaces[op],)
+
+    @impl(buffer.Im2colOp)
+    def run_im2col(
+        self, interp: Interpreter, op: buffer.Im2colOp, args: PythonValues
+    ) -> PythonValues:
+        dst, src = cast(Ref, args[0]), cast(Ref, args[1])
+        c, h, w, top, left, out_w, m0, m, k0, k = (int(a) for a in args[2:12])
+        for ref in (src, dst):
+            ref.check_aligned("im2col")
+        kh, kw = op.ints("kernel")
+        sh, sw = op.ints("strides")
+        dh, dw = op.ints("dilations")
+        fmap = src.window(c * h * w, "im2col source").reshape(c, h, w)
+        pix = m0 + np.arange(m)
+        oh, ow = pix // out_w, pix % out_w
+        taps = k0 + np.arange(k)
+        ci, r, s_ = taps // (kh * kw), (taps // kw) % kh, taps % kw
+        if k and ci.max() >= c:
+            raise InterpretationError(f"im2col reads channel {ci.max()} of a {c}-channel map")
+        ih = oh[None, :] * sh + r[:, None] * dh - top  # [k, m]
+        iw = ow[None, :] * sw + s_[:, None] * dw - left
+        inside = (ih >= 0) & (ih < h) & (iw >= 0) & (iw < w)
+        values = np.zeros((k, m), dtype=dst.data.dtype)
+        cc = np.broadcast_to(ci[:, None], (k, m))
+        values[inside] = fmap[cc[inside], ih[inside], iw[inside]]
+        out = values if buffer.space_of(op.dest.type) == "l0b" else values.T
+        dst.window(k * m, "im2col destination")[:] = out.reshape(-1)
         return ()

@@ -23,6 +23,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from autofusion import dtypes
 from autofusion.dialects import buffer, graph
 from autofusion.dialects import shape_inference as si
+from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
 from autofusion.lowering.row_plan import F32, RowPlan
 from autofusion.lowering.row_tiling import ROW_TILING_PARAMS
@@ -88,9 +89,34 @@ def _width(v: SSAValue) -> int:
 
 
 class RowKernel:
-    """Emits one vector kernel for a planned group."""
+    """Emits one vector kernel for a planned group, or the vector part of another kernel.
 
-    def __init__(self, plan: RowPlan, name: str, chip_name: str, cores: int) -> None:
+    Standalone (`build`), it owns the kernel: the tile loop over rows x columns tiles and
+    the three stages per tile. Embedded (`attach`, then `emit_tile` inside the host
+    kernel's loops), it emits the stages of one tile whose place the host kernel decides:
+    the cube templates run their epilogues this way on the [rows x N] view of a cube
+    op's output. There some values come from the host kernel instead of GM inputs:
+
+    * `sources`: streamed through a VECIN queue like a full input, but copied from a
+      memref the host kernel gives per tile (`source_views`: L0C on coupled chips, a GM
+      workspace on split chips);
+    * `preset`: already in UB as a float32 tile (`preset_locs`, set per tile);
+
+    and `emitters` replace the per-op emitter of some ops (a cube root's bias, scaling and
+    activation applied to its raw product).
+    """
+
+    def __init__(
+        self,
+        plan: RowPlan,
+        name: str,
+        chip_name: str,
+        cores: int,
+        *,
+        sources: Sequence[SSAValue] = (),
+        preset: Sequence[SSAValue] = (),
+        emitters: dict[Operation, Emitter] | None = None,
+    ) -> None:
         self.plan = plan
         self.name = name
         self.chip_name = chip_name
@@ -99,6 +125,17 @@ class RowKernel:
         self._narrow: dict[tuple[str, str], SSAValue] = {}
         # group inputs that are splat constants become scalars, not kernel arguments
         self.kernel_inputs = [v for v in plan.inputs if plan.values[v].constant is None]
+        self.sources = list(sources)
+        self.preset = list(preset)
+        self.emitters: dict[Operation, Emitter] = dict(emitters or {})
+        self.source_views: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
+        self.preset_locs: dict[SSAValue, Loc] = {}
+
+    @property
+    def gm_inputs(self) -> list[SSAValue]:
+        """The kernel inputs read from GM (not provided by a host kernel)."""
+        external = {*self.sources, *self.preset}
+        return [v for v in self.kernel_inputs if v not in external]
 
     # ---- the kernel -------------------------------------------------------------
 
@@ -126,8 +163,10 @@ class RowKernel:
                 if i < len(self.kernel_inputs)
                 else (f"out{i - len(self.kernel_inputs)}" if i < n_gm else names[i - n_gm])
             )
-        self.gm = dict(zip((*self.kernel_inputs, *plan.outputs), entry.args[:n_gm]))
-        self.t = dict(zip(names, entry.args[n_gm:]))
+        self.gm = dict[SSAValue, SSAValue](
+            zip((*self.kernel_inputs, *plan.outputs), entry.args[:n_gm])
+        )
+        self.t = dict[str, SSAValue](zip(names, entry.args[n_gm:]))
         kb = KernelBuilder(entry)
         self.kb = kb
         self._body()
@@ -145,10 +184,68 @@ class RowKernel:
         )
 
     def _body(self) -> None:
-        kb, idx, t, plan = self.kb, self.kb.idx, self.t, self.plan
+        kb, idx, t = self.kb, self.kb.idx, self.t
         bid = kb.insert(buffer.BlockIdxOp(), "bid").results[0]
         first = idx.mul(bid, t["per_core"])
         last = idx.min(idx.add(first, t["per_core"]), t["tiles"])
+        self._setup()
+        with kb.loop(first, last, "tile") as tile:
+            self.pool = Pool(self._loop_op(), self.sizes)
+            ri = idx.floordiv(tile, t["col_tiles"])
+            ci = idx.rem(tile, t["col_tiles"])
+            r0 = idx.mul(ri, t["tile_rows"])
+            c0 = idx.mul(ci, t["tile_cols"])
+            nrows = idx.min(t["tile_rows"], idx.sub(t["rows"], r0))
+            ncols = idx.min(t["tile_cols"], idx.sub(t["cols"], c0))
+            self.emit_tile(r0, c0, nrows, ncols)
+
+    # ---- embedding into another kernel ----------------------------------------------
+
+    def attach(
+        self, kb: KernelBuilder, gm: dict[SSAValue, SSAValue], t: dict[str, SSAValue]
+    ) -> None:
+        """Emit into a host kernel at kb's insertion point: allocate the queues and load
+        the residents. `gm` maps the plan's GM inputs and outputs to memrefs; `t` holds
+        `tile_rows` (the largest tile's rows), `tile_stride` (UB row stride, elements),
+        `cols` (GM row stride of full values) and `outer<d>` for mapped operands."""
+        self.kb = kb
+        self.gm = dict(gm)
+        self.t = dict(t)
+        self._setup()
+
+    def start_pool(self, before: Operation) -> None:
+        """Working buffers are allocated before `before` (the host kernel's outer loop)."""
+        self.pool = Pool(before, self.sizes)
+
+    def emit_tile(
+        self,
+        r0: SSAValue,
+        c0: SSAValue,
+        nrows: SSAValue,
+        ncols: SSAValue,
+        row_base: SSAValue | None = None,
+        row_stride: SSAValue | None = None,
+    ) -> None:
+        """The three stages for the tile of view rows r0.. (nrows) and columns c0..
+        (ncols). Full values are at GM element `row_base + c0` with rows `row_stride`
+        apart (default: r0 * cols and cols, the contiguous view)."""
+        idx, t = self.kb.idx, self.t
+        self.r0, self.c0, self.nrows, self.ncols = r0, c0, nrows, ncols
+        for v, hint in ((nrows, "nrows"), (ncols, "ncols")):
+            if v.name_hint is None and IrOps.constant_value(v) is None:
+                v.name_hint = hint
+        self.row_base = row_base if row_base is not None else idx.mul(r0, t["cols"])
+        self.row_stride = row_stride if row_stride is not None else t["cols"]
+        kb = self.kb
+        with kb.stage("copy_in"):
+            self._copy_in()
+        with kb.stage("compute"):
+            self._compute()
+        with kb.stage("copy_out"):
+            self._copy_out()
+
+    def _setup(self) -> None:
+        kb, idx, t, plan = self.kb, self.kb.idx, self.t, self.plan
         tile_elems = idx.mul(t["tile_rows"], t["tile_stride"])
         col_elems = idx.round_up(t["tile_rows"], 8)
         max_tile = plan.max_tile_elems
@@ -160,6 +257,8 @@ class RowKernel:
         # queues for GM traffic, sized by the runtime tile, bounded by the plan's tile
         self.in_queues: dict[SSAValue, SSAValue] = {}
         for v in self.kernel_inputs:
+            if v in self.preset:
+                continue
             info, w = plan.values[v], _width(v)
             if info.kind in ("full", "mapped_rows", "rowvec"):
                 elems = tile_elems if info.kind != "rowvec" else t["tile_stride"]
@@ -198,27 +297,11 @@ class RowKernel:
             if plan.has_reduction
             else None
         )
-        sizes = {
+        self.sizes = {
             "tile": (nbytes(tile_elems, F32), max_tile * F32),
             "row": (nbytes(t["tile_stride"], F32), max_tile * F32),
             "col": (nbytes(col_elems, F32), max_col * F32),
         }
-        with kb.loop(first, last, "tile") as tile:
-            self.pool = Pool(self._loop_op(), sizes)
-            ri = idx.floordiv(tile, t["col_tiles"])
-            ci = idx.rem(tile, t["col_tiles"])
-            self.r0 = idx.mul(ri, t["tile_rows"])
-            self.c0 = idx.mul(ci, t["tile_cols"])
-            self.nrows = idx.min(t["tile_rows"], idx.sub(t["rows"], self.r0))
-            self.ncols = idx.min(t["tile_cols"], idx.sub(t["cols"], self.c0))
-            self.nrows.name_hint = "nrows"
-            self.ncols.name_hint = "ncols"
-            with kb.stage("copy_in"):
-                self._copy_in()
-            with kb.stage("compute"):
-                self._compute()
-            with kb.stage("copy_out"):
-                self._copy_out()
 
     def _loop_op(self) -> Operation:
         """The tile loop: working buffers are allocated right before it."""
@@ -231,7 +314,7 @@ class RowKernel:
     def _load_residents(self) -> dict[SSAValue, SSAValue]:
         kb, idx, plan = self.kb, self.kb.idx, self.plan
         residents: dict[SSAValue, SSAValue] = {}
-        for v in self.kernel_inputs:
+        for v in self.gm_inputs:
             info = plan.values[v]
             if info.kind not in ("mapped_column", "scalar"):
                 continue
@@ -257,9 +340,12 @@ class RowKernel:
         for v, q in self.in_queues.items():
             info = plan.values[v]
             slot = kb.insert(buffer.QueueAllocOp(q, _elt(v)), "slot").results[0]
-            if info.kind == "full":
-                src = kb.view(self.gm[v], idx.add(idx.mul(self.r0, t["cols"]), self.c0))
-                kb.copy(src, slot, self.nrows, self.ncols, t["cols"], t["tile_stride"])
+            if v in self.source_views:
+                src, stride = self.source_views[v]
+                kb.copy(src, slot, self.nrows, self.ncols, stride, t["tile_stride"])
+            elif info.kind == "full":
+                src = kb.view(self.gm[v], idx.add(self.row_base, self.c0))
+                kb.copy(src, slot, self.nrows, self.ncols, self.row_stride, t["tile_stride"])
             elif info.kind == "rowvec":
                 kb.copy_1d(kb.view(self.gm[v], self.c0), slot, self.ncols)
             elif info.kind == "column":
@@ -282,6 +368,9 @@ class RowKernel:
             self.locs[v] = self._widen(v, slot)
         for v in plan.inputs:
             info = plan.values[v]
+            if v in self.preset_locs:
+                self.locs[v] = self.preset_locs[v]
+                continue
             if v in self.locs:
                 continue
             if info.constant is not None:
@@ -292,7 +381,7 @@ class RowKernel:
                 self.locs[v] = Loc("mcol", buf=self.residents[v], operand_outer=info.outer_shape)
         last_use = self._last_uses()
         for i, op in enumerate(plan.ops):
-            emit = _EMITTERS.get(type(op))
+            emit = self.emitters.get(op) or _EMITTERS.get(type(op))
             assert emit is not None, f"no vector emitter for {op.name}"
             with kb.origin_of(op):
                 emit(self, op)
@@ -319,8 +408,8 @@ class RowKernel:
             q = self.out_queues[v]
             slot = kb.insert(buffer.DequeOp(q, _elt(v)), "y").results[0]
             if plan.values[v].kind == "full":
-                dst = kb.view(self.gm[v], idx.add(idx.mul(self.r0, t["cols"]), self.c0))
-                kb.copy(slot, dst, self.nrows, self.ncols, t["tile_stride"], t["cols"])
+                dst = kb.view(self.gm[v], idx.add(self.row_base, self.c0))
+                kb.copy(slot, dst, self.nrows, self.ncols, t["tile_stride"], self.row_stride)
             else:
                 kb.copy_1d(slot, kb.view(self.gm[v], self.r0), self.nrows)
             kb.insert(buffer.QueueFreeOp(q, slot))
@@ -652,17 +741,22 @@ def _neg(k: RowKernel, op: Operation) -> None:
     _set(k, op, k.scale_shift(k.locs[op.operands[0]], -1.0, None))
 
 
-def _clip(k: RowKernel, op: Operation) -> None:
-    p = graph.Props(op.properties, op.name)
-    x = k.locs[op.operands[0]]
-    lo, hi = p.opt_real("min"), p.opt_real("max")
+def clip_loc(k: RowKernel, x: Loc, lo: float | None, hi: float | None) -> Loc:
+    """max(min(x, hi), lo) into a fresh buffer (Maxs, Mins)."""
     out = x
     for kind, bound in (("maxs", lo), ("mins", hi)):
         if bound is not None:
             nxt = k.pool.get(out.kind)
             k.kb.scalar(kind, nxt, cast(SSAValue, out.buf), k.kb.f32(bound), k._count(out.kind))
+            if out is not x:
+                k.pool.release(out.buf)
             out = Loc(out.kind, buf=nxt)
-    _set(k, op, out if out is not x else k.scale_shift(x, None, None))
+    return out if out is not x else k.scale_shift(x, None, None)
+
+
+def _clip(k: RowKernel, op: Operation) -> None:
+    p = graph.Props(op.properties, op.name)
+    _set(k, op, clip_loc(k, k.locs[op.operands[0]], p.opt_real("min"), p.opt_real("max")))
 
 
 def _pow(k: RowKernel, op: Operation) -> None:
@@ -699,11 +793,15 @@ def _erf(k: RowKernel, op: Operation) -> None:
     _set(k, op, k.erf(k.locs[op.operands[0]]))
 
 
-def _silu(k: RowKernel, op: Operation) -> None:
-    x = k.locs[op.operands[0]]
+def silu_loc(k: RowKernel, x: Loc) -> Loc:
     s = k.sigmoid(x)
-    _set(k, op, k.binary("mul", x, s))
+    out = k.binary("mul", x, s)
     k.pool.release(s.buf)
+    return out
+
+
+def _silu(k: RowKernel, op: Operation) -> None:
+    _set(k, op, silu_loc(k, k.locs[op.operands[0]]))
 
 
 def _swiglu(k: RowKernel, op: Operation) -> None:
@@ -716,8 +814,13 @@ def _swiglu(k: RowKernel, op: Operation) -> None:
 
 
 def _gelu(k: RowKernel, op: Operation) -> None:
-    x = k.locs[op.operands[0]]
-    if graph.Props(op.properties, op.name).text("approximate") == "tanh":
+    tanh = graph.Props(op.properties, op.name).text("approximate") == "tanh"
+    _set(k, op, gelu_loc(k, k.locs[op.operands[0]], tanh))
+
+
+def gelu_loc(k: RowKernel, x: Loc, tanh: bool) -> Loc:
+    """GELU, exact (erf) or with the tanh approximation, into a fresh buffer."""
+    if tanh:
         # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
         sq = k.binary("mul", x, x)
         cube = k.binary("mul", sq, x)
@@ -737,8 +840,26 @@ def _gelu(k: RowKernel, op: Operation) -> None:
         k.pool.release(z.buf)
     half = k.scale_shift(th, 0.5, 0.5)
     k.pool.release(th.buf)
-    _set(k, op, k.binary("mul", x, half))
+    out = k.binary("mul", x, half)
     k.pool.release(half.buf)
+    return out
+
+
+def activation_loc(
+    k: RowKernel, act: str, x: Loc, lo: float | None = None, hi: float | None = None
+) -> Loc:
+    """A cube op's activation epilogue (graph.ACTIVATIONS) on a float32 location."""
+    if act == "relu":
+        return k.unary("relu", x)
+    if act == "clip":
+        return clip_loc(k, x, lo, hi)
+    if act in ("gelu", "gelu_tanh"):
+        return gelu_loc(k, x, act == "gelu_tanh")
+    if act == "silu":
+        return silu_loc(k, x)
+    if act == "sigmoid":
+        return k.sigmoid(x)
+    raise ValueError(f"unknown activation {act!r}")
 
 
 def _cast(k: RowKernel, op: Operation) -> None:

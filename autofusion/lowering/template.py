@@ -24,6 +24,16 @@ from autofusion.lowering.index_expr import IrOps
 from autofusion.passes.fusion_rule import Refusal
 
 
+@dataclass(frozen=True)
+class NotApplicable(Refusal):
+    """A template's refusal of a group that is not of its kind (a cube template seeing no
+    cube op of its own). It is falsy: ub-fusion and lower-to-buffer report the first
+    refusal that is truthy, so a group is explained by the template it belongs to."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
 @dataclass
 class GroupParts:
     """A fusion group's body: ops to compute, its inputs (block arguments and in-group
@@ -109,7 +119,12 @@ class KernelTemplate(ABC):
 
 
 def templates() -> list[KernelTemplate]:
-    """Every template, in the order lower-to-buffer tries them."""
+    """Every template, in the order lower-to-buffer tries them. The cube templates come
+    first: each takes only groups rooted at its own op (and refuses others with a falsy
+    `NotApplicable`), so the order decides nothing but which refusal explains a group."""
+    from autofusion.lowering.attention_kernel import AttentionTemplate
+    from autofusion.lowering.conv_kernel import ConvTemplate
+    from autofusion.lowering.matmul_kernel import MatmulTemplate
     from autofusion.lowering.rows_template import RowsTemplate
 
-    return [RowsTemplate()]
+    return [MatmulTemplate(), ConvTemplate(), AttentionTemplate(), RowsTemplate()]

@@ -3,20 +3,25 @@
 // RUN: afc-opt %s --split-input-file -p 'ub-fusion{chip=Ascend910B1 remarks=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 // RUN: not afc-opt %s -p 'ub-fusion{chip=Ascend999}' 2>&1 | filecheck %s --check-prefix=CHIP
 
-// A bias add, a residual add and a decomposed RMSNorm become one vector kernel; the
-// matmul has no kernel template yet and stays a library op.
+// The matmul takes the bias add and the residual add as its epilogue (one cube
+// kernel); the decomposed RMSNorm is one vector kernel (a reduction cannot be a cube
+// op's epilogue).
 // CHECK-LABEL: func.func @norm_chain
-// CHECK:         %m = graph.matmul
-// CHECK-NEXT:    %{{.*}} = graph.fusion_group (%m_1 = %m : tensor<16x256xf16>, %b_1 = %b : tensor<256xf16>, %x_1 = %x : tensor<16x256xf16>, %g_1 = %g : tensor<256xf16>) -> tensor<16x256xf16> attributes {afc.template = "rows", afc.time_us = {{.*}}, afc.benefit_us = {{.*}}, afc.rules = "TbeEltwiseFusionPass,TbeReduceElemwiseFusionPass"} {
-// CHECK:           graph.add
+// CHECK:         %r = graph.fusion_group (%x_1 = %x : tensor<16x256xf16>, %w_1 = %w : tensor<256x256xf16>, %b_1 = %b : tensor<256xf16>) -> tensor<16x256xf16> attributes {afc.template = "matmul", afc.time_us = {{.*}}, afc.benefit_us = {{.*}}, afc.rules = "ATbeMatMulElemwiseFusionPass,TbeEltwiseFusionPass"} {
+// CHECK-NEXT:      graph.matmul
+// CHECK-NEXT:      graph.add
+// CHECK-NEXT:      graph.add
+// CHECK-NEXT:      graph.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %{{.*}} = graph.fusion_group (%r_1 = %r : tensor<16x256xf16>, %g_1 = %g : tensor<256xf16>) -> tensor<16x256xf16> attributes {afc.template = "rows", afc.time_us = {{.*}}, afc.benefit_us = {{.*}}, afc.rules = "TbeEltwiseFusionPass,TbeReduceElemwiseFusionPass"} {
 // CHECK:           graph.reduce_mean
 // CHECK:           graph.rsqrt
 // CHECK:           graph.yield
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return
 // CAP-LABEL:   func.func @norm_chain
-// CAP-COUNT-4:   graph.fusion_group
-// REMARK:      ub-fusion: library op graph.matmul %m: graph.matmul has no vector kernel
+// CAP-COUNT-5:   graph.fusion_group
+// REMARK:      ub-fusion: not fused graph.add %r -> graph.pow %sq: graph.reduce_mean after a cube op: cube templates take elementwise/broadcast epilogues only
 func.func @norm_chain(%x: tensor<16x256xf16>, %w: tensor<256x256xf16>, %b: tensor<256xf16>, %g: tensor<256xf16>) -> tensor<16x256xf16> {
   %m = graph.matmul %x, %w : (tensor<16x256xf16>, tensor<256x256xf16>) -> tensor<16x256xf16>
   %a = graph.add %m, %b : (tensor<16x256xf16>, tensor<256xf16>) -> tensor<16x256xf16>

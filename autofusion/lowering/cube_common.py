@@ -1,0 +1,476 @@
+"""What the cube templates (matmul, conv, attention) share: group legality, the vector
+epilogue on the row kernel, queue helpers for the cube path, and cost pieces.
+
+A cube group is one cube op (the *root*) whose operands are all group inputs (no
+prologue: the cube reads GM), followed by elementwise/broadcast ops run by the vector
+unit on the root's output tiles (the *epilogue*). The epilogue is a `RowKernel`
+embedded in the cube kernel over the [rows x cols] view of the root's output (matmul:
+batch*M x N; conv: N*Cout x OH*OW; attention: B*H*Sq x Dv). The root's raw product
+enters that row kernel as a pseudo value (`raw`, a detached block argument of the
+output's shape): streamed through a VECIN queue from L0C (coupled chips: CO2 is UB,
+ascend.md 1.7) or from a GM workspace (split chips: AIC and AIV exchange data only
+through GM, ascend.md 1.1), or preset in UB (attention). The root's own bias, scaling
+and activation are applied by a custom emitter, in float32, then rounded once to the
+root's element type, exactly as the graph interpreter computes the op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import cast
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IndexType, StringAttr, TensorType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from autofusion import dtypes
+from autofusion.diagnostics import UserError
+from autofusion.dialects import buffer, graph
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.buffer_verifier import footprint
+from autofusion.dialects.shape_inference import DYN
+from autofusion.hardware import ChipSpec
+from autofusion.lowering.kernel_builder import KernelBuilder
+from autofusion.lowering.row_kernel import Loc, RowKernel, _scalar_op, activation_loc
+from autofusion.lowering.row_plan import (
+    ELEMENTWISE,
+    RowPlan,
+    _aligned_transfers,
+    _budget,
+    _plan_for_split,
+)
+from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT, queue_slots
+from autofusion.lowering.template import GroupParts, NotApplicable
+from autofusion.passes.fusion_rule import Refusal
+
+# one cube fractal is 16 x 16 (ascend.md 1.4, 1.5): M, N and K tiles are multiples of it
+FRACTAL = 16
+CUBE_ROOTS: tuple[type[Operation], ...] = (
+    graph.MatmulOp,
+    graph.GemmOp,
+    graph.Conv2dOp,
+    graph.FlashAttentionOp,
+)
+# epilogue ops: the vector template's elementwise ops, except rope (it needs whole rows)
+EPILOGUE_OPS = tuple(t for t in ELEMENTWISE if t is not graph.RopeOp)
+ACTIVATION_WEIGHT = {"relu": 1.0, "clip": 2.0, "gelu": 22.0, "gelu_tanh": 22.0}
+
+
+def elt(v: SSAValue) -> Attribute:
+    return cast(TensorType, v.type).element_type
+
+
+def shape(v: SSAValue) -> tuple[int, ...]:
+    return cast(TensorType, v.type).get_shape()
+
+
+def width(element_type: Attribute) -> int:
+    return dtypes.byte_width(element_type)
+
+
+def round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def pseudo_value(element_type: Attribute, dims: Sequence[int], name: str) -> SSAValue:
+    """A value no op defines: the cube root's raw product, or a reshaped operand."""
+    v = Block(arg_types=[TensorType(element_type, list(dims))]).args[0]
+    v.name_hint = name
+    return v
+
+
+def split_group(
+    parts: GroupParts, root_type: type[Operation] | tuple[type[Operation], ...], what: str
+) -> tuple[Operation, list[Operation]] | Refusal:
+    """(root, epilogue ops) of a cube group, or why the group is not one for `what`."""
+    cube = [op for op in parts.ops if isinstance(op, CUBE_ROOTS)]
+    if not any(isinstance(op, root_type) for op in cube):
+        return NotApplicable(f"no {what} root in the group")
+    if len(cube) > 1:
+        return Refusal(f"two cube ops ({cube[0].name}, {cube[1].name}) cannot share a kernel")
+    root = cube[0]
+    inside = {r for op in parts.ops for r in op.results}
+    for v in root.operands:
+        if v in inside:
+            owner = cast(Operation, v.owner)
+            return Refusal(
+                f"a prologue op ({owner.name}) feeds the {root.name}: cube ops read their "
+                "operands from GM"
+            )
+    epilogue = [op for op in parts.ops if op is not root]
+    for op in epilogue:
+        if not isinstance(op, EPILOGUE_OPS):
+            return Refusal(
+                f"{op.name} after a cube op: cube templates take elementwise/broadcast "
+                "epilogues only"
+            )
+        for v in (*op.operands, *op.results):
+            if dtypes.type_name(elt(v)) not in ("f32", "f16", "bf16"):
+                return Refusal(f"{op.name} works on {dtypes.type_name(elt(v))} in a cube epilogue")
+    if any(o in parts.inputs for o in parts.outputs):
+        return Refusal("the group yields one of its inputs unchanged")
+    return root, epilogue
+
+
+def cube_dtype_refusal(root: Operation, chip: ChipSpec) -> Refusal | None:
+    """Cube ops take f16, bf16 (where the chip has it) and f32 (ascend.md 2.10 type pairs)."""
+    names = {dtypes.type_name(elt(v)) for v in root.operands[:2]}
+    if not names <= {"f32", "f16", "bf16"}:
+        return Refusal(f"{root.name} on {'/'.join(sorted(names))}: the cube template takes floats")
+    if "bf16" in names and not chip.bf16:
+        return Refusal(f"{chip.name} has no bf16 cube")
+    return None
+
+
+def activation_of(op: Operation) -> tuple[str | None, float | None, float | None]:
+    p = graph.Props(op.properties, op.name)
+    if not p.has("activation"):
+        return None, None, None
+    return p.text("activation"), p.opt_real("clip_min"), p.opt_real("clip_max")
+
+
+def plan_epilogue(
+    root: Operation,
+    raw: SSAValue,
+    extra: Sequence[SSAValue],
+    epilogue: Sequence[Operation],
+    parts: GroupParts,
+    split: int,
+    ub_bytes: int,
+    chip: ChipSpec,
+    resident: Sequence[SSAValue] = (),
+    slots: int | None = None,
+    preset: bool = False,
+) -> RowPlan | Refusal:
+    """The row plan of the vector side: root (raw -> result) + epilogue ops on the view of
+    the root's output split at `split` (rows = output dims before it, cols = the rest).
+
+    `extra` are the root's operands the vector side reads (bias, gemm's C); `resident`
+    ones are kept whole in UB and indexed per row even where a stream would do (a conv
+    bias on chips without DataCopyPad). `slots`: queue buffers per position left for the
+    epilogue (default: the chip's). `preset`: the raw value is already in UB (no queue)."""
+    anchor = shape(root.results[0])
+    inputs = [raw, *extra]
+    for v in parts.inputs:
+        if v not in inputs and any(v in op.operands for op in epilogue):
+            inputs.append(v)
+    plan = _plan_for_split(
+        [root, *epilogue],
+        inputs,
+        parts.outputs,
+        anchor,
+        split,
+        False,
+        ub_bytes,
+        queue_slots(chip) if slots is None else slots,
+    )
+    if isinstance(plan, Refusal):
+        return Refusal(f"the epilogue does not fit the output's view: {plan.reason}")
+    for v in resident:
+        info = plan.values[v]
+        if info.kind == "column":
+            info.kind = "mapped_column"
+    if preset:
+        plan.values[raw].is_input = False  # its buffer is the host kernel's, not a queue
+    if resident or preset:
+        _budget(plan, ub_bytes)
+        if plan.max_tile_elems < plan.align_elems:
+            return Refusal("not even one padded row segment of the epilogue's buffers fits UB")
+    if not chip.data_copy_pad:
+        # without DataCopyPad every GM block is a 32-byte multiple: the row plan's rule,
+        # except that a resident operand moves whole, once
+        held = [v for v in resident if v in plan.values]
+        for v in held:
+            n = si.num_elements(plan.values[v].outer_shape) or 0
+            if (n * width(elt(v))) % 32:
+                return Refusal(
+                    f"a per-channel operand of {n} values is not a 32-byte multiple and the "
+                    "chip has no DataCopyPad"
+                )
+        saved = {v: plan.values.pop(v) for v in held}
+        aligned = _aligned_transfers(plan)
+        plan.values.update(saved)
+        if isinstance(aligned, Refusal):
+            return aligned
+    plan.parts = parts
+    return plan
+
+
+def root_emitter(
+    raw: SSAValue,
+    bias: SSAValue | None,
+    alpha: float,
+    beta: float,
+    act: tuple[str | None, float | None, float | None],
+) -> Callable[[RowKernel, Operation], None]:
+    """Emit y = act(alpha * raw + beta * bias) in float32, rounded to the root's type."""
+
+    def emit(k: RowKernel, op: Operation) -> None:
+        x = k.locs[raw]
+        fresh: list[SSAValue | None] = []
+
+        def step(y: Loc) -> None:
+            nonlocal x
+            for buf in fresh:
+                k.pool.release(buf)
+            fresh.clear()
+            fresh.append(y.buf)
+            x = y
+
+        if alpha != 1.0:
+            step(k.scale_shift(x, alpha, None))
+        if bias is not None:
+            b = k.locs[bias]
+            scaled = None
+            if beta != 1.0:
+                if b.kind == "scalar":
+                    b = Loc("scalar", value=_scalar_op(k.kb, "mul", b.value, k.kb.f32(beta)))  # type: ignore[arg-type]
+                else:
+                    b = scaled = k.scale_shift(b, beta, None)
+            step(k.binary("add", x, b))
+            if scaled is not None:
+                k.pool.release(scaled.buf)
+        name, lo, hi = act
+        if name is not None:
+            step(activation_loc(k, name, x, lo, hi))
+        result = op.results[0]
+        if x is k.locs[raw] and elt(raw) == elt(result):
+            k.locs[result] = x  # already the result's values (f16/bf16 from Fixpipe)
+        else:
+            k.locs[result] = k.round_to(x, elt(result))
+
+    return emit
+
+
+def epilogue_work(plan: RowPlan | None, root: Operation, elements: int) -> float:
+    """Vector element operations of the epilogue over `elements` output elements."""
+    if plan is None:
+        return 0.0
+    work = 0.0
+    for op in plan.ops:
+        if op is root:
+            name, _, _ = activation_of(root)
+            work += ACTIVATION_WEIGHT.get(name or "", 6.0 if name else 0.0) * elements
+            work += elements * sum(1 for v in op.operands[2:])  # bias add
+        else:
+            work += VECTOR_OP_WEIGHT.get(type(op), 1.0) * elements
+    for v in (*plan.inputs, *plan.outputs):
+        if dtypes.type_name(elt(v)) != "f32":
+            work += elements  # widening / narrowing casts
+    return work
+
+
+def epilogue_io(
+    plan: RowPlan | None,
+    external: Sequence[SSAValue],
+    rows: int,
+    cols: int,
+    chunks: int,
+    chunk_cols: int,
+    col_tiles: int,
+    blocks: int,
+    dims: Sequence[int] | None,
+) -> tuple[int, int]:
+    """GM bytes (read, write) of the epilogue's own inputs and of the kernel's outputs.
+
+    Full operands are read once, a row vector once per chunk, a per-row column once per
+    column tile, resident ones once per core."""
+    if plan is None:
+        return 0, 0
+    read = write = 0
+    for v, info in plan.values.items():
+        w = width(elt(v))
+        if info.is_input and info.constant is None and v not in external:
+            own = si.num_elements(concrete(shape(v), dims)) or 0
+            if info.kind == "full" or info.kind == "mapped_rows":
+                read += rows * cols * w
+            elif info.kind == "rowvec":
+                read += chunks * chunk_cols * w
+            elif info.kind == "column":
+                read += rows * col_tiles * w
+            else:
+                read += blocks * own * w
+        if info.is_output:
+            write += rows * (cols if info.kind == "full" else 1) * w
+    return read, write
+
+
+def concrete(dims: Sequence[int], given: Sequence[int] | None) -> list[int]:
+    """A shape with its dynamic dims replaced (by `given` in order, else 1)."""
+    it = iter(given or [])
+    return [next(it, 1) if d == DYN else d for d in dims]
+
+
+def blended_transfer(parts: Sequence[tuple[float, float]]) -> int:
+    """One transfer size for traffic moved in transfers of different sizes: with the cost
+    model's DataCopy efficiency t / (t + T_half), moving b_i bytes in t_i-byte transfers
+    takes as long as moving sum(b_i) in transfers of sum(b_i) / sum(b_i / t_i) bytes."""
+    total = sum(b for b, _ in parts)
+    weighted = sum(b / max(t, 1.0) for b, t in parts)
+    return max(1, int(total / weighted)) if weighted else 1
+
+
+def epilogue_ub(plan: RowPlan | None) -> int:
+    if plan is None:
+        return 0
+    return plan.tile_bytes_per_elem * plan.max_tile_elems + plan.column_bytes_per_row * (
+        plan.max_tile_elems // plan.align_elems
+    )
+
+
+def max_epilogue_cols(plan: RowPlan) -> int:
+    """The widest column tile whose 16-row chunk fits the epilogue's UB budget."""
+    return plan.max_tile_elems // FRACTAL // plan.align_elems * plan.align_elems
+
+
+# ---- emission helpers -------------------------------------------------------------------
+
+
+def load(
+    kb: KernelBuilder,
+    queue: SSAValue,
+    element_type: Attribute,
+    fill: Callable[[SSAValue], None],
+    name: str,
+) -> SSAValue:
+    """AllocTensor, fill, EnQue, DeQue: the slot as its consumer sees it."""
+    slot = kb.insert(buffer.QueueAllocOp(queue, element_type), name).results[0]
+    fill(slot)
+    kb.insert(buffer.EnqueOp(queue, slot))
+    return kb.insert(buffer.DequeOp(queue, element_type), name).results[0]
+
+
+def free(kb: KernelBuilder, queue: SSAValue, slot: SSAValue) -> None:
+    kb.insert(buffer.QueueFreeOp(queue, slot))
+
+
+@contextmanager
+def chunk_loop(kb: KernelBuilder, chunks: SSAValue, sub_blocks: int) -> Iterator[SSAValue]:
+    """for e in [0, chunks), split over the `sub_blocks` vector cores of a cube core.
+
+    On split chips each AIC has two AIVs (ascend.md 1.1): chunk e goes to sub-block
+    e % 2. The sub-block loop is an ordinary scf.for marked `afc.sub_blocks`; run in order
+    it means the same as one loop, and codegen maps it to GetSubBlockIdx."""
+    idx = kb.idx
+    if sub_blocks == 1:
+        with kb.loop(idx.const(0), chunks, "chunk") as e:
+            yield e
+        return
+    n = idx.const(sub_blocks)
+    with kb.loop(idx.const(0), n, "sub") as sb:
+        loop = cast(Operation, cast(Block, sb.owner).parent_op())
+        loop.attributes["afc.sub_blocks"] = graph.int_attr(sub_blocks)
+        mine = idx.ceildiv(idx.sub(idx.max(chunks, sb), sb), n)
+        with kb.loop(idx.const(0), mine, "chunk") as e2:
+            yield idx.add(idx.mul(e2, n), sb)
+
+
+def sub_blocks(chip: ChipSpec, through_workspace: bool) -> int:
+    """Vector cores per cube core that share a tile's epilogue (2 on 2201, else 1)."""
+    if not through_workspace:
+        return 1
+    return max(1, chip.vector_cores // max(chip.cube_cores, 1))
+
+
+def nonzero(kb: KernelBuilder, v: SSAValue) -> SSAValue:
+    """v != 0 as an i1 (Mmad's accumulate flag: false on the first K step)."""
+    op = arith.CmpiOp(v, kb.idx.const(0), "ne")
+    return kb.insert(op, "acc").results[0]
+
+
+def tiling_function(
+    name: str, arg_names: Sequence[str], body: Callable[[KernelBuilder], list[SSAValue]]
+) -> func.FuncOp:
+    """A private host function (index args) -> (index results) built by `body`."""
+    entry = Block(arg_types=[IndexType()] * len(arg_names))
+    for a, n in zip(entry.args, arg_names):
+        a.name_hint = n
+    kb = KernelBuilder(entry)
+    results = body(kb)
+    kb.insert(func.ReturnOp(*results))
+    kb.finish()
+    f = func.FuncOp(
+        f"{name}_tiling",
+        ([IndexType()] * len(arg_names), [IndexType()] * len(results)),
+        Region(entry),
+    )
+    f.sym_visibility = StringAttr("private")
+    return f
+
+
+def kernel_entry(
+    gm: Sequence[tuple[str, Attribute]], params: Sequence[str]
+) -> tuple[Block, list[SSAValue], dict[str, SSAValue]]:
+    """The entry block of a kernel: GM memrefs, then index tiling parameters."""
+    types: list[Attribute] = [buffer.memref(t, "gm") for _, t in gm]
+    types += [IndexType()] * len(params)
+    entry = Block(arg_types=types)
+    for a, n in zip(entry.args, [*(n for n, _ in gm), *params]):
+        a.name_hint = n
+    return entry, list(entry.args[: len(gm)]), dict(zip(params, entry.args[len(gm) :]))
+
+
+def runtime_dim(
+    b: Builder,
+    candidates: Sequence[tuple[SSAValue | None, int]],
+    static: int,
+) -> SSAValue | int:
+    """A dimension's size: static, else `buffer.dim` of the first (tensor, axis) that
+    has it dynamic (the tensors are the launch's operands; None: not a launch operand)."""
+    if static != DYN:
+        return static
+    for tensor, axis in candidates:
+        if tensor is not None and shape(tensor)[axis] == DYN:
+            return b.insert(buffer.DimOp(tensor, axis)).results[0]
+    raise ValueError("no operand carries the dynamic dimension")
+
+
+def output_dims(
+    outputs: Sequence[SSAValue], anchor_dims: Sequence[SSAValue], anchor_rank: int
+) -> list[SSAValue]:
+    """The sizes of the outputs' dynamic dims, in order (outputs are right-aligned to the
+    anchor: full tiles or one value per row)."""
+    out: list[SSAValue] = []
+    for v in outputs:
+        dims = shape(v)
+        shift = anchor_rank - len(dims)
+        out += [anchor_dims[p + shift] for p, d in enumerate(dims) if d == DYN]
+    return out
+
+
+def emit_fitting(
+    build: Callable[[], buffer.KernelOp],
+    rows: RowPlan | None,
+    chip: ChipSpec,
+    shrink: Callable[[int], None],
+    ub_capacity: int | None = None,
+) -> buffer.KernelOp:
+    """Build the kernel; while its UB exceeds the chip's, shrink the epilogue's tile (the
+    row plan's budget counts buffers per value, the emitted ops may need a few more
+    working buffers: as the rows template does) and call `shrink(max_cols)` so the
+    cube tiles follow. L1/L0 budgets are exact: exceeding them is a bug."""
+    cap = ub_capacity if ub_capacity is not None else chip.ub_bytes
+    for _ in range(6):
+        kernel = build()
+        need = footprint(kernel)
+        for space in ("l1", "l0a", "l0b", "l0c"):
+            have = chip.capacity(space)
+            assert have is None or need.get(space, 0) <= have, (
+                f"{kernel.sym_name.data} plans {need.get(space, 0)} bytes of {space}, "
+                f"{chip.name} has {have}"
+            )
+        used = need.get("ub", 0)
+        if used <= cap:
+            kernel.attributes["afc.ub_bytes"] = graph.int_attr(used)
+            return kernel
+        if rows is None:
+            break
+        scaled = rows.max_tile_elems * cap // used
+        rows.max_tile_elems = max(0, scaled // 64 * 64 - 64)
+        cols = max_epilogue_cols(rows)
+        if cols < FRACTAL:
+            break
+        shrink(cols)
+    raise UserError(f"kernel {kernel.sym_name.data} does not fit the {chip.name} UB with any tile")

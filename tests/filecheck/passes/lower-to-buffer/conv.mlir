@@ -1,0 +1,65 @@
+// RUN: afc-opt %s --split-input-file -p 'lower-to-buffer{chip=Ascend910B1}' | filecheck %s
+// RUN: not afc-opt %s --split-input-file -p 'lower-to-buffer{chip=Ascend310P3}' 2>&1 | filecheck %s --check-prefix=P3
+
+// A conv with its folded-BN bias and ReLU (as graph-fusion leaves conv+bn+relu) over a
+// dynamic batch: implicit GEMM [Cout x K] @ [K x OH*OW] per image. The weight block goes
+// GM -> L1 -> L0A as a plain matrix; the staged input rows go GM -> L1 and are expanded
+// by im2col into L0B (K = (c, r, s) rows, output pixels as columns), so the L0C tile
+// [channels x pixels] is already NCHW. The bias is resident in UB, one value per row.
+// CHECK-LABEL: func.func @conv_bias_relu
+// CHECK:         %[[N:.*]] = buffer.dim %x[0] : tensor<?x16x32x32xf16>
+// CHECK:         func.call @conv_bias_relu_kernel0_tiling(%[[N]]) : (index)
+// CHECK:       buffer.kernel @conv_bias_relu_kernel0({{.*}}) attributes {chip = "Ascend910B1", template = "conv", core_type = "mix"
+// CHECK:         %ws = buffer.workspace %ws_bytes : memref<?xf32, #buffer.space<gm>>
+// CHECK:         %q_a1 = buffer.alloc_queue %{{.*}} buffers 2 max_bytes {{[0-9]+}} of f16 : !buffer.queue<a1>
+// CHECK:         %q_b1 = buffer.alloc_queue %{{.*}} buffers 2 max_bytes {{[0-9]+}} of f16 : !buffer.queue<b1>
+// CHECK:         %q_c = buffer.alloc_queue %{{.*}} of f32 : !buffer.queue<co1>
+// CHECK:         %res0 = buffer.alloc_buf "veccalc" %c64 max_bytes 64 -> memref<?xf16, #buffer.space<ub>>
+// CHECK:         buffer.copy %in2 to %res0 blocks %c1 x %c32
+// CHECK:         scf.for %tile =
+// CHECK:           %h_rows = arith.subi
+// CHECK:           buffer.stage "cube" {
+// CHECK:             scf.for %cs = %c0 to %c_stages step %c1 {
+// CHECK:               buffer.copy %{{.*}} to %a1 blocks %m x %{{.*}} strides %c144, %c144 : memref<?xf16, #buffer.space<gm>> to memref<?xf16, #buffer.space<l1>>
+// CHECK:               buffer.copy %{{.*}} to %b1 blocks %{{.*}} x %{{.*}} strides %c1024, %{{.*}} : memref<?xf16, #buffer.space<gm>> to memref<?xf16, #buffer.space<l1>>
+// CHECK:               scf.for %kk =
+// CHECK:                 buffer.copy %{{.*}} to %a2 {{.*}} : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0a>>
+// CHECK:                 buffer.im2col %b2, %b1_1 fmap(%{{.*}}, %h_rows, %c32) pads(%{{.*}}, %c1) out_width %c16 pixels(%{{.*}}, %ncols) k(%{{.*}}, %{{.*}}) {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0b>>
+// CHECK:                 buffer.mmad %c, %a2_1, %b2_1, %m, %ncols
+// CHECK:             buffer.copy %c to %{{.*}} : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
+// CHECK:           scf.for %sub = %c0 to %c2 step %c1 {
+// CHECK:               buffer.stage "compute" {
+// CHECK:                 buffer.vscalar "adds"
+// CHECK:                 buffer.vunary "relu"
+// CHECK:               buffer.stage "copy_out" {
+// CHECK:                 buffer.copy %{{.*}} blocks %nrows x %ncols strides %tile_stride, %c256 : memref<?xf16, #buffer.space<ub>> to memref<?xf16, #buffer.space<gm>>
+// P3-LABEL:    buffer.kernel @conv_bias_relu_kernel0
+// P3-SAME:       chip = "Ascend310P3", template = "conv", core_type = "mix"
+// P3-NOT:        buffer.workspace
+// P3:            buffer.im2col
+// P3:            buffer.copy %{{.*}} to %slot {{.*}} : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<ub>>
+func.func @conv_bias_relu(%x: tensor<?x16x32x32xf16>, %w: tensor<32x16x3x3xf16>, %b: tensor<32xf16>) -> tensor<?x32x16x16xf16> {
+  %r = graph.fusion_group (%xx = %x : tensor<?x16x32x32xf16>, %ww = %w : tensor<32x16x3x3xf16>, %bb = %b : tensor<32xf16>) -> tensor<?x32x16x16xf16> {
+    %c = graph.conv2d %xx, %ww, %bb {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1, activation = "relu"} : (tensor<?x16x32x32xf16>, tensor<32x16x3x3xf16>, tensor<32xf16>) -> tensor<?x32x16x16xf16>
+    graph.yield %c : tensor<?x32x16x16xf16>
+  }
+  func.return %r : tensor<?x32x16x16xf16>
+}
+
+// -----
+
+// A depthwise conv (group = channels, Cout/group = 1 row of 16 per cube tile) without
+// bias or epilogue: cube-only on 910B, Fixpipe straight to the NCHW output.
+// CHECK-LABEL: buffer.kernel @depthwise_kernel0
+// CHECK-SAME:    core_type = "aic"
+// CHECK:         buffer.im2col %b2, %b1_1 {{.*}} {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 2, 2>}
+// CHECK:         buffer.copy %c to %{{.*}} relu true : memref<?xf32, #buffer.space<l0c>> to memref<?xf16, #buffer.space<gm>>
+// 310P has no DataCopyPad: 1-channel weight rows of 9 f16 are not 32-byte multiples.
+// P3:          error: cannot lower fusion group depthwise_kernel0 (graph.fusion_group %r): the conv's weight rows (Cin/group*kh*kw) or input rows (W) are not 32-byte multiples and the chip has no DataCopyPad
+func.func @depthwise(%x: tensor<1x8x12x12xf16>, %w: tensor<8x1x3x3xf16>) -> tensor<1x8x12x12xf16> {
+  %r = graph.fusion_group (%xx = %x : tensor<1x8x12x12xf16>, %ww = %w : tensor<8x1x3x3xf16>) -> tensor<1x8x12x12xf16> {
+    %c = graph.conv2d %xx, %ww {strides = [1, 1], pads = [2, 2, 2, 2], dilations = [2, 2], group = 8, activation = "relu"} : (tensor<1x8x12x12xf16>, tensor<8x1x3x3xf16>) -> tensor<1x8x12x12xf16>
+    graph.yield %c : tensor<1x8x12x12xf16>
+  }
+  func.return %r : tensor<1x8x12x12xf16>
+}
