@@ -17,6 +17,12 @@ def _lower_to_buffer() -> type[ModulePass]:
     return LowerToBufferPass
 
 
+def _split_fusion() -> type[ModulePass]:
+    from autofusion.passes.split_fusion import SplitFusionPass
+
+    return SplitFusionPass
+
+
 def _ub_fusion() -> type[ModulePass]:
     from autofusion.passes.ub_fusion import UbFusionPass
 
@@ -27,6 +33,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """afc's passes by their pipeline names."""
     return {
         "graph-fusion": _graph_fusion,
+        "split-fusion": _split_fusion,
         "ub-fusion": _ub_fusion,
         "lower-to-buffer": _lower_to_buffer,
     }

@@ -72,5 +72,15 @@ class FusionRule(RewritePattern, ABC, Generic[MatchT]):
                 )
             return
         self.statistics.matched(self.kind, self.rule_name, self.pattern)
-        self.rewrite(op, result, rewriter)
+        # record what the rewrite creates and replaces (for `afc explain`)
+        created: list[Operation] = []
+        replaced: list[Operation] = []
+        rewriter.operation_insertion_handler.append(created.append)
+        rewriter.operation_removal_handler.append(replaced.append)
+        try:
+            self.rewrite(op, result, rewriter)
+        finally:
+            rewriter.operation_insertion_handler.remove(created.append)
+            rewriter.operation_removal_handler.remove(replaced.append)
         self.statistics.effected(self.kind, self.rule_name, self.pattern)
+        self.statistics.applied(self.rule_name, [op, *replaced], created)

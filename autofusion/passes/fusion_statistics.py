@@ -57,6 +57,27 @@ class RuleStatistics:
     refusals: list[tuple[str, str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Application:
+    """One applied rewrite: the rule, the source names of the ops it consumed (their
+    location names, e.g. ONNX node names) and the ops it created."""
+
+    rule: str
+    sources: tuple[str, ...]
+    created: tuple[str, ...]
+
+
+def location_names(loc: Attribute) -> list[str]:
+    """The source names (NameLoc descriptions) inside a location, fused or not."""
+    if isinstance(loc, NameLoc):
+        return [loc.desc.data]
+    if isinstance(loc, FusedLoc):
+        return [
+            n for x in cast(ArrayAttr[Attribute], loc.locations).data for n in location_names(x)
+        ]
+    return []
+
+
 @dataclass
 class FusionStatistics:
     """Statistics of the fusion rules of one or more passes, by kind and rule name."""
@@ -64,6 +85,19 @@ class FusionStatistics:
     rules: dict[str, dict[str, RuleStatistics]] = field(
         default_factory=lambda: {GRAPH_FUSION: {}, UB_FUSION: {}}
     )
+    applications: list[Application] = field(default_factory=list)
+
+    def applied(self, rule: str, replaced: list[Operation], created: list[Operation]) -> None:
+        # rules give new ops the fused location of what they matched, which also names
+        # matched ops left dead for the walker to erase
+        sources: list[str] = []
+        for op in [*replaced, *created]:
+            for name in location_names(op.location):
+                if name not in sources:
+                    sources.append(name)
+        self.applications.append(
+            Application(rule, tuple(sources), tuple(describe_op(op) for op in created))
+        )
 
     def rule(self, kind: str, name: str, pattern: str) -> RuleStatistics:
         return self.rules[kind].setdefault(name, RuleStatistics(pattern))
@@ -86,6 +120,7 @@ class FusionStatistics:
                 mine.match_times += s.match_times
                 mine.effect_times += s.effect_times
                 mine.refusals.extend(s.refusals)
+        self.applications.extend(other.applications)
 
     def to_json(self) -> dict[str, object]:
         """The fusion_result.json document (counts as strings, as CANN writes them)."""

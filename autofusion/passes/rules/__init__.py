@@ -7,15 +7,60 @@ into a cube op, and folds into a conv (BatchNorm, bias) before its activation ep
 
 from autofusion.passes.fusion_rule import FusionRule
 from autofusion.passes.rules.activation_epilogue import ConvActivation, MatMulActivation
+from autofusion.passes.rules.add_norm import FuseAddLayerNorm, FuseAddRmsNorm
 from autofusion.passes.rules.bias_add import FoldBiasAddIntoConv, FoldBiasAddIntoMatMul
+from autofusion.passes.rules.concat_split import SplitConvConcat, SplitMatMulConcat
+from autofusion.passes.rules.constant_folding import FoldConstants
 from autofusion.passes.rules.conv_batchnorm import FoldBatchNormIntoConv
+from autofusion.passes.rules.flash_attention import FuseFlashAttention
+from autofusion.passes.rules.gelu import FuseGelu
+from autofusion.passes.rules.horizontal_matmul import MergeSiblingMatMuls
+from autofusion.passes.rules.layout_folding import (
+    CascadeReshapes,
+    CascadeTransposes,
+    FoldLayoutOfConstant,
+    RemoveNoUseReshape,
+    RemoveUnchangedTranspose,
+)
+from autofusion.passes.rules.norm_split import SplitLayerNorm, SplitRmsNorm
+from autofusion.passes.rules.norms import FuseLayerNorm, FuseRmsNorm
+from autofusion.passes.rules.producer_duplicate import DuplicateProducer
+from autofusion.passes.rules.rope import FuseRope
+from autofusion.passes.rules.silu import FuseSilu, FuseSwiGlu
 
 GRAPH_FUSION_RULES: list[type[FusionRule]] = [
+    # folding first: a constant or a shorter layout chain is what the recognisers expect
+    FoldLayoutOfConstant,
+    FoldConstants,
+    CascadeTransposes,
+    RemoveUnchangedTranspose,
+    CascadeReshapes,
+    RemoveNoUseReshape,
     FoldBatchNormIntoConv,
     FoldBiasAddIntoConv,
     FoldBiasAddIntoMatMul,
+    FuseLayerNorm,
+    FuseRmsNorm,
+    FuseAddLayerNorm,
+    FuseAddRmsNorm,
+    FuseGelu,
+    FuseSilu,
+    FuseSwiGlu,
+    FuseRope,
+    # attention traces q/k/v only to the projections' head reshapes, so the QKV merge
+    # (anchored on the projections, which the walk meets first) leaves it recognisable
+    FuseFlashAttention,
+    MergeSiblingMatMuls,
     ConvActivation,
     MatMulActivation,
 ]
 
-SPLIT_FUSION_RULES: list[type[FusionRule]] = []
+# split fusion: the rules anchor on different ops (norms, concats, cheap producers); the
+# producer copy comes last so that it sees the applies a norm split leaves behind
+SPLIT_FUSION_RULES: list[type[FusionRule]] = [
+    SplitLayerNorm,
+    SplitRmsNorm,
+    SplitConvConcat,
+    SplitMatMulConcat,
+    DuplicateProducer,
+]

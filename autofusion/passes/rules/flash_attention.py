@@ -1,0 +1,625 @@
+"""FlashAttentionFusionPass: decomposed scaled dot-product attention -> graph.flash_attention.
+
+    out = softmax(scale * q @ k^T (+ mask | where(mask, ., -inf)) , axis=-1) @ v
+
+is recognised from the P·V matmul (the anchor) backwards, in the forms exporters produce:
+
+- scale: a Mul or Div by a splat constant on the scores, on q, on k (before or after
+  Kᵀ), on both (the sqrt-split scale), or none; the factors multiply;
+- mask: an additive float mask (`s + m`; also a matmul bias that MatMulBiasAddFusionPass
+  folded into Q·Kᵀ), or a boolean one, `where(m, s, -inf)` (true = attend; the inverted
+  `where(m, -inf, s)` gets a `graph.not`) or `where(m, s, lowest)` with the dtype's
+  lowest finite value (torch.finfo.min; it becomes the additive mask
+  `where(m, 0, lowest)`, the same scores wherever |s| < 1e31 in f32). A constant mask
+  that is exactly the top-left causal pattern (tril over [Sq, Skv], 0/-inf or
+  0/lowest when additive) becomes `causal = true`; a constant all-zero additive or
+  all-true boolean mask is dropped; other masks stay a mask operand (one at most);
+- the head reshapes and transposes around the attention: each of q, k and v is traced
+  back through single-use transposes (and q, k through scale factors), so
+  [B,S,H*D] -> reshape -> transpose -> attention -> transpose -> reshape loses all four
+  transposes with layout BSND; the layout (BNSD or BSND) is the one that leaves the
+  fewest transposes (BNSD on a tie);
+- grouped-query attention: transformers' repeat_kv (reshape to [B,Hkv,1,S,D], expand
+  to [B,Hkv,n,S,D], reshape to [B,Hkv*n,S,D]) on both k and v is removed, since query
+  head h reads key/value head h // n in graph.flash_attention;
+- the torch frontend's guard for fully masked rows, `where(max(s) == -inf, 0, p)` after
+  the softmax: graph.flash_attention gives NaN for such a row (softmax of all -inf, see
+  its docstring and interpreter) where the guard gives 0. The guard is absorbed only
+  when the masks are constants with no fully masked row (then it never fires);
+  otherwise the rule refuses. Absorbing it always would need graph.flash_attention to
+  define a fully masked row as 0, as torch SDPA and FlashAttention kernels do.
+
+Preconditions (refused with the reason otherwise): softmax over the last axis; 4-D
+operands; scale factors are splat constants and their product is > 0; an additive mask
+is added after all scaling; the mask broadcasts to [B, Hq, Sq, Skv] without enlarging
+the scores; Kᵀ is a transpose that swaps exactly the sequence and head-dim axes of a
+BNSD or BSND key; the P·V and Q·Kᵀ matmuls have no epilogue (bias only as above);
+the scores and probabilities have no other user. A transpose, scale or repeat_kv on
+q, k or v that has other users is not absorbed; it stays, and the operand is taken
+after it. Not recognised: a cast around the softmax (f16 models that softmax in f32),
+rank-3 attention (batched over B*H), bottom-right aligned causal masks (they stay a
+mask operand).
+
+The operands are traced back to the head reshapes of the projections, never into the
+projections, so HorizontalMatMulFusionPass (QKV merge, whose split outputs feed those
+reshapes) may run before or after this rule. Named as CANN's FlashAttentionFusionPass
+(MatMul->Mul->Softmax->MatMul into FlashAttentionScore; msprof-analyze advisor
+rules/op_fusion_pass.yaml).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
+from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+
+from autofusion import dtypes
+from autofusion.dialects import graph
+from autofusion.dialects.shape_inference import ShapeError
+from autofusion.passes import matching as m
+from autofusion.passes.fusion_rule import FusionRule, Refusal
+
+Perm = tuple[int, ...]
+BNSD: Perm = (0, 1, 2, 3)
+BSND: Perm = (0, 2, 1, 3)
+LAYOUTS: dict[str, Perm] = {"BNSD": BNSD, "BSND": BSND}
+SWAP_LAST: Perm = (0, 1, 3, 2)
+# ops looked at along one chain (scores, or one operand): the neighbourhood is bounded
+CHAIN_LIMIT = 8
+
+
+# --------------------------------------------------------------------------------------
+# Matched pieces
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Operand:
+    """q, k or v: the logical [B, H, S, D] operand is transpose(source, perm) * scale."""
+
+    source: SSAValue
+    perm: Perm
+    scale: float = 1.0
+    repeats: int = 1  # the GQA group size whose repeat_kv was removed
+    ops: list[Operation] = field(default_factory=list)
+    first_transpose: Perm | None = None  # perm right after the first transpose traced
+
+    def shape(self) -> tuple[int, ...]:
+        dims = m.shape(self.source)
+        return tuple(dims[p] for p in self.perm)
+
+
+@dataclass
+class Mask:
+    """One mask of the scores, as found."""
+
+    kind: str  # "add" (s + value), "bool" (where(value, s, -inf)), "fill" (lowest, not -inf)
+    value: SSAValue
+    inverted: bool = False  # where(value, fill, s): true = masked
+    fill: SSAValue | None = None
+
+
+@dataclass
+class Attention:
+    anchor: graph.MatmulOp
+    q: Operand
+    k: Operand
+    v: Operand
+    scale: float
+    mask: Mask | None
+    causal: bool
+    layout: str
+    out_transpose: graph.TransposeOp | None
+    ops: list[Operation]
+
+
+# --------------------------------------------------------------------------------------
+# Steps of the scores chain
+# --------------------------------------------------------------------------------------
+
+
+def _perm(op: graph.TransposeOp) -> Perm:
+    return graph.Props(op.properties, op.name).integers("perm")
+
+
+def _scale_step(op: Operation) -> tuple[SSAValue, float] | None:
+    """(the scaled tensor, factor) if `op` multiplies or divides it by a splat constant."""
+    if isinstance(op, graph.MulOp):
+        for x, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            f = m.splat_value(c)
+            if f is not None and m.constant_op(x) is None and m.shape(op.output) == m.shape(x):
+                return x, f
+    if isinstance(op, graph.DivOp):
+        f = m.splat_value(op.rhs)
+        if f is not None and f != 0 and m.shape(op.output) == m.shape(op.lhs):
+            return op.lhs, 1.0 / f
+    return None
+
+
+@dataclass
+class WhereStep:
+    scores: SSAValue
+    condition: SSAValue
+    fill: SSAValue
+    fill_value: float
+    inverted: bool
+
+
+def _where_step(op: Operation) -> WhereStep | None:
+    """where() that keeps the scores on one side and a splat constant on the other."""
+    if not isinstance(op, graph.WhereOp):
+        return None
+    for s, fill, inverted in (
+        (op.true_value, op.false_value, False),
+        (op.false_value, op.true_value, True),
+    ):
+        f = m.splat_value(fill)
+        if f is not None and m.constant_op(s) is None and m.shape(op.output) == m.shape(s):
+            return WhereStep(s, op.condition, fill, f, inverted)
+    return None
+
+
+def _upstream(value: SSAValue) -> list[SSAValue]:
+    """The score values a chain op computes `value` from."""
+    op = value.owner
+    if not isinstance(op, Operation):
+        return []
+    if (step := _scale_step(op)) is not None:
+        return [step[0]]
+    if (where := _where_step(op)) is not None:
+        return [where.scores]
+    if isinstance(op, graph.AddOp):
+        return [op.lhs, op.rhs]
+    return []
+
+
+def _reaches_matmul(value: SSAValue, budget: int) -> bool:
+    if isinstance(value.owner, graph.MatmulOp):
+        return True
+    return budget > 0 and any(_reaches_matmul(u, budget - 1) for u in _upstream(value))
+
+
+def lowest(element_type: Attribute) -> float:
+    """The lowest finite value of a float type (torch.finfo(dtype).min)."""
+    if dtypes.type_name(element_type) == "bf16":
+        return -float.fromhex("0x1.fep127")
+    return float(np.finfo(dtypes.storage_dtype(element_type)).min)
+
+
+@dataclass
+class Scores:
+    qk: graph.MatmulOp
+    post_scale: float
+    masks: list[Mask]
+    ops: list[Operation]  # from the softmax input's producer up to, without, qk
+
+
+def _scores(value: SSAValue) -> Scores | Refusal | None:
+    """The chain from Q·Kᵀ to the softmax input; None if `value` is not attention scores."""
+    scale = 1.0
+    masks: list[Mask] = []
+    ops: list[Operation] = []
+    for _ in range(CHAIN_LIMIT):
+        op = value.owner
+        if isinstance(op, graph.MatmulOp):
+            return Scores(op, scale, masks, ops)
+        if not isinstance(op, Operation):
+            return None
+        if (step := _scale_step(op)) is not None:
+            value, factor = step
+            scale *= factor
+        elif (where := _where_step(op)) is not None:
+            elt = m.tensor_type(where.scores).element_type
+            if where.fill_value == -math.inf:
+                masks.append(Mask("bool", where.condition, where.inverted))
+            elif where.fill_value == lowest(elt):
+                if scale != 1.0:
+                    return Refusal("the scores are scaled after a where() mask fills them")
+                masks.append(Mask("fill", where.condition, where.inverted, where.fill))
+            else:
+                return Refusal(
+                    f"where() fills masked scores with {where.fill_value}, not -inf or "
+                    f"the lowest {elt} value"
+                )
+            value = where.scores
+        elif isinstance(op, graph.AddOp):
+            sides = [x for x in (op.lhs, op.rhs) if _reaches_matmul(x, CHAIN_LIMIT)]
+            if len(sides) != 1:
+                return None
+            value = sides[0]
+            if m.shape(op.output) != m.shape(value):
+                return Refusal("the additive mask broadcasts the scores to a larger shape")
+            if scale != 1.0:
+                return Refusal("the scores are scaled after the mask is added")
+            masks.append(Mask("add", op.rhs if value is op.lhs else op.lhs))
+        else:
+            return None
+        ops.append(op)
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Operands: transposes, scale factors and repeat_kv traced back
+# --------------------------------------------------------------------------------------
+
+
+def _repeat_kv(op: Operation) -> tuple[SSAValue, int, list[Operation]] | None:
+    """(kv, n, [expand, reshape]) if `op` is the last reshape of repeat_kv(kv, n)."""
+    if not isinstance(op, graph.ReshapeOp):
+        return None
+    expand = m.producer(op.input, graph.ExpandOp)
+    if expand is None or not expand.output.has_one_use():
+        return None
+    first = m.producer(expand.input, graph.ReshapeOp)
+    if first is None or not first.output.has_one_use():
+        return None
+    kv, one, rep, out = (m.shape(v) for v in (first.input, first.output, expand.output, op.output))
+    if len(kv) != 4 or len(rep) != 5 or len(out) != 4:
+        return None
+    b, groups, s, d = kv
+    n = rep[2]
+    if one != (b, groups, 1, s, d) or rep != (b, groups, n, s, d) or n < 1:
+        return None
+    if out != (b, groups * n, s, d) or min(b, groups, s, d) < 0:
+        return None
+    return first.input, n, [expand, first]
+
+
+def _peel(value: SSAValue, perm: Perm, scale: bool, repeat: bool) -> Operand:
+    """Trace an operand back through single-use transposes, scale factors and repeat_kv."""
+    x = Operand(value, perm)
+    for _ in range(CHAIN_LIMIT):
+        if not x.source.has_one_use():
+            break
+        op = x.source.owner
+        if isinstance(op, graph.TransposeOp):
+            x.perm = m.compose_perms(_perm(op), x.perm)
+            x.source = op.input
+            if x.first_transpose is None:
+                x.first_transpose = x.perm
+        elif scale and isinstance(op, Operation) and (step := _scale_step(op)) is not None:
+            x.source, factor = step
+            x.scale *= factor
+        elif repeat and x.repeats == 1 and x.perm[1] == 1:
+            # repeat_kv repeats axis 1 of its result, which must be the logical head axis
+            found = _repeat_kv(op) if isinstance(op, Operation) else None
+            if found is None:
+                break
+            x.source, x.repeats, inner = found
+            x.ops += inner
+        else:
+            break
+        assert isinstance(op, Operation)
+        x.ops.append(op)
+    return x
+
+
+def _inverse(perm: Perm) -> Perm:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+def _operand_perm(x: Operand, layout: str) -> Perm:
+    """The transpose of x.source that gives the operand in `layout`."""
+    return m.compose_perms(x.perm, LAYOUTS[layout])
+
+
+def _output_perm(layout: str, out_transpose: graph.TransposeOp | None) -> Perm:
+    """The transpose of the flash result that gives the value it replaces."""
+    back = _inverse(LAYOUTS[layout])
+    if out_transpose is None:
+        return back
+    return m.compose_perms(back, _perm(out_transpose))
+
+
+def _cost(q: Operand, k: Operand, v: Operand, layout: str, out_t: graph.TransposeOp | None) -> int:
+    """Transposes left around the flash op with `layout`."""
+    perms = [_operand_perm(x, layout) for x in (q, k, v)] + [_output_perm(layout, out_t)]
+    return sum(not m.is_identity_perm(p) for p in perms)
+
+
+# --------------------------------------------------------------------------------------
+# Masks: causal, no-op and fully masked rows
+# --------------------------------------------------------------------------------------
+
+
+def _keep(mask: Mask, sq: int, skv: int) -> np.ndarray | None:
+    """Where a constant mask lets scores through, broadcast to [..., sq, skv]; None if unknown.
+
+    An additive mask lets a score through unless it adds -inf or the lowest value.
+    """
+    arr = m.constant_array(mask.value)
+    if arr is None or arr.ndim < 2:
+        return None
+    try:
+        arr = np.broadcast_to(arr, (*arr.shape[:-2], sq, skv))
+    except ValueError:
+        return None
+    if mask.kind == "add":
+        floor = lowest(m.tensor_type(mask.value).element_type)
+        return cast(np.ndarray, ~((arr == -np.inf) | (arr <= floor)))
+    keep = arr.astype(bool)
+    return ~keep if mask.inverted else keep
+
+
+def _is_noop(mask: Mask) -> bool:
+    arr = m.constant_array(mask.value)
+    if arr is None:
+        return False
+    if mask.kind == "add":
+        return bool(np.all(arr == 0))
+    return bool(np.all(arr != mask.inverted))
+
+
+def _is_causal(mask: Mask, sq: int, skv: int) -> bool:
+    keep = _keep(mask, sq, skv)
+    if keep is None:
+        return False
+    tril = np.tril(np.ones((sq, skv), bool))
+    if not np.array_equal(keep, np.broadcast_to(tril, keep.shape)):
+        return False
+    if mask.kind == "add":  # kept scores must get exactly 0 added
+        arr = np.broadcast_to(m.constant_array(mask.value), keep.shape)  # type: ignore[arg-type]
+        return bool(np.all(arr[keep] == 0))
+    return True
+
+
+def _fully_masked_row_possible(masks: list[Mask], causal: bool, sq: int, skv: int) -> bool:
+    """Whether some row of the scores may be all -inf (where the guard would fire)."""
+    keep = np.ones((sq, skv), bool)
+    if causal:
+        keep = np.tril(keep)
+    for mask in masks:
+        if mask.kind == "fill":
+            continue  # the lowest finite value never makes a row all -inf
+        k = _keep(mask, sq, skv)
+        if k is None:
+            return True
+        if mask.kind == "add":
+            arr = np.broadcast_to(m.constant_array(mask.value), k.shape)  # type: ignore[arg-type]
+            k = arr != -np.inf
+        keep = keep & k
+    return bool(np.any(~keep.any(axis=-1)))
+
+
+# --------------------------------------------------------------------------------------
+# The guard and the rule
+# --------------------------------------------------------------------------------------
+
+
+def _guard(probs: SSAValue) -> tuple[SSAValue, list[Operation]] | None:
+    """(probabilities, guard ops) if `probs` is where(reduce_max(s) == -inf, 0, softmax(s))."""
+    where = probs.owner
+    if not isinstance(where, graph.WhereOp) or m.splat_value(where.true_value) != 0.0:
+        return None
+    softmax = m.producer(where.false_value, graph.SoftmaxOp)
+    equal = m.producer(where.condition, graph.EqualOp)
+    if softmax is None or equal is None or not equal.output.has_one_use():
+        return None
+    for row_max, inf in ((equal.lhs, equal.rhs), (equal.rhs, equal.lhs)):
+        reduce = m.producer(row_max, graph.ReduceMaxOp)
+        if (
+            reduce is not None
+            and m.splat_value(inf) == -math.inf
+            and reduce.input is softmax.input
+            and reduce.output.has_one_use()
+            and reduce.reduced_axes() == (len(m.shape(reduce.input)) - 1,)
+        ):
+            return where.false_value, [where, equal, reduce]
+    return None
+
+
+def _flash_type(
+    q: Operand,
+    k: Operand,
+    v: Operand,
+    mask_type: Attribute | None,
+    props: dict[str, Attribute],
+    layout: str,
+) -> tuple[int, ...]:
+    """The flash op's result shape; raises ShapeError if its operands do not fit."""
+    types = [
+        graph.tensor([x.shape()[i] for i in LAYOUTS[layout]], m.tensor_type(x.source).element_type)
+        for x in (q, k, v)
+    ]
+    if mask_type is not None:
+        types.append(cast(TensorType, mask_type))
+    (out,) = graph.FlashAttentionOp.infer(types, graph.Props(props, "graph.flash_attention"))
+    return out.get_shape()
+
+
+def _structure_refusal(
+    op: graph.MatmulOp, softmax: graph.SoftmaxOp, guard_ops: list[Operation], found: Scores
+) -> Refusal | None:
+    """The attention's shape, axis, epilogues, and intermediates used by it alone."""
+    qk = found.qk
+    rank = len(m.shape(softmax.input))
+    if rank != 4 or len(m.shape(qk.lhs)) != 4 or len(m.shape(op.rhs)) != 4:
+        return Refusal(f"the attention is {rank}-D; graph.flash_attention takes 4-D operands")
+    axis = graph.Props(softmax.properties, softmax.name).integer("axis")
+    if axis not in (-1, rank - 1):
+        return Refusal(f"the softmax is over axis {axis}, not the last axis")
+    for cube in (op, qk):
+        if "activation" in cube.properties:
+            return Refusal(f"the {cube.name} applies an activation")
+    if op.bias is not None:
+        return Refusal("the P·V matmul adds a bias")
+    if qk.bias is not None and found.post_scale != 1.0:
+        return Refusal("the Q·Kᵀ matmul's bias is scaled with the scores")
+    # the guard's reduce_max reads the softmax input too
+    chain = [*found.ops, qk]
+    if chain[0].results[0].uses.get_length() != (2 if guard_ops else 1):
+        return Refusal(f"the scores ({chain[0].name}) have other users")
+    for inner in chain[1:]:
+        if not inner.results[0].has_one_use():
+            return Refusal(f"an intermediate of the scores ({inner.name}) has other users")
+    if not softmax.output.has_one_use() or not op.lhs.has_one_use():
+        return Refusal("the softmax probabilities have other users")
+    return None
+
+
+def _operands(op: graph.MatmulOp, qk: graph.MatmulOp) -> tuple[Operand, Operand, Operand] | Refusal:
+    """q, k and v traced back; repeat_kv is removed only when both k and v have it."""
+    q = _peel(qk.lhs, BNSD, scale=True, repeat=False)
+    k = _peel(qk.rhs, SWAP_LAST, scale=True, repeat=True)
+    if k.first_transpose is None:
+        return Refusal("the key operand of Q·Kᵀ is not a single-use transpose")
+    if k.first_transpose not in (BNSD, BSND):
+        kt = list(m.compose_perms(k.first_transpose, SWAP_LAST))
+        return Refusal(
+            f"Kᵀ (perm {kt}) does not swap exactly the sequence and head-dim axes of a "
+            "BNSD or BSND key"
+        )
+    v = _peel(op.rhs, BNSD, scale=False, repeat=True)
+    if k.repeats != v.repeats:
+        k = _peel(qk.rhs, SWAP_LAST, scale=True, repeat=False)
+        v = _peel(op.rhs, BNSD, scale=False, repeat=False)
+    return q, k, v
+
+
+def _mask_plan(
+    masks: list[Mask], guarded: bool, sq: int, skv: int
+) -> tuple[Mask | None, bool] | Refusal:
+    """(the mask operand, causal): no-op masks dropped, the causal one made a flag."""
+    causal = False
+    kept: list[Mask] = []
+    for mask in masks:
+        if _is_noop(mask):
+            continue
+        if not causal and sq >= 0 and skv >= 0 and _is_causal(mask, sq, skv):
+            causal = True
+            continue
+        kept.append(mask)
+    if len(kept) > 1:
+        return Refusal(f"{len(kept)} masks apply; graph.flash_attention takes one")
+    if guarded and (sq < 0 or skv < 0 or _fully_masked_row_possible(kept, causal, sq, skv)):
+        return Refusal(
+            "a row may be fully masked: the softmax guard gives 0 there but "
+            "graph.flash_attention gives NaN (its semantics would have to define 0)"
+        )
+    return (kept[0] if kept else None), causal
+
+
+def _mask_type(mask: Mask | None, scores: SSAValue) -> Attribute | None:
+    if mask is None:
+        return None
+    if mask.kind == "fill":  # becomes where(m, 0, lowest) in the scores' type
+        return graph.tensor(m.shape(mask.value), m.tensor_type(scores).element_type)
+    return m.tensor_type(mask.value)
+
+
+class FuseFlashAttention(FusionRule[Attention]):
+    rule_name = "FlashAttentionFusionPass"
+    pattern = "MatMul(Q,K^T)->[Mul|Div]->[Add|Where mask]->Softmax->MatMul(V)"
+    anchors = (graph.MatmulOp,)
+
+    def match(self, op: Operation) -> Attention | Refusal | None:
+        assert isinstance(op, graph.MatmulOp)
+        guard = _guard(op.lhs)
+        probs, guard_ops = guard if guard is not None else (op.lhs, [])
+        softmax = m.producer(probs, graph.SoftmaxOp)
+        if softmax is None:
+            return None
+        found = _scores(softmax.input)
+        if found is None or isinstance(found, Refusal):
+            return found
+        if (refusal := _structure_refusal(op, softmax, guard_ops, found)) is not None:
+            return refusal
+        qk = found.qk
+        operands = _operands(op, qk)
+        if isinstance(operands, Refusal):
+            return operands
+        q, k, v = operands
+        scale = q.scale * k.scale * found.post_scale
+        if not (scale > 0 and found.post_scale > 0 and math.isfinite(scale)):
+            return Refusal(f"the softmax scale {scale} is not positive")
+        masks = [*found.masks, *([Mask("add", qk.bias)] if qk.bias is not None else [])]
+        _, _, sq, skv = m.shape(softmax.input)
+        plan = _mask_plan(masks, bool(guard_ops), sq, skv)
+        if isinstance(plan, Refusal):
+            return plan
+        mask, causal = plan
+
+        user = m.sole_user(op.output)
+        out_t = user if isinstance(user, graph.TransposeOp) else None
+        costs = {name: _cost(q, k, v, name, out_t) for name in LAYOUTS}
+        layout = min(LAYOUTS, key=lambda name: costs[name])  # BNSD first: wins ties
+        if out_t is not None and not m.is_identity_perm(_output_perm(layout, out_t)):
+            out_t = None  # the output transpose stays as it is, reading the result
+        props: dict[str, Attribute] = {
+            "scale": graph.float_attr(scale),
+            "causal": graph.bool_attr(causal),
+            "layout": StringAttr(layout),
+        }
+        try:
+            out = _flash_type(q, k, v, _mask_type(mask, softmax.input), props, layout)
+        except ShapeError as e:
+            return Refusal(f"graph.flash_attention does not fit: {e}")
+        replaced = out_t.output if out_t is not None else op.output
+        if tuple(out[p] for p in _output_perm(layout, out_t)) != m.shape(replaced):
+            return Refusal("the fused result would not have the attention's shape")
+        ops: list[Operation] = [op, softmax, *guard_ops, *found.ops, qk, *q.ops, *k.ops, *v.ops]
+        if out_t is not None:
+            ops.append(out_t)
+        return Attention(op, q, k, v, scale, mask, causal, layout, out_t, ops)
+
+    def rewrite(self, op: Operation, match: Attention, rewriter: PatternRewriter) -> None:
+        new_ops: list[Operation] = []
+
+        def transposed(value: SSAValue, perm: Perm) -> SSAValue:
+            if m.is_identity_perm(perm):
+                return value
+            t = graph.TransposeOp.make([value], {"perm": list(perm)})
+            new_ops.append(t)
+            if value.name_hint is not None:
+                t.results[0].name_hint = f"{value.name_hint}_{match.layout.lower()}"
+            return t.results[0]
+
+        operands = [
+            transposed(x.source, _operand_perm(x, match.layout))
+            for x in (match.q, match.k, match.v)
+        ]
+        if match.mask is not None:
+            operands.append(_mask_operand(match.mask, new_ops))
+        flash = graph.FlashAttentionOp.make(
+            operands, {"scale": match.scale, "causal": match.causal, "layout": match.layout}
+        )
+        new_ops.append(flash)
+        result = transposed(flash.results[0], _output_perm(match.layout, match.out_transpose))
+        location = m.fused_location(match.ops)
+        for new in new_ops:
+            new.location = location
+        if match.out_transpose is None:
+            rewriter.replace(op, new_ops, [result])
+            return
+        rewriter.insert(new_ops)
+        rewriter.replace_all_uses_with(match.out_transpose.output, result)
+        rewriter.erase(match.out_transpose)
+        rewriter.erase(op)
+
+
+def _mask_operand(mask: Mask, new_ops: list[Operation]) -> SSAValue:
+    """The mask as graph.flash_attention takes it (i1: true = attend; float: added)."""
+    if mask.kind == "add":
+        return mask.value
+    if mask.kind == "bool":
+        if not mask.inverted:
+            return mask.value
+        negated = graph.NotOp.make([mask.value])
+        new_ops.append(negated)
+        return negated.results[0]
+    assert mask.fill is not None
+    fill_t = m.tensor_type(mask.fill)
+    zero = m.make_constant(np.zeros(fill_t.get_shape()), fill_t, "attention.mask_zero")
+    keep, drop = zero.result, mask.fill
+    branches = [drop, keep] if mask.inverted else [keep, drop]
+    where = graph.WhereOp.make([mask.value, *branches])
+    new_ops += [zero, where]
+    return where.results[0]

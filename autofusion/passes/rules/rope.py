@@ -1,0 +1,136 @@
+"""RotaryPositionEmbeddingFusionPass: transformers' apply_rotary_pos_emb -> graph.rope.
+
+    x * cos + rotate_half(x) * sin,  rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2])
+
+as both torch exporters and our torch frontend write it: two slices (or a split) of the
+last axis, a neg and a concat, each product and the sum in either order. The result is
+graph.rope with interleaved = false (the GPT-NeoX/Llama layout). The name is that of
+CANN's RotaryPositionEmbedding op, which its RotaryMul2RotaryPositionEmbeddingFusionPass
+builds from the RotaryMul op; CANN has no pass from the decomposed form.
+
+Preconditions: the halves split the last axis, which is static and even, exactly at
+D/2 (a refusal names a wrong split point); cos and sin broadcast to x without changing
+its shape; the slices, neg, concat and products have no users outside the pattern.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.ir import Operation, OpResult, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+
+from autofusion.dialects import graph
+from autofusion.dialects import shape_inference as si
+from autofusion.passes import matching as m
+from autofusion.passes.fusion_rule import FusionRule, Refusal
+
+
+@dataclass
+class Rope:
+    x: SSAValue
+    cos: SSAValue
+    sin: SSAValue
+    # pattern ops, the root first
+    ops: list[Operation]
+    # where the rotation splits the last axis
+    split_at: int
+
+
+def _last_axis_part(value: SSAValue) -> tuple[SSAValue, int, int, Operation] | None:
+    """(x, start, end, op) when `value` is x[..., start:end] along the last axis (a
+    unit-step slice of that axis only, or a part of a split of it)."""
+    op = value.owner
+    if isinstance(op, graph.SliceOp):
+        p = graph.Props(op.properties, op.name)
+        rank = len(m.shape(op.input))
+        size = m.shape(op.input)[-1]
+        axes = [si.normalize_axis(a, rank) for a in p.integers("axes")]
+        if axes != [rank - 1] or p.integers("steps") != (1,) or size == si.DYN:
+            return None
+        start, end, _ = slice(p.integers("starts")[0], p.integers("ends")[0]).indices(size)
+        return op.input, start, end, op
+    if isinstance(op, graph.SplitOp):
+        p = graph.Props(op.properties, op.name)
+        rank = len(m.shape(op.input))
+        if si.normalize_axis(p.integer("axis"), rank) != rank - 1:
+            return None
+        if not isinstance(value, OpResult):
+            return None
+        index = value.index
+        sizes = p.integers("sizes")
+        start = sum(sizes[:index])
+        return op.input, start, start + sizes[index], op
+    return None
+
+
+def _rotate_half(value: SSAValue) -> tuple[SSAValue, list[Operation], int] | None:
+    """(x, ops, split point) when `value` is concat(-x[..., h:], x[..., :h])."""
+    concat = value.owner
+    if not isinstance(concat, graph.ConcatOp) or len(concat.inputs) != 2:
+        return None
+    rank = len(m.shape(concat.output))
+    if si.normalize_axis(graph.Props(concat.properties, concat.name).integer("axis"), rank) != (
+        rank - 1
+    ):
+        return None
+    neg = concat.inputs[0].owner
+    if not isinstance(neg, graph.NegOp):
+        return None
+    high, low = _last_axis_part(neg.input), _last_axis_part(concat.inputs[1])
+    if high is None or low is None or high[0] is not low[0]:
+        return None
+    x, h_start, h_end, h_op = high
+    _, l_start, l_end, l_op = low
+    size = m.shape(x)[-1]
+    ops = [concat, neg, h_op] + ([l_op] if l_op is not h_op else [])
+    # x[..., h:] and x[..., :h] with the same h: a rotation, possibly at the wrong point
+    if l_start != 0 or h_end != size or l_end != h_start:
+        return None
+    return x, ops, h_start
+
+
+def parse_rope(add: graph.AddOp) -> Rope | None:
+    """x * cos + rotate_half(x) * sin ending at `add`."""
+    for first, second in m.commuted(add):
+        rot_mul, x_mul = second.owner, first.owner
+        if not isinstance(rot_mul, graph.MulOp) or not isinstance(x_mul, graph.MulOp):
+            continue
+        for rotated, sin in m.commuted(rot_mul):
+            found = _rotate_half(rotated)
+            if found is None:
+                continue
+            x, ops, split_at = found
+            for xv, cos in m.commuted(x_mul):
+                if xv is x:
+                    return Rope(x, cos, sin, [add, x_mul, rot_mul, *ops], split_at)
+    return None
+
+
+class FuseRope(FusionRule[Rope]):
+    rule_name = "RotaryPositionEmbeddingFusionPass"
+    pattern = "Slice|Split->Neg->Concat->Mul(sin), Mul(cos)->Add"
+    anchors = (graph.AddOp,)
+
+    def match(self, op: Operation) -> Rope | Refusal | None:
+        assert isinstance(op, graph.AddOp)
+        found = parse_rope(op)
+        if found is None:
+            return None
+        xs = m.shape(found.x)
+        if xs[-1] != 2 * found.split_at:
+            return Refusal(
+                f"rotate_half splits the last axis of size {xs[-1]} at {found.split_at}, "
+                f"not at {xs[-1] // 2}"
+            )
+        for what, v in (("cos", found.cos), ("sin", found.sin)):
+            if not si.broadcasts_to(m.shape(v), xs):
+                return Refusal(f"{what} {list(m.shape(v))} does not broadcast to x {list(xs)}")
+        if m.tensor_type(op.output) != m.tensor_type(found.x) or not m.is_float(found.x):
+            return Refusal("the result is not a floating-point tensor of x's type")
+        escaping = m.escaping_reason(found.ops, op)
+        return Refusal(escaping) if escaping is not None else found
+
+    def rewrite(self, op: Operation, match: Rope, rewriter: PatternRewriter) -> None:
+        rope = graph.RopeOp.make([match.x, match.cos, match.sin], {"interleaved": False})
+        m.replace_pattern(rewriter, match.ops, [rope])

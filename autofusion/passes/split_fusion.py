@@ -1,0 +1,91 @@
+"""`split-fusion`: split ops so that each part can fuse with a different neighbour.
+
+    afc-opt model.mlir -p 'graph-fusion,split-fusion{chip=Ascend910B1},ub-fusion{chip=Ascend910B1}'
+
+The rewrites (autofusion/passes/rules/norm_split.py, concat_split.py,
+producer_duplicate.py) are math preserving. Each is applied only where the cost model
+says it pays: the kernels ub-fusion would likely form around the candidate are
+estimated with and without the rewrite (rules/split_cost.py), so run it before
+ub-fusion with the same chip, dynamic size and switch file. docs/split-fusion.md
+describes the rules and the criterion.
+
+Options, as graph-fusion's: `switch-file` (CANN fusion_switch.cfg: its GraphFusion
+section switches the rules, its UBFusion section is what the estimate assumes
+ub-fusion will do), `only`, `stats-file`, `log`; and, as ub-fusion's, `chip` and
+`dynamic-size`, plus `max-duplicates` (the most copies a split may make of one op).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+
+from autofusion.diagnostics import UserError
+from autofusion.hardware import DEFAULT_CHIP, get_chip
+from autofusion.passes.fusion_statistics import FusionStatistics
+from autofusion.passes.graph_fusion import report
+from autofusion.passes.rule_registry import read_switch, select_rules, split_fusion_rules
+
+
+@dataclass(frozen=True)
+class SplitFusionPass(ModulePass):
+    """Cost-gated splits: norm statistics/apply, concat before a cube op, cheap producers."""
+
+    name = "split-fusion"
+
+    switch_file: str | None = None
+    """CANN fusion switch file (JSON or `Name:off` lines); its GraphFusion section applies."""
+    only: tuple[str, ...] = ()
+    """Run just these rules (by name), e.g. only=LayerNormSplitFusionPass."""
+    stats_file: str | None = None
+    """Write the statistics as fusion_result.json here."""
+    log: bool = False
+    """Print CANN-format statistics lines (and refusal reasons) to stderr."""
+    chip: str = DEFAULT_CHIP
+    """The SoC the cost gate plans kernels for (as ub-fusion's `chip`)."""
+    dynamic_size: int = 128
+    """The size the cost model assumes for dynamic dimensions (as ub-fusion's)."""
+    max_duplicates: int = 4
+    """At most this many users per split op: one copy (of a producer or a norm's apply)
+    is made per user, so this bounds the code a split duplicates."""
+
+    def run(self, module: ModuleOp) -> FusionStatistics:
+        """Apply the pass and return its statistics (for drivers that embed it)."""
+        from autofusion.passes.rules.split_cost import CostSettings, SplitFusionRule
+
+        if self.max_duplicates < 2:
+            raise UserError("max-duplicates must be at least 2")
+        if self.dynamic_size < 1:
+            raise UserError("dynamic-size must be at least 1")
+        settings = CostSettings(
+            chip=get_chip(self.chip),
+            switch=read_switch(self.switch_file),
+            dynamic_size=self.dynamic_size,
+            max_duplicates=self.max_duplicates,
+        )
+        rules = select_rules(split_fusion_rules(), self.switch_file, self.only)
+        statistics = FusionStatistics()
+        patterns: list[RewritePattern] = [
+            rule(statistics, settings) if issubclass(rule, SplitFusionRule) else rule(statistics)
+            for rule in rules
+        ]
+        if patterns:
+            walker = PatternRewriteWalker(
+                GreedyRewritePatternApplier(patterns), apply_recursively=True
+            )
+            walker.rewrite_module(module)
+        # every enabled rule appears in the statistics, matched or not
+        for rule in rules:
+            statistics.rule(rule.kind, rule.rule_name, rule.pattern)
+        return statistics
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        report(self.run(op), self.stats_file, self.log)

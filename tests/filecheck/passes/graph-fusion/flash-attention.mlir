@@ -1,0 +1,293 @@
+// RUN: afc-opt %s --split-input-file -p 'graph-fusion{only=FlashAttentionFusionPass}' | filecheck %s
+
+// BERT/GPT-2/ViT: [B,S,H*D] -> reshape -> transpose (Kᵀ folded into one transpose) ->
+// attention with a scale and an additive mask -> transpose -> reshape. BSND absorbs all
+// four transposes.
+// CHECK-LABEL: func.func @bsnd_additive_mask
+// CHECK-NEXT:    %[[Q:.*]] = graph.reshape %q {shape = [2, 6, 4, 8]}
+// CHECK-NEXT:    %[[K:.*]] = graph.reshape %k {shape = [2, 6, 4, 8]}
+// CHECK-NEXT:    %[[V:.*]] = graph.reshape %v {shape = [2, 6, 4, 8]}
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %[[Q]], %[[K]], %[[V]], %mask {causal = false, layout = "BSND", scale = 0.35355338454246521} : (tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x1x6x6xf32>) -> tensor<2x6x4x8xf32>
+// CHECK-NEXT:    %[[R:.*]] = graph.reshape %[[A]] {shape = [2, 6, 32]}
+// CHECK-NEXT:    func.return %[[R]]
+func.func @bsnd_additive_mask(%q: tensor<2x6x32xf32>, %k: tensor<2x6x32xf32>, %v: tensor<2x6x32xf32>, %mask: tensor<2x1x6x6xf32>) -> tensor<2x6x32xf32> {
+  %q4 = graph.reshape %q {shape = [2, 6, 4, 8]} : tensor<2x6x32xf32> -> tensor<2x6x4x8xf32>
+  %qt = graph.transpose %q4 {perm = [0, 2, 1, 3]} : tensor<2x6x4x8xf32> -> tensor<2x4x6x8xf32>
+  %k4 = graph.reshape %k {shape = [2, 6, 4, 8]} : tensor<2x6x32xf32> -> tensor<2x6x4x8xf32>
+  %kt = graph.transpose %k4 {perm = [0, 2, 3, 1]} : tensor<2x6x4x8xf32> -> tensor<2x4x8x6xf32>
+  %v4 = graph.reshape %v {shape = [2, 6, 4, 8]} : tensor<2x6x32xf32> -> tensor<2x6x4x8xf32>
+  %vt = graph.transpose %v4 {perm = [0, 2, 1, 3]} : tensor<2x6x4x8xf32> -> tensor<2x4x6x8xf32>
+  %s = graph.matmul %qt, %kt : (tensor<2x4x6x8xf32>, tensor<2x4x8x6xf32>) -> tensor<2x4x6x6xf32>
+  %c = graph.constant dense<0.353553385> : tensor<f32>
+  %ss = graph.mul %s, %c : (tensor<2x4x6x6xf32>, tensor<f32>) -> tensor<2x4x6x6xf32>
+  %sm = graph.add %ss, %mask : (tensor<2x4x6x6xf32>, tensor<2x1x6x6xf32>) -> tensor<2x4x6x6xf32>
+  %p = graph.softmax %sm {axis = -1} : tensor<2x4x6x6xf32>
+  %o = graph.matmul %p, %vt : (tensor<2x4x6x6xf32>, tensor<2x4x6x8xf32>) -> tensor<2x4x6x8xf32>
+  %ot = graph.transpose %o {perm = [0, 2, 1, 3]} : tensor<2x4x6x8xf32> -> tensor<2x6x4x8xf32>
+  %r = graph.reshape %ot {shape = [2, 6, 32]} : tensor<2x6x4x8xf32> -> tensor<2x6x32xf32>
+  func.return %r : tensor<2x6x32xf32>
+}
+
+// -----
+
+// BNSD operands; the scale is split over q (a mul) and k (a mul after Kᵀ) and the
+// scores are divided too: 0.5 * 0.5 / 0.5 = 0.5. No mask.
+// CHECK-LABEL: func.func @bnsd_split_scale
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v {causal = false, layout = "BNSD", scale = 5.000000e-01} : tensor<2x4x6x8xf32>
+// CHECK-NEXT:    func.return %[[A]]
+func.func @bnsd_split_scale(%q: tensor<2x4x6x8xf32>, %k: tensor<2x4x6x8xf32>, %v: tensor<2x4x6x8xf32>) -> tensor<2x4x6x8xf32> {
+  %h = graph.constant dense<0.5> : tensor<f32>
+  %qs = graph.mul %h, %q : (tensor<f32>, tensor<2x4x6x8xf32>) -> tensor<2x4x6x8xf32>
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<2x4x6x8xf32> -> tensor<2x4x8x6xf32>
+  %kts = graph.mul %kt, %h : (tensor<2x4x8x6xf32>, tensor<f32>) -> tensor<2x4x8x6xf32>
+  %s = graph.matmul %qs, %kts : (tensor<2x4x6x8xf32>, tensor<2x4x8x6xf32>) -> tensor<2x4x6x6xf32>
+  %ss = graph.div %s, %h : (tensor<2x4x6x6xf32>, tensor<f32>) -> tensor<2x4x6x6xf32>
+  %p = graph.softmax %ss {axis = 3} : tensor<2x4x6x6xf32>
+  %o = graph.matmul %p, %v : (tensor<2x4x6x6xf32>, tensor<2x4x6x8xf32>) -> tensor<2x4x6x8xf32>
+  func.return %o : tensor<2x4x6x8xf32>
+}
+
+// -----
+
+// The torch frontend's SDPA with is_causal: where(tril, s, -inf) becomes causal = true.
+// CHECK-LABEL: func.func @torch_causal
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v {causal = true, layout = "BNSD", scale = 0.35355338454246521} : tensor<1x2x4x8xf32>
+// CHECK-NEXT:    func.return %[[A]]
+func.func @torch_causal(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x4x8xf32> -> tensor<1x2x8x4xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %c = graph.constant dense<0.353553385> : tensor<f32>
+  %ss = graph.mul %s, %c : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %tril = graph.constant dense<[[true, false, false, false], [true, true, false, false], [true, true, true, false], [true, true, true, true]]> : tensor<4x4xi1>
+  %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
+  %sm = graph.where %tril, %ss, %ninf : (tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p = graph.softmax %sm {axis = 3} : tensor<1x2x4x4xf32>
+  %o = graph.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  func.return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// A constant additive mask of 0 and torch.finfo(float32).min on the causal pattern is
+// causal too; an all-zero additive mask (ViT) is dropped.
+// CHECK-LABEL: func.func @additive_causal_and_zero
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v {causal = true, layout = "BNSD", scale = 1.000000e+00} : tensor<1x2x3x8xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.flash_attention %q, %k, %v {causal = false, layout = "BNSD", scale = 1.000000e+00} : tensor<1x2x3x8xf32>
+// CHECK-NEXT:    func.return %[[A]], %[[B]]
+func.func @additive_causal_and_zero(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> (tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>) {
+  %m = graph.constant dense<[[[[0.0, -3.40282347e+38, -3.40282347e+38], [0.0, 0.0, -3.40282347e+38], [0.0, 0.0, 0.0]]]]> : tensor<1x1x3x3xf32>
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x3x8xf32> -> tensor<1x2x8x3xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x2x3x8xf32>, tensor<1x2x8x3xf32>) -> tensor<1x2x3x3xf32>
+  %sm = graph.add %m, %s : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = graph.softmax %sm {axis = -1} : tensor<1x2x3x3xf32>
+  %o = graph.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  %z = graph.constant dense<0.0> : tensor<1x1x3x3xf32>
+  %kt2 = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x3x8xf32> -> tensor<1x2x8x3xf32>
+  %s2 = graph.matmul %q, %kt2 : (tensor<1x2x3x8xf32>, tensor<1x2x8x3xf32>) -> tensor<1x2x3x3xf32>
+  %sm2 = graph.add %s2, %z : (tensor<1x2x3x3xf32>, tensor<1x1x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p2 = graph.softmax %sm2 {axis = -1} : tensor<1x2x3x3xf32>
+  %o2 = graph.matmul %p2, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  func.return %o, %o2 : tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>
+}
+
+// -----
+
+// Boolean masks: where(m, s, -inf) passes m; where(m, -inf, s) passes not(m); where(m,
+// s, lowest) becomes the additive mask where(m, 0, lowest).
+// CHECK-LABEL: func.func @boolean_masks
+// CHECK:         %[[A:.*]] = graph.flash_attention %q, %k, %v, %m {causal = false, layout = "BNSD", scale = 1.000000e+00}
+// CHECK-NEXT:    %[[N:.*]] = graph.not %m : tensor<2x1x1x4xi1>
+// CHECK-NEXT:    %[[B:.*]] = graph.flash_attention %q, %k, %v, %[[N]] {causal = false
+// CHECK-NEXT:    %[[Z:.*]] = graph.constant {name = "attention.mask_zero"} dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[W:.*]] = graph.where %m, %[[Z]], %low : (tensor<2x1x1x4xi1>, tensor<f32>, tensor<f32>) -> tensor<2x1x1x4xf32>
+// CHECK-NEXT:    %[[C:.*]] = graph.flash_attention %q, %k, %v, %[[W]] {causal = false
+// CHECK-NOT:     graph.softmax
+// CHECK:         func.return %[[A]], %[[B]], %[[C]]
+func.func @boolean_masks(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %m: tensor<2x1x1x4xi1>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) {
+  %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
+  %low = graph.constant dense<-3.40282347e+38> : tensor<f32>
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<2x2x4x8xf32> -> tensor<2x2x8x4xf32>
+  %s = graph.matmul %q, %kt : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %sm = graph.where %m, %s, %ninf : (tensor<2x1x1x4xi1>, tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %p = graph.softmax %sm {axis = -1} : tensor<2x2x4x4xf32>
+  %o = graph.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %kt2 = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<2x2x4x8xf32> -> tensor<2x2x8x4xf32>
+  %s2 = graph.matmul %q, %kt2 : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %sm2 = graph.where %m, %ninf, %s2 : (tensor<2x1x1x4xi1>, tensor<f32>, tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %p2 = graph.softmax %sm2 {axis = -1} : tensor<2x2x4x4xf32>
+  %o2 = graph.matmul %p2, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  %kt3 = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<2x2x4x8xf32> -> tensor<2x2x8x4xf32>
+  %s3 = graph.matmul %q, %kt3 : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x4x4xf32>
+  %sm3 = graph.where %m, %s3, %low : (tensor<2x1x1x4xi1>, tensor<2x2x4x4xf32>, tensor<f32>) -> tensor<2x2x4x4xf32>
+  %p3 = graph.softmax %sm3 {axis = -1} : tensor<2x2x4x4xf32>
+  %o3 = graph.matmul %p3, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  func.return %o, %o2, %o3 : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// Llama: grouped-query attention with transformers' repeat_kv on k and v (2 kv heads, 4
+// query heads); repeat_kv is removed, and v keeps its head transpose (BNSD on a tie).
+// CHECK-LABEL: func.func @gqa_repeat_kv
+// CHECK-NEXT:    %[[V:.*]] = graph.transpose %v {perm = [0, 2, 1, 3]} : tensor<2x6x2x8xf32> -> tensor<2x2x6x8xf32>
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %[[V]] {causal = false, layout = "BNSD", scale = 0.35355338454246521} : (tensor<2x4x6x8xf32>, tensor<2x2x6x8xf32>, tensor<2x2x6x8xf32>) -> tensor<2x4x6x8xf32>
+// CHECK-NEXT:    %[[T:.*]] = graph.transpose %[[A]] {perm = [0, 2, 1, 3]}
+// CHECK-NEXT:    func.return %[[T]]
+func.func @gqa_repeat_kv(%q: tensor<2x4x6x8xf32>, %k: tensor<2x2x6x8xf32>, %v: tensor<2x6x2x8xf32>) -> tensor<2x6x4x8xf32> {
+  %k5 = graph.reshape %k {shape = [2, 2, 1, 6, 8]} : tensor<2x2x6x8xf32> -> tensor<2x2x1x6x8xf32>
+  %ke = graph.expand %k5 {shape = [2, 2, 2, 6, 8]} : tensor<2x2x1x6x8xf32> -> tensor<2x2x2x6x8xf32>
+  %kr = graph.reshape %ke {shape = [2, 4, 6, 8]} : tensor<2x2x2x6x8xf32> -> tensor<2x4x6x8xf32>
+  %vt = graph.transpose %v {perm = [0, 2, 1, 3]} : tensor<2x6x2x8xf32> -> tensor<2x2x6x8xf32>
+  %v5 = graph.reshape %vt {shape = [2, 2, 1, 6, 8]} : tensor<2x2x6x8xf32> -> tensor<2x2x1x6x8xf32>
+  %ve = graph.expand %v5 {shape = [2, 2, 2, 6, 8]} : tensor<2x2x1x6x8xf32> -> tensor<2x2x2x6x8xf32>
+  %vr = graph.reshape %ve {shape = [2, 4, 6, 8]} : tensor<2x2x2x6x8xf32> -> tensor<2x4x6x8xf32>
+  %kt = graph.transpose %kr {perm = [0, 1, 3, 2]} : tensor<2x4x6x8xf32> -> tensor<2x4x8x6xf32>
+  %s = graph.matmul %q, %kt : (tensor<2x4x6x8xf32>, tensor<2x4x8x6xf32>) -> tensor<2x4x6x6xf32>
+  %c = graph.constant dense<0.353553385> : tensor<f32>
+  %ss = graph.mul %s, %c : (tensor<2x4x6x6xf32>, tensor<f32>) -> tensor<2x4x6x6xf32>
+  %p = graph.softmax %ss {axis = -1} : tensor<2x4x6x6xf32>
+  %o = graph.matmul %p, %vr : (tensor<2x4x6x6xf32>, tensor<2x4x6x8xf32>) -> tensor<2x4x6x8xf32>
+  %ot = graph.transpose %o {perm = [0, 2, 1, 3]} : tensor<2x4x6x8xf32> -> tensor<2x6x4x8xf32>
+  func.return %ot : tensor<2x6x4x8xf32>
+}
+
+// -----
+
+// A padding mask over the keys that MatMulBiasAddFusionPass folded into Q·Kᵀ as a bias
+// is the additive mask (the scale is on q).
+// CHECK-LABEL: func.func @qk_bias_mask
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v, %b {causal = false, layout = "BNSD", scale = 2.500000e-01}
+// CHECK-NEXT:    func.return %[[A]]
+func.func @qk_bias_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %b: tensor<4xf32>) -> tensor<2x2x4x8xf32> {
+  %c = graph.constant dense<0.25> : tensor<f32>
+  %qs = graph.mul %q, %c : (tensor<2x2x4x8xf32>, tensor<f32>) -> tensor<2x2x4x8xf32>
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<2x2x4x8xf32> -> tensor<2x2x8x4xf32>
+  %s = graph.matmul %qs, %kt, %b : (tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>, tensor<4xf32>) -> tensor<2x2x4x4xf32>
+  %p = graph.softmax %s {axis = -1} : tensor<2x2x4x4xf32>
+  %o = graph.matmul %p, %v : (tensor<2x2x4x4xf32>, tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  func.return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// BSND inputs but a BNSD result: BSND, and one transpose back.
+// CHECK-LABEL: func.func @bsnd_inputs_bnsd_result
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v {causal = false, layout = "BSND", scale = 1.000000e+00} : tensor<1x5x2x8xf32>
+// CHECK-NEXT:    %[[T:.*]] = graph.transpose %[[A]] {perm = [0, 2, 1, 3]} : tensor<1x5x2x8xf32> -> tensor<1x2x5x8xf32>
+// CHECK-NEXT:    func.return %[[T]]
+func.func @bsnd_inputs_bnsd_result(%q: tensor<1x5x2x8xf32>, %k: tensor<1x5x2x8xf32>, %v: tensor<1x5x2x8xf32>) -> tensor<1x2x5x8xf32> {
+  %qt = graph.transpose %q {perm = [0, 2, 1, 3]} : tensor<1x5x2x8xf32> -> tensor<1x2x5x8xf32>
+  %kt = graph.transpose %k {perm = [0, 2, 3, 1]} : tensor<1x5x2x8xf32> -> tensor<1x2x8x5xf32>
+  %vt = graph.transpose %v {perm = [0, 2, 1, 3]} : tensor<1x5x2x8xf32> -> tensor<1x2x5x8xf32>
+  %s = graph.matmul %qt, %kt : (tensor<1x2x5x8xf32>, tensor<1x2x8x5xf32>) -> tensor<1x2x5x5xf32>
+  %p = graph.softmax %s {axis = -1} : tensor<1x2x5x5xf32>
+  %o = graph.matmul %p, %vt : (tensor<1x2x5x5xf32>, tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32>
+  func.return %o : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// The torch frontend's guard for fully masked rows is absorbed when a constant mask
+// masks no row fully (the guard never fires).
+// CHECK-LABEL: func.func @guard_constant_mask
+// CHECK-NEXT:    %m = graph.constant
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v, %m {causal = false, layout = "BNSD", scale = 1.000000e+00}
+// CHECK-NEXT:    func.return %[[A]]
+func.func @guard_constant_mask(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>, %v: tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32> {
+  %m = graph.constant dense<[[true, true, false], [false, true, false], [true, false, true]]> : tensor<3x3xi1>
+  %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
+  %zero = graph.constant dense<0.0> : tensor<f32>
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x1x3x4xf32> -> tensor<1x1x4x3xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32>) -> tensor<1x1x3x3xf32>
+  %sm = graph.where %m, %s, %ninf : (tensor<3x3xi1>, tensor<1x1x3x3xf32>, tensor<f32>) -> tensor<1x1x3x3xf32>
+  %p = graph.softmax %sm {axis = 3} : tensor<1x1x3x3xf32>
+  %mx = graph.reduce_max %sm {axes = [3], keepdims = true} : tensor<1x1x3x3xf32> -> tensor<1x1x3x1xf32>
+  %dead = graph.equal %mx, %ninf : (tensor<1x1x3x1xf32>, tensor<f32>) -> tensor<1x1x3x1xi1>
+  %pg = graph.where %dead, %zero, %p : (tensor<1x1x3x1xi1>, tensor<f32>, tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+  %o = graph.matmul %pg, %v : (tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  func.return %o : tensor<1x1x3x4xf32>
+}
+
+// -----
+
+// Negative: the guard with a runtime mask. A fully masked row gives 0 through the guard
+// but NaN in graph.flash_attention, so nothing is fused.
+// CHECK-LABEL: func.func @guard_runtime_mask
+// CHECK-NOT:     graph.flash_attention
+// CHECK:         graph.softmax
+func.func @guard_runtime_mask(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>, %v: tensor<1x1x3x4xf32>, %m: tensor<3x3xi1>) -> tensor<1x1x3x4xf32> {
+  %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
+  %zero = graph.constant dense<0.0> : tensor<f32>
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x1x3x4xf32> -> tensor<1x1x4x3xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32>) -> tensor<1x1x3x3xf32>
+  %sm = graph.where %m, %s, %ninf : (tensor<3x3xi1>, tensor<1x1x3x3xf32>, tensor<f32>) -> tensor<1x1x3x3xf32>
+  %p = graph.softmax %sm {axis = 3} : tensor<1x1x3x3xf32>
+  %mx = graph.reduce_max %sm {axes = [3], keepdims = true} : tensor<1x1x3x3xf32> -> tensor<1x1x3x1xf32>
+  %dead = graph.equal %mx, %ninf : (tensor<1x1x3x1xf32>, tensor<f32>) -> tensor<1x1x3x1xi1>
+  %pg = graph.where %dead, %zero, %p : (tensor<1x1x3x1xi1>, tensor<f32>, tensor<1x1x3x3xf32>) -> tensor<1x1x3x3xf32>
+  %o = graph.matmul %pg, %v : (tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32>) -> tensor<1x1x3x4xf32>
+  func.return %o : tensor<1x1x3x4xf32>
+}
+
+// -----
+
+// Negatives: softmax over a non-last axis; scores used twice; scaled after the mask.
+// CHECK-LABEL: func.func @refusals
+// CHECK-NOT:     graph.flash_attention
+// CHECK-COUNT-3: graph.softmax
+func.func @refusals(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) {
+  %c = graph.constant dense<0.353553385> : tensor<f32>
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x4x8xf32> -> tensor<1x2x8x4xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = graph.softmax %s {axis = 2} : tensor<1x2x4x4xf32>
+  %o = graph.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %kt2 = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x4x8xf32> -> tensor<1x2x8x4xf32>
+  %s2 = graph.matmul %q, %kt2 : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %ss2 = graph.mul %s2, %c : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p2 = graph.softmax %ss2 {axis = -1} : tensor<1x2x4x4xf32>
+  %o2 = graph.matmul %p2, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %kt3 = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x4x8xf32> -> tensor<1x2x8x4xf32>
+  %s3 = graph.matmul %q, %kt3 : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %sm3 = graph.add %s3, %m : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %ss3 = graph.mul %sm3, %c : (tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p3 = graph.softmax %ss3 {axis = -1} : tensor<1x2x4x4xf32>
+  %o3 = graph.matmul %p3, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  func.return %o, %o2, %ss2, %o3 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Negatives: Kᵀ that is not a swap of the sequence and head-dim axes; two masks that
+// are not causal; a key that is not transposed by a transpose op.
+// CHECK-LABEL: func.func @more_refusals
+// CHECK-NOT:     graph.flash_attention
+// CHECK-COUNT-3: graph.softmax
+func.func @more_refusals(%q: tensor<1x2x4x8xf32>, %k: tensor<1x8x2x4xf32>, %k2: tensor<1x2x4x8xf32>, %kd: tensor<1x2x8x4xf32>, %v: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x4xf32>, %b: tensor<1x1x4x4xi1>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
+  %kt = graph.transpose %k {perm = [0, 2, 1, 3]} : tensor<1x8x2x4xf32> -> tensor<1x2x8x4xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = graph.softmax %s {axis = -1} : tensor<1x2x4x4xf32>
+  %o = graph.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %kt2 = graph.transpose %k2 {perm = [0, 1, 3, 2]} : tensor<1x2x4x8xf32> -> tensor<1x2x8x4xf32>
+  %s2 = graph.matmul %q, %kt2 : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %sm2 = graph.add %s2, %m : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %sw2 = graph.where %b, %sm2, %ninf : (tensor<1x1x4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %p2 = graph.softmax %sw2 {axis = -1} : tensor<1x2x4x4xf32>
+  %o2 = graph.matmul %p2, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %s3 = graph.matmul %q, %kd : (tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x4x4xf32>
+  %p3 = graph.softmax %s3 {axis = -1} : tensor<1x2x4x4xf32>
+  %o3 = graph.matmul %p3, %v : (tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  func.return %o, %o2, %o3 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}
+
+// -----
+
+// Not attention: softmax(x) @ w without a Q·Kᵀ matmul is left alone, without a refusal.
+// CHECK-LABEL: func.func @not_attention
+// CHECK-NEXT:    graph.softmax
+// CHECK-NEXT:    graph.matmul
+func.func @not_attention(%x: tensor<4x6xf32>, %w: tensor<6x3xf32>) -> tensor<4x3xf32> {
+  %p = graph.softmax %x {axis = -1} : tensor<4x6xf32>
+  %o = graph.matmul %p, %w : (tensor<4x6xf32>, tensor<6x3xf32>) -> tensor<4x3xf32>
+  func.return %o : tensor<4x3xf32>
+}
