@@ -1,4 +1,9 @@
-"""`afc run`: interpret a model on inputs from an .npz file and write the outputs."""
+"""`afc run`: interpret a model on inputs from an .npz file and write the outputs.
+
+With `--emulate`, every `buffer.launch` of buffer-level IR runs the generated Ascend C,
+compiled with g++ against afc's emulation of the API (autofusion/codegen/emulate.py);
+the rest of the module is interpreted as usual.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         metavar="SEED",
         help="run on random inputs drawn with this seed instead of --inputs",
+    )
+    p.add_argument(
+        "--emulate",
+        action="store_true",
+        help="run the kernels of buffer-level IR as generated Ascend C compiled with g++",
     )
 
 
@@ -52,7 +62,12 @@ def main(args: argparse.Namespace) -> int:
         inputs = read_npz(args.inputs)
     else:
         inputs = random_inputs(find_function(module, args.entry), args.random_inputs)
-    outputs = run_function(module, inputs, args.entry)
+    if args.emulate:
+        from autofusion.codegen.emulate import run_function_emulated
+
+        outputs = run_function_emulated(module, inputs, args.entry)
+    else:
+        outputs = run_function(module, inputs, args.entry)
     if args.output:
         write_npz(args.output, outputs)
     else:

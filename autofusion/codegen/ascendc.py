@@ -1,0 +1,1126 @@
+"""Ascend C from the buffer dialect (`afc-opt -t ascendc`, `emit_ascendc`).
+
+For every `buffer.kernel` the printer writes, in the CANN 8.x spelling (ascend.md 2.1):
+
+* `op_kernel/<kernel>.cpp`: the kernel class and its `extern "C" __global__ __aicore__`
+  entry (ascend.md 2.2, 2.5). The kernel's GM arguments become GlobalTensors, its
+  tiling scalars members filled from GET_TILING_DATA; `alloc_queue`/`alloc_buf` become
+  TQue/TBuf members given memory in Init; the ops around the tile loop become Process;
+  each `buffer.stage` becomes a CopyIn/Compute/CopyOut method whose parameters are the
+  values it uses from outside. Copies become DataCopy when their blocks are provably
+  32-byte multiples, else DataCopyPad (ascend.md 2.7); vector ops the count-form APIs
+  (2.8); `mmad` and the cube copies Mmad/LoadData/Fixpipe (2.10). Between pipes that
+  the queues do not order, SetFlag/WaitFlag pairs are inserted (2.9).
+* `op_host/<kernel>_tiling.h` and `op_host/<kernel>_tiling.cpp`: the tiling-data struct
+  and the host tiling function (ascendc_host.py).
+
+Every API name comes from a table (ascendc_api.py). An op the printer cannot express
+in correct Ascend C is a one-line error naming the op. With `debug`, each statement
+carries a comment naming the graph op and source location it came from. The output is
+deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import IO, ClassVar, cast
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.target import Target
+
+from autofusion import dtypes
+from autofusion.codegen.ascendc_analysis import Divisibility, plan_syncs, root_of, view_offset
+from autofusion.codegen.ascendc_api import API_TABLES, CANN8, CAST_PAIRS, VECTOR_TYPES, AscendCApi
+from autofusion.codegen.cpp_scalar import (
+    REL,
+    CppExpr,
+    CppWriter,
+    Namer,
+    ScalarPrinter,
+    camel,
+    describe_location,
+    float_literal,
+    ops_in,
+)
+from autofusion.diagnostics import UserError
+from autofusion.dialects import buffer
+from autofusion.hardware import ChipSpec, get_chip
+
+# names the generated code uses itself; no value gets them
+RESERVED = frozenset(
+    {"pipe", "tiling", "workspace", "tilingData", "tilingGm", "op", "Init", "Process", "afc"}
+)
+
+
+def _element(value: SSAValue) -> Attribute:
+    return cast(MemRefType, value.type).element_type
+
+
+def _type_name(t: Attribute) -> str:
+    return dtypes.type_name(t)
+
+
+def _width(value: SSAValue) -> int:
+    return dtypes.byte_width(_element(value))
+
+
+def _cast(text: str, ctype: str) -> str:
+    """`static_cast<ctype>(text)`, or the literal itself."""
+    return text if text.lstrip("-").isdigit() else f"static_cast<{ctype}>({text})"
+
+
+def _where(op: Operation) -> str:
+    loc = describe_location(op.location)
+    return f"{op.name} ({loc})" if loc else op.name
+
+
+def tiling_field_names(kernel: buffer.KernelOp) -> list[str]:
+    """C++ names of the kernel's tiling scalars (struct fields, Init parameters, members)."""
+    namer = Namer(RESERVED)
+    return [namer.fresh(arg.name_hint, "param") for arg in kernel.tiling_args]
+
+
+def workspace_fields(kernel: buffer.KernelOp) -> list[int]:
+    """Tiling-scalar indices of the byte counts of the kernel's GM workspaces, in order.
+
+    The workspaces lie one after another in the user workspace, each starting at a
+    512-byte boundary (the GM alignment for full bandwidth, ascend.md 1.5)."""
+    args = list(kernel.tiling_args)
+    return [
+        args.index(op.bytes) for op in kernel.body.block.ops if isinstance(op, buffer.WorkspaceOp)
+    ]
+
+
+def entry_name(kernel: buffer.KernelOp) -> str:
+    """The C++ name of the kernel's entry function (the kernel's symbol, sanitized)."""
+    return Namer(RESERVED).fresh(kernel.sym_name.data, "kernel")
+
+
+def gm_param_names(kernel: buffer.KernelOp, taken: list[str]) -> list[str]:
+    """C++ names of the kernel's GM_ADDR parameters."""
+    namer = Namer(RESERVED | set(taken))
+    n_in = kernel.num_inputs.value.data
+    return [
+        namer.fresh(arg.name_hint, "x" if i < n_in else "y") for i, arg in enumerate(kernel.gm_args)
+    ]
+
+
+@dataclass
+class _Stage:
+    """A buffer.stage printed as a method: its name and parameters."""
+
+    name: str
+    params: list[SSAValue]
+
+
+class KernelPrinter(ScalarPrinter):
+    """Prints one buffer.kernel as an Ascend C kernel source file."""
+
+    INLINE_OPS: ClassVar[tuple[type[Operation], ...]] = (
+        *ScalarPrinter.INLINE_OPS,
+        buffer.ViewOp,
+        buffer.BlockIdxOp,
+        buffer.BlockNumOp,
+    )
+
+    def __init__(
+        self, kernel: buffer.KernelOp, facts: Divisibility, api: AscendCApi, debug: bool
+    ) -> None:
+        self.kernel = kernel
+        self.api = api
+        self.debug = debug
+        self.facts = facts
+        self.chip: ChipSpec = get_chip(kernel.chip.data)
+        self.kernel_name = kernel.sym_name.data
+        self.op_type = camel(self.kernel_name)
+        self.class_name = f"Kernel{self.op_type}"
+        self.tiling_struct = f"{self.op_type}TilingData"
+        self.fields = tiling_field_names(kernel)
+        self.gm_params = gm_param_names(kernel, self.fields)
+        namer = Namer(RESERVED | set(self.fields) | set(self.gm_params) | {self.class_name})
+        super().__init__(namer, api.method_qualifiers)
+        self.entry_name = entry_name(kernel)
+        self.syncs = plan_syncs(kernel)
+        self.members: list[str] = []
+        self.init_ops: set[Operation] = set()
+        self.stages: dict[buffer.StageOp, _Stage] = {}
+        # L1/L0C buffer (or queue) -> (rows, row stride) of the fractal matrix it holds
+        self.nz: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
+        self.workspaces: list[buffer.WorkspaceOp] = []
+        self.stage_order: list[buffer.StageOp] = []
+
+    # ---- the file -----------------------------------------------------------------------
+
+    def print(self) -> str:
+        self._validate()
+        self.find_dead(ops_in(self.kernel))
+        self._classify()
+        self.decide_inlining(ops_in(self.kernel))
+        self._plan_stages()
+        init = self._method_text(self._emit_init)
+        process = self._method_text(self._emit_process)
+        stages = [self._method_text(partial(self._emit_stage, s)) for s in self.stage_order]
+
+        w = CppWriter()
+        k = self.kernel
+        w.line(
+            f"// op_kernel/{self.kernel_name}.cpp: Ascend C kernel @{self.kernel_name} "
+            f'(template "{k.template.data}", {self.chip.name}, {k.core_type.data}), generated by afc'
+        )
+        w.line(f'#include "{self.api.include}"')
+        w.line()
+        w.line(f"using namespace {self.api.namespace};")
+        w.line()
+        helpers = self.helper_text()
+        if helpers:
+            w.lines.extend(helpers)
+            w.line()
+        w.line(f"class {self.class_name} {{")
+        w.line("public:")
+        w.level += 1
+        w.line(f"{self.api.method_qualifiers} {self.class_name}() {{}}")
+        w.lines.extend(init)
+        w.lines.extend(process)
+        w.level -= 1
+        if stages:
+            w.line()
+            w.line("private:")
+            w.level += 1
+            for text in stages:
+                w.lines.extend(text)
+            w.level -= 1
+        w.line()
+        w.line("private:")
+        w.level += 1
+        for member in self.members:
+            w.line(member)
+        w.level -= 1
+        w.line("};")
+        w.line()
+        self._emit_entry(w)
+        return w.text() + "\n"
+
+    def _method_text(self, emit: Callable[[], None]) -> list[str]:
+        saved = self.w
+        self.w = CppWriter()
+        self.w.level = 1
+        emit()
+        lines = self.w.lines
+        self.w = saved
+        return lines
+
+    # ---- checks ----------------------------------------------------------------------------
+
+    def _validate(self) -> None:
+        k = self.kernel
+        if k.core_type.data not in buffer.KernelOp.CORE_TYPES:
+            raise UserError(f"kernel @{self.kernel_name}: unknown core_type {k.core_type.data!r}")
+        for op in k.walk():
+            for v in (*op.operands, *op.results):
+                bf16 = isinstance(v.type, MemRefType) and _type_name(_element(v)) == "bf16"
+                if bf16 and not self.chip.bf16:
+                    raise UserError(
+                        f"kernel @{self.kernel_name}: {_where(op)} uses bf16, which "
+                        f"{self.chip.name} does not have"
+                    )
+        for op in k.walk():
+            if isinstance(op, buffer.WorkspaceOp) and op.parent is not k.body.block:
+                raise UserError(f"{_where(op)}: a workspace is declared at the kernel's top level")
+        if k.core_type.data == "mix" and self.chip.mode == "split":
+            raise UserError(
+                f"kernel @{self.kernel_name}: a mixed cube + vector kernel on {self.chip.name} runs "
+                "its cube stage on the AIC and the other stages on the AIVs; the printer would need "
+                "ASCEND_IS_AIC/ASCEND_IS_AIV sections, CrossCoreSetFlag/CrossCoreWaitFlag between "
+                "the stages and the AIVs' sub-block index, which the buffer IR does not state yet"
+            )
+        self._check_masks()
+
+    def _check_masks(self) -> None:
+        """Compare writes a bitmask (ascend.md 2.8): the IR's byte-per-element mask may be
+        read only by Select, which reads the same bitmask."""
+        masks = {root_of(op.dst) for op in self.kernel.walk() if isinstance(op, buffer.VCompareOp)}
+        for op in self.kernel.walk():
+            if isinstance(op, buffer.VCompareOp | buffer.ViewOp):
+                continue
+            for i, v in enumerate(op.operands):
+                if not isinstance(v.type, MemRefType) or root_of(v) not in masks:
+                    continue
+                if isinstance(op, buffer.VSelectOp) and i == 1:
+                    continue
+                raise UserError(
+                    f"{_where(op)} reads a buffer.vcompare mask: Ascend C's Compare "
+                    "writes a bitmask that only Select can read"
+                )
+
+    # ---- what goes where -------------------------------------------------------------------
+
+    def _classify(self) -> None:
+        """Split the entry block into Init (allocations and what their sizes need) and
+        Process; make the values both use class members."""
+        entry = self.kernel.body.block
+        allocs = [op for op in entry.ops if isinstance(op, buffer.AllocQueueOp | buffer.AllocBufOp)]
+        for op in self.kernel.walk():
+            if isinstance(op, buffer.AllocQueueOp | buffer.AllocBufOp) and op.parent is not entry:
+                raise UserError(
+                    f"{_where(op)}: buffers are allocated once, at the kernel's top level "
+                    "(TPipe::InitBuffer in Init)"
+                )
+        init: set[Operation] = set(allocs)
+        work: list[Operation] = list(allocs)
+        while work:
+            for v in work.pop().operands:
+                owner = v.owner
+                if not isinstance(owner, Operation) or owner in init:
+                    continue
+                if not (self.is_pure_expression(owner) or isinstance(owner, arith.ConstantOp)):
+                    raise UserError(
+                        f"{_where(owner)}: a buffer size depends on it, but only index "
+                        "arithmetic can run in Init"
+                    )
+                init.add(owner)
+                work.append(owner)
+        self.init_ops = init
+
+        names = dict(zip(self.kernel.tiling_args, self.fields))
+        for arg, name in names.items():
+            self.bound[arg] = CppExpr(name)
+            self.members.append(f"int64_t {name};")
+        for arg, param in zip(self.kernel.gm_args, self.gm_params):
+            member = self.namer.fresh(f"{param}Gm")
+            self.bound[arg] = CppExpr(member)
+            self.members.append(f"{self.api.global_tensor}<{self._ctype(_element(arg))}> {member};")
+        self.members.insert(0, f"{self.api.pipe} pipe;")
+        self.workspaces = [op for op in entry.ops if isinstance(op, buffer.WorkspaceOp)]
+        for op in self.workspaces:
+            member = self.namer.fresh(f"{op.result.name_hint or 'workspace'}Gm")
+            self.bound[op.result] = CppExpr(member)
+            self.members.append(
+                f"{self.api.global_tensor}<{self._ctype(_element(op.result))}> {member};"
+            )
+        for op in entry.ops:
+            if isinstance(op, buffer.AllocQueueOp):
+                name = self.name(op.queue, "que")
+                self.bound[op.queue] = CppExpr(name)
+                pos = self._position(op, op.position)
+                self.members.append(f"{self.api.queue}<{pos}, {op.buffers.value.data}> {name};")
+            elif isinstance(op, buffer.AllocBufOp):
+                name = self.name(op.buffer, "buf")
+                self.bound[op.buffer] = CppExpr(name)
+                pos = self._position(op, op.position.data)
+                self.members.append(f"{self.api.tbuf}<{pos}> {name}Buf;")
+                self.namer.taken.add(f"{name}Buf")
+                elt = self._ctype(_element(op.buffer))
+                self.members.append(f"{self.api.local_tensor}<{elt}> {name};")
+            elif op in init and not isinstance(op, arith.ConstantOp):
+                result = op.results[0]
+                if any(self._entry_ancestor(u) not in init for u in self.live_uses(result)):
+                    name = self.name(result)
+                    self.bound[result] = CppExpr(name)
+                    self.members.append(f"{self.cpp_type(result.type)} {name};")
+
+    def _entry_ancestor(self, op: Operation) -> Operation:
+        entry = self.kernel.body.block
+        while op.parent is not entry:
+            parent = op.parent_op()
+            assert parent is not None
+            op = parent
+        return op
+
+    def may_inline(self, op: Operation, user: Operation) -> bool:
+        if user.parent_block() is not op.parent_block():
+            return False
+        if op.parent is self.kernel.body.block:
+            return (op in self.init_ops) == (user in self.init_ops)
+        return True
+
+    def _plan_stages(self) -> None:
+        counts: dict[str, int] = {}
+        method = {"copy_in": "CopyIn", "compute": "Compute", "copy_out": "CopyOut"}
+        for op in self.kernel.walk():
+            if not isinstance(op, buffer.StageOp):
+                continue
+            base = method.get(op.stage.data, camel(op.stage.data))
+            counts[base] = counts.get(base, 0) + 1
+            name = base if counts[base] == 1 else f"{base}{counts[base]}"
+            self.namer.taken.add(name)
+            params: list[SSAValue] = []
+            for inner in ops_in(op):
+                if inner in self.dead:
+                    continue
+                for v in inner.operands:
+                    if v in self.bound or v in params or isinstance(v.owner, arith.ConstantOp):
+                        continue
+                    owner = v.owner if isinstance(v.owner, Operation) else v.owner.parent_op()
+                    if owner is not None and op.is_ancestor(owner):
+                        continue
+                    params.append(v)
+            self.stages[op] = _Stage(name, params)
+            self.stage_order.append(op)
+
+    # ---- types -----------------------------------------------------------------------------
+
+    def _ctype(self, element: Attribute) -> str:
+        name = _type_name(element)
+        if name not in self.api.types:
+            raise UserError(f"element type {element} has no Ascend C type")
+        return self.api.types[name]
+
+    def cpp_type(self, t: Attribute) -> str:
+        if isinstance(t, MemRefType):
+            tensor = self.api.global_tensor if buffer.space_of(t) == "gm" else self.api.local_tensor
+            return f"{tensor}<{self._ctype(t.element_type)}>"
+        return super().cpp_type(t)
+
+    def _position(self, op: Operation, position: str) -> str:
+        if position not in self.api.positions:
+            raise UserError(f"{_where(op)}: position {position} has no Ascend C TPosition")
+        return self.api.positions[position]
+
+    # ---- expressions -----------------------------------------------------------------------
+
+    def render_op(self, op: Operation) -> CppExpr:
+        if isinstance(op, buffer.ViewOp):
+            return CppExpr(f"{self.expr(op.base).at(100)}[{self.expr(op.offset).text}]")
+        if isinstance(op, buffer.BlockIdxOp):
+            return CppExpr(f"{self.api.block_idx}()")
+        if isinstance(op, buffer.BlockNumOp):
+            return CppExpr(f"{self.api.block_num}()")
+        return super().render_op(op)
+
+    def e(self, value: SSAValue) -> str:
+        return self.expr(value).text
+
+    def comment(self, op: Operation) -> str | None:
+        if not self.debug:
+            return None
+        return describe_location(op.location) or None
+
+    # ---- methods -----------------------------------------------------------------------------
+
+    def _emit_init(self) -> None:
+        params = [f"{self.api.gm_addr} {p}" for p in self.gm_params]
+        if self.workspaces:
+            params.append(f"{self.api.gm_addr} userWorkspace")
+        params += [f"int64_t {f}" for f in self.fields]
+        with self.w.function(f"{self.api.method_qualifiers} void Init({', '.join(params)})"):
+            for f in self.fields:
+                self.w.line(f"this->{f} = {f};")
+            for arg, param in zip(self.kernel.gm_args, self.gm_params):
+                t = self._ctype(_element(arg))
+                self.w.line(
+                    f"{self.e(arg)}.{self.api.set_global_buffer}"
+                    f"(({self.api.gm_qualifier} {t}*){param});"
+                )
+            offset = ""
+            for op in self.workspaces:
+                t = self._ctype(_element(op.result))
+                base = f"userWorkspace + {offset}" if offset else "userWorkspace"
+                self.w.line(
+                    f"{self.e(op.result)}.{self.api.set_global_buffer}"
+                    f"(({self.api.gm_qualifier} {t}*)({base}));",
+                    self.comment(op),
+                )
+                step = f"({self.e(op.bytes)} + 511) / 512 * 512"
+                offset = f"{offset} + {step}" if offset else step
+            for op in self.kernel.body.block.ops:
+                if op in self.init_ops and op not in self.inlined and op not in self.dead:
+                    self.statement(op)
+
+    def _emit_process(self) -> None:
+        with self.w.function(f"{self.api.method_qualifiers} void Process()"):
+            for op in self.kernel.body.block.ops:
+                if op in self.init_ops or op in self.inlined or op in self.dead:
+                    continue
+                self.statement(op)
+
+    def _emit_stage(self, stage: buffer.StageOp) -> None:
+        info = self.stages[stage]
+        params = []
+        for v in info.params:
+            t = self.cpp_type(v.type)
+            ref = "&" if isinstance(v.type, MemRefType) else ""
+            params.append(f"{t}{ref} {self.name(v)}")
+        head = f"{self.api.method_qualifiers} void {info.name}({', '.join(params)})"
+        with self.w.function(head):
+            self.emit_block(stage.body.block)
+
+    def _emit_entry(self, w: CppWriter) -> None:
+        params = [f"{self.api.gm_addr} {p}" for p in self.gm_params]
+        params += [f"{self.api.gm_addr} workspace", f"{self.api.gm_addr} tiling"]
+        kernel_type = self.api.kernel_type(self.chip, self.kernel.core_type.data)
+        with w.function(f"{self.api.entry_qualifiers} void {self.entry_name}({', '.join(params)})"):
+            w.line(f"{self.api.kernel_type_macro}({kernel_type});")
+            if self.api.has_get_tiling_data(self.chip):
+                w.line(f"{self.api.get_tiling_data}(tilingData, tiling);")
+                values = [f"tilingData.{f}" for f in self.fields]
+            else:
+                # GET_TILING_DATA does not exist on this chip (ascend.md 2.6): the int64
+                # fields are read from GM by the scalar unit
+                w.line(f"{self.api.global_tensor}<int64_t> tilingGm;")
+                w.line(
+                    f"tilingGm.{self.api.set_global_buffer}(({self.api.gm_qualifier} int64_t*)tiling);"
+                )
+                values = [f"tilingGm.{self.api.get_value}({i})" for i in range(len(self.fields))]
+            ws = []
+            if self.workspaces:
+                w.line(f"{self.api.gm_addr} userWorkspace = {self.api.user_workspace}(workspace);")
+                ws = ["userWorkspace"]
+            w.line(f"{self.class_name} op;")
+            w.line(f"op.Init({', '.join([*self.gm_params, *ws, *values])});")
+            w.line("op.Process();")
+
+    # ---- statements --------------------------------------------------------------------------
+
+    HANDLERS: ClassVar[dict[type[Operation], str]] = {
+        buffer.AllocQueueOp: "emit_alloc_queue",
+        buffer.AllocBufOp: "emit_alloc_buf",
+        buffer.QueueAllocOp: "emit_queue_alloc",
+        buffer.EnqueOp: "emit_enque",
+        buffer.DequeOp: "emit_deque",
+        buffer.QueueFreeOp: "emit_queue_free",
+        buffer.StageOp: "emit_stage_call",
+        buffer.CopyOp: "emit_copy",
+        buffer.VBinaryOp: "emit_vbinary",
+        buffer.VUnaryOp: "emit_vunary",
+        buffer.VScalarOp: "emit_vscalar",
+        buffer.VDupOp: "emit_vdup",
+        buffer.VCastOp: "emit_vcast",
+        buffer.VReduceOp: "emit_vreduce",
+        buffer.VCompareOp: "emit_vcompare",
+        buffer.VSelectOp: "emit_vselect",
+        buffer.GetValueOp: "emit_get_value",
+        buffer.SetValueOp: "emit_set_value",
+        buffer.MmadOp: "emit_mmad",
+        buffer.ReturnOp: "emit_return",
+        buffer.WorkspaceOp: "emit_return",
+        buffer.Im2colOp: "emit_im2col",
+    }
+
+    def statement(self, op: Operation) -> None:
+        self._emit_syncs(op)
+        handler = self.HANDLERS.get(type(op))
+        if handler is not None:
+            getattr(self, handler)(op)
+        elif isinstance(op, func.ReturnOp | buffer.LaunchOp | buffer.DimOp | buffer.KernelOp):
+            raise UserError(f"{_where(op)} cannot appear inside a buffer.kernel")
+        else:
+            try:
+                super().statement(op)
+            except UserError as e:
+                if e.message.startswith(op.name):
+                    raise UserError(
+                        f"{_where(op)}: afc's Ascend C printer has no translation for this op"
+                    ) from e
+                raise
+
+    def line(self, op: Operation, text: str) -> None:
+        self.w.line(text, self.comment(op))
+
+    def _emit_syncs(self, op: Operation) -> None:
+        """SetFlag/WaitFlag before `op` for the pipe pairs the plan needs (ascend.md 2.9)."""
+        for src, dst in self.syncs.get(op, []):
+            if (src, dst) not in self.api.hard_events:
+                self.line(op, f"{self.api.pipe_barrier_all}();")
+                continue
+            event = f"{self.api.hard_event}::{src}_{dst}"
+            var = self.namer.fresh(f"eventId{src.capitalize()}To{dst.capitalize()}")
+            self.line(
+                op,
+                f"{self.api.event_type} {var} = static_cast<{self.api.event_type}>"
+                f"(pipe.{self.api.fetch_event_id}({event}));",
+            )
+            self.line(op, f"{self.api.set_flag}<{event}>({var});")
+            self.line(op, f"{self.api.wait_flag}<{event}>({var});")
+
+    def emit_return(self, op: Operation) -> None:
+        pass  # the end of Process; a workspace's GlobalTensor is set in Init
+
+    def emit_im2col(self, op: Operation) -> None:
+        raise UserError(
+            f"{_where(op)}: LoadData3DV2 (im2col) is not printed yet: its NC1HWC0 feature-map "
+            "layout in L1 and its padding parameters are not modelled by the emulator"
+        )
+
+    def emit_alloc_queue(self, op: buffer.AllocQueueOp) -> None:
+        self.line(
+            op,
+            f"pipe.{self.api.init_buffer}({self.e(op.queue)}, {op.buffers.value.data}, "
+            f"{self.e(op.bytes)});",
+        )
+
+    def emit_alloc_buf(self, op: buffer.AllocBufOp) -> None:
+        name = self.e(op.buffer)
+        elt = self._ctype(_element(op.buffer))
+        self.line(op, f"pipe.{self.api.init_buffer}({name}Buf, {self.e(op.bytes)});")
+        self.line(op, f"{name} = {name}Buf.{self.api.tbuf_get}<{elt}>();")
+
+    def emit_queue_alloc(self, op: buffer.QueueAllocOp) -> None:
+        t = self.cpp_type(op.tensor.type)
+        elt = self._ctype(_element(op.tensor))
+        name = self.name(op.tensor, "slot")
+        self.line(op, f"{t} {name} = {self.e(op.queue)}.{self.api.alloc_tensor}<{elt}>();")
+
+    def emit_enque(self, op: buffer.EnqueOp) -> None:
+        self.line(op, f"{self.e(op.queue)}.{self.api.enque}({self.e(op.tensor)});")
+
+    def emit_deque(self, op: buffer.DequeOp) -> None:
+        t = self.cpp_type(op.tensor.type)
+        elt = self._ctype(_element(op.tensor))
+        name = self.name(op.tensor, "slot")
+        self.line(op, f"{t} {name} = {self.e(op.queue)}.{self.api.deque}<{elt}>();")
+
+    def emit_queue_free(self, op: buffer.QueueFreeOp) -> None:
+        self.line(op, f"{self.e(op.queue)}.{self.api.free_tensor}({self.e(op.tensor)});")
+
+    def emit_stage_call(self, op: buffer.StageOp) -> None:
+        info = self.stages[op]
+        args = ", ".join(self.e(v) for v in info.params)
+        self.line(op, f"{info.name}({args});")
+
+    # ---- vector ----------------------------------------------------------------------------
+
+    def _require_types(self, op: Operation, api_name: str, values: list[SSAValue]) -> str:
+        """The common element type of `values`, checked against what `api_name` accepts."""
+        names = {_type_name(_element(v)) for v in values}
+        if len(names) != 1:
+            raise UserError(
+                f"{_where(op)}: {api_name} needs operands of one element type, got "
+                f"{', '.join(sorted(names))}"
+            )
+        (name,) = names
+        allowed = VECTOR_TYPES.get(api_name)
+        if allowed is not None and name not in allowed:
+            raise UserError(
+                f"{_where(op)}: {api_name} does not take {name} (it takes "
+                f"{', '.join(sorted(allowed))}; ascend.md 2.8)"
+            )
+        return name
+
+    def _scalar_arg(self, scalar: SSAValue, element: Attribute) -> str:
+        """A scalar operand in the tensor's element type (the API's `const T&`)."""
+        t = self._ctype(element)
+        value = self.expr(scalar)
+        if self.cpp_type(scalar.type) == t:
+            return value.text
+        return f"static_cast<{t}>({value.text})"
+
+    def emit_vbinary(self, op: buffer.VBinaryOp) -> None:
+        name = self.api.vector_binary[op.kind.data]
+        self._require_types(op, name, [op.dst, op.lhs, op.rhs])
+        args = ", ".join(self.e(v) for v in (op.dst, op.lhs, op.rhs, op.count))
+        self.line(op, f"{name}({args});")
+
+    def emit_vunary(self, op: buffer.VUnaryOp) -> None:
+        name = self.api.vector_unary[op.kind.data]
+        self._require_types(op, name, [op.dst, op.src])
+        self.line(op, f"{name}({self.e(op.dst)}, {self.e(op.src)}, {self.e(op.count)});")
+
+    def emit_vscalar(self, op: buffer.VScalarOp) -> None:
+        name = self.api.vector_scalar[op.kind.data]
+        self._require_types(op, name, [op.dst, op.src])
+        scalar = self._scalar_arg(op.scalar, _element(op.dst))
+        self.line(op, f"{name}({self.e(op.dst)}, {self.e(op.src)}, {scalar}, {self.e(op.count)});")
+
+    def emit_vdup(self, op: buffer.VDupOp) -> None:
+        self._require_types(op, "Duplicate", [op.dst])
+        scalar = self._scalar_arg(op.scalar, _element(op.dst))
+        self.line(op, f"{self.api.duplicate}({self.e(op.dst)}, {scalar}, {self.e(op.count)});")
+
+    def emit_vcast(self, op: buffer.VCastOp) -> None:
+        src, dst = _type_name(_element(op.src)), _type_name(_element(op.dst))
+        mode = op.round.data
+        allowed = CAST_PAIRS.get((src, dst))
+        if allowed is None or mode not in allowed:
+            raise UserError(
+                f"{_where(op)}: Cast from {src} to {dst} with round mode {mode!r} is not an "
+                "Ascend C Cast on A2 (ascend.md 2.8)"
+            )
+        self.line(
+            op,
+            f"{self.api.cast}({self.e(op.dst)}, {self.e(op.src)}, "
+            f"{self.api.round_modes[mode]}, {self.e(op.count)});",
+        )
+
+    def emit_vreduce(self, op: buffer.VReduceOp) -> None:
+        name = self.api.reduce[op.kind.data]
+        self._require_types(op, name, [op.dst, op.src, op.tmp])
+        args = ", ".join(self.e(v) for v in (op.dst, op.src, op.tmp, op.count))
+        extra = ", false" if op.kind.data != "sum" else ""
+        self.line(op, f"{name}({args}{extra});")
+
+    def emit_vcompare(self, op: buffer.VCompareOp) -> None:
+        self._require_types(op, "Compare", [op.lhs, op.rhs])
+        if _type_name(_element(op.dst)) not in ("i1", "i8"):
+            raise UserError(f"{_where(op)}: Compare writes its mask into a u8/i8 (or i1) buffer")
+        args = ", ".join(self.e(v) for v in (op.dst, op.lhs, op.rhs))
+        self.line(
+            op,
+            f"{self.api.compare}({args}, {self.api.compare_modes[op.kind.data]}, "
+            f"{self.e(op.count)});",
+        )
+
+    def emit_vselect(self, op: buffer.VSelectOp) -> None:
+        self._require_types(op, "Select", [op.dst, op.lhs, op.rhs])
+        if self.chip.arch == 1001:
+            raise UserError(
+                f"{_where(op)}: {self.chip.name} has only Select mode VSEL_CMPMASK_SPR "
+                "(ascend.md 2.8); tensor-tensor Select needs A2"
+            )
+        args = ", ".join(self.e(v) for v in (op.dst, op.mask, op.lhs, op.rhs))
+        self.line(
+            op,
+            f"{self.api.select}({args}, {self.api.select_tensor_mode}, {self.e(op.count)});",
+        )
+
+    def emit_get_value(self, op: buffer.GetValueOp) -> None:
+        if not self.live_uses(op.result):
+            return
+        t = self.cpp_type(op.result.type)
+        name = self.name(op.result)
+        self.line(op, f"{t} {name} = {self.e(op.source)}.{self.api.get_value}({self.e(op.index)});")
+
+    def emit_set_value(self, op: buffer.SetValueOp) -> None:
+        value = self._scalar_arg(op.value, _element(op.dest))
+        self.line(op, f"{self.e(op.dest)}.{self.api.set_value}({self.e(op.index)}, {value});")
+
+    # ---- data movement -----------------------------------------------------------------------
+
+    def emit_copy(self, op: buffer.CopyOp) -> None:
+        path = op.path
+        if op.relu is not None and path != ("l0c", "gm"):
+            raise UserError(f"{_where(op)}: relu on the fly exists only on l0c -> gm")
+        if path != ("l0c", "gm") and _element(op.source) != _element(op.dest):
+            raise UserError(
+                f"{_where(op)}: copies {_type_name(_element(op.source))} into "
+                f"{_type_name(_element(op.dest))}; DataCopy moves bytes unchanged"
+            )
+        if path in (("gm", "ub"), ("ub", "gm")):
+            self._copy_gm_ub(op)
+        elif path == ("ub", "ub"):
+            self._copy_ub_ub(op)
+        elif path in (("gm", "l1"), ("ub", "l1")):
+            self._copy_nd2nz(op)
+        elif path in (("l1", "l0a"), ("l1", "l0b")):
+            self._load_data(op)
+        elif path == ("l0c", "gm"):
+            self._fixpipe(op)
+        else:
+            raise UserError(
+                f"{_where(op)}: afc's Ascend C printer has no copy {path[0]} -> {path[1]} "
+                "(on coupled chips CO1 -> CO2 moves Nz fractals, which the IR's row-major "
+                "UB view cannot express)"
+            )
+
+    def _aligned(self, value: SSAValue, width: int) -> bool:
+        """Whether `value` elements of `width` bytes are a provable multiple of 32 bytes."""
+        return self.facts.multiple_of(value, 32 // math.gcd(width, 32))
+
+    def _copy_gm_ub(self, op: buffer.CopyOp) -> None:
+        """GM <-> UB: DataCopy for 32-byte multiples, DataCopyPad otherwise (ascend.md 2.7)."""
+        w = _width(op.dest)
+        to_ub = op.path == ("gm", "ub")
+        gm_stride, ub_stride = (
+            (op.src_stride, op.dst_stride) if to_ub else (op.dst_stride, op.src_stride)
+        )
+        one = self.facts.exact(op.blocks) == 1
+        length_ok = self._aligned(op.length, w)
+        ub_ok = one or self._aligned(ub_stride, w)
+        gm_ok = one or self._aligned(gm_stride, w)
+        dst, src, n = self.e(op.dest), self.e(op.source), self.e(op.length)
+        if length_ok and one:
+            self.line(op, f"{self.api.data_copy}({dst}, {src}, {n});")
+        elif length_ok and ub_ok and gm_ok:
+            self._copy_params(op, w)
+        elif self.chip.data_copy_pad:
+            pad = f"{self.api.pad_ext_params}<{self._ctype(_element(op.dest))}>{{false, 0, 0, 0}}"
+            tail = f", {pad});" if to_ub else ");"
+            length = _cast(self._scaled(op.length, w), "uint32_t")
+            if ub_ok:
+                params = self.namer.fresh("copyParams")
+                blocks = "1" if one else _cast(self.e(op.blocks), "uint16_t")
+                gm_gap = "0" if one else _cast(self._gap(gm_stride, op.length, w, 1), "uint32_t")
+                ub_gap = (
+                    "0" if one else _cast(self._ub_pad_gap(ub_stride, op.length, w), "uint32_t")
+                )
+                src_gap, dst_gap = (gm_gap, ub_gap) if to_ub else (ub_gap, gm_gap)
+                self.line(
+                    op,
+                    f"{self.api.copy_ext_params} {params}{{{blocks}, {length}, {src_gap}, "
+                    f"{dst_gap}, 0}};",
+                )
+                self.line(op, f"{self.api.data_copy_pad}({dst}, {src}, {params}{tail}")
+            else:
+                ext = f"{self.api.copy_ext_params}{{1, {length}, 0, 0, 0}}"
+                self._per_block(op, lambda d, s: f"{self.api.data_copy_pad}({d}, {s}, {ext}{tail}")
+        elif one:
+            # no DataCopyPad on this chip (ascend.md 2.7): the length must be a 32-byte
+            # multiple at run time, or DataCopy truncates it
+            self.line(op, f"{self.api.data_copy}({dst}, {src}, {n});")
+        else:
+            self._per_block(op, lambda d, s: f"{self.api.data_copy}({d}, {s}, {n});")
+
+    def _copy_params(self, op: buffer.CopyOp, w: int) -> None:
+        """The strided DataCopy: blocks of 32-byte units, gaps in 32-byte units."""
+        params = self.namer.fresh("copyParams")
+        fields = [
+            _cast(self.e(op.blocks), "uint16_t"),
+            _cast(self._scaled(op.length, w, 32), "uint16_t"),
+            _cast(self._gap(op.src_stride, op.length, w, 32), "uint16_t"),
+            _cast(self._gap(op.dst_stride, op.length, w, 32), "uint16_t"),
+        ]
+        self.line(op, f"{self.api.copy_params} {params}{{{', '.join(fields)}}};")
+        self.line(op, f"{self.api.data_copy}({self.e(op.dest)}, {self.e(op.source)}, {params});")
+
+    def _scaled(self, value: SSAValue, width: int, unit: int = 1) -> str:
+        """`value` elements of `width` bytes in `unit`-byte units, folded when static."""
+        exact = self.facts.exact(value)
+        if exact is not None:
+            return str(exact * width // unit)
+        text = f"{self.expr(value).at(80)} * {width}"
+        return text if unit == 1 else f"{text} / {unit}"
+
+    def _gap(self, stride: SSAValue, length: SSAValue, width: int, unit: int) -> str:
+        """(stride - length) elements in `unit`-byte units."""
+        s, n = self.facts.exact(stride), self.facts.exact(length)
+        if s is not None and n is not None:
+            return str((s - n) * width // unit)
+        diff = f"({self.expr(stride).at(71)} - {self.expr(length).at(71)}) * {width}"
+        return diff if unit == 1 else f"{diff} / {unit}"
+
+    def _ub_pad_gap(self, stride: SSAValue, length: SSAValue, width: int) -> str:
+        """The UB gap after a 32-byte padded block, in 32-byte blocks (ascend.md 2.7)."""
+        s, n = self.facts.exact(stride), self.facts.exact(length)
+        if s is not None and n is not None:
+            return str((s * width - -(-n * width // 32) * 32) // 32)
+        st, ln = self.expr(stride).at(80), self.expr(length).at(80)
+        return f"({st} * {width} - ({ln} * {width} + 31) / 32 * 32) / 32"
+
+    def _per_block(self, op: buffer.CopyOp, call: Callable[[str, str], str]) -> None:
+        """One copy per block: `for (i < blocks) call(dest[i * dst_stride], source[...])`."""
+        i = self.namer.fresh("i")
+        dst = f"{self.expr(op.dest).at(100)}[{i} * {self.expr(op.dst_stride).at(81)}]"
+        src = f"{self.expr(op.source).at(100)}[{i} * {self.expr(op.src_stride).at(81)}]"
+        blocks = self.expr(op.blocks)
+        with self.w.block(
+            f"for (int64_t {i} = 0; {i} < {blocks.at(REL + 1)}; ++{i})", self.comment(op)
+        ):
+            self.line(op, call(dst, src))
+
+    def _copy_ub_ub(self, op: buffer.CopyOp) -> None:
+        """UB -> UB: DataCopy on 32-byte multiples, else an exact vector copy (x * 1)."""
+        w = _width(op.dest)
+        one = self.facts.exact(op.blocks) == 1
+        n = self.e(op.length)
+        strides_ok = one or (self._aligned(op.src_stride, w) and self._aligned(op.dst_stride, w))
+        if self._aligned(op.length, w) and strides_ok:
+            if one:
+                self.line(op, f"{self.api.data_copy}({self.e(op.dest)}, {self.e(op.source)}, {n});")
+            else:
+                self._copy_params(op, w)
+            return
+        elt = _type_name(_element(op.dest))
+        muls = self.api.vector_scalar["muls"]
+        if elt not in VECTOR_TYPES[muls]:
+            raise UserError(
+                f"{_where(op)}: a UB copy of {elt} that is not a 32-byte multiple has no "
+                "Ascend C form (DataCopy truncates, Muls does not take the type)"
+            )
+        unit = (
+            float_literal(1.0, _element(op.dest)).text
+            if dtypes.is_float(_element(op.dest))
+            else f"static_cast<{self._ctype(_element(op.dest))}>(1)"
+        )
+        if one:
+            self.line(op, f"{muls}({self.e(op.dest)}, {self.e(op.source)}, {unit}, {n});")
+        else:
+            self._per_block(op, lambda d, s: f"{muls}({d}, {s}, {unit}, {n});")
+
+    # ---- cube path (ascend.md 2.10) --------------------------------------------------------------
+
+    def _whole(self, op: Operation, value: SSAValue, what: str) -> SSAValue:
+        """The buffer `value` is, which must be a whole buffer (no view offset)."""
+        offsets = view_offset(value)
+        if any(self.facts.exact(o) != 0 for o in offsets):
+            raise UserError(
+                f"{_where(op)}: the {what} must be a whole L1/L0 buffer, not a view into one "
+                "(fractal layouts have no element offsets)"
+            )
+        return root_of(value)
+
+    @staticmethod
+    def _layout_key(root: SSAValue) -> SSAValue:
+        """What a matrix layout belongs to: a queue for its slots (the tensor AllocTensor
+        returns and the one DeQue returns are the same buffer), else the buffer."""
+        owner = root.owner
+        if isinstance(owner, buffer.QueueAllocOp | buffer.DequeOp):
+            return owner.queue
+        return root
+
+    def _visible(self, op: Operation, value: SSAValue, what: str) -> CppExpr:
+        """`value` as an expression valid at `op` (a layout recorded elsewhere)."""
+        exact = self.facts.exact(value)
+        if exact is not None:
+            return CppExpr(str(exact))
+        method = self._method_of(op)
+        if value in self.bound or (
+            isinstance(method, buffer.StageOp) and value in self.stages[method].params
+        ):
+            return self.expr(value)
+        block = value.owner if isinstance(value.owner, Block) else value.owner.parent_block()
+        if self._method_of(value) is method and block is not None and block.is_ancestor(op):
+            return self.expr(value)
+        raise UserError(
+            f"{_where(op)}: the {what} of its fractal matrix is computed in another stage; "
+            "pass it as a tiling scalar"
+        )
+
+    def _fractals(self, op: Operation, rows: SSAValue, rows_of_16: bool = False) -> str:
+        """ceil(rows / 16) (fractal rows), or rows rounded up to 16; folded when static."""
+        exact = self.facts.exact(rows)
+        if exact is not None:
+            n = -(-exact // 16)
+            return str(n * 16 if rows_of_16 else n)
+        text = f"({self._visible(op, rows, 'row count').at(70)} + 15) / 16"
+        return f"{text} * 16" if rows_of_16 else text
+
+    def _method_of(self, value: SSAValue | Operation) -> Operation:
+        """The buffer.stage (or the kernel) whose method prints `value`."""
+        node = value if isinstance(value, Operation) else value.owner
+        op = node if isinstance(node, Operation) else node.parent_op()
+        while op is not None and not isinstance(op, buffer.StageOp | buffer.KernelOp):
+            op = op.parent_op()
+        return cast(Operation, op)
+
+    def _layout(self, op: Operation, root: SSAValue, what: str) -> tuple[SSAValue, SSAValue]:
+        """(rows, row stride) of the fractal matrix in `root`, as the IR models it."""
+        key = self._layout_key(root)
+        if key not in self.nz:
+            raise UserError(
+                f"{_where(op)}: the {what} was not written by a copy or mmad in this kernel, "
+                "so its fractal layout is unknown"
+            )
+        return self.nz[key]
+
+    def _same(self, a: SSAValue, b: SSAValue) -> bool:
+        exact = self.facts.exact(a)
+        return a is b or (exact is not None and exact == self.facts.exact(b))
+
+    def _copy_nd2nz(self, op: buffer.CopyOp) -> None:
+        """GM/UB -> L1: a row-major [blocks x length] block lands as Nz fractals
+        (Nd2NzParams, ascend.md 2.10); the IR's row stride in L1 is kept for views."""
+        dst = self._whole(op, op.dest, "destination")
+        self.nz[self._layout_key(dst)] = (op.blocks, op.dst_stride)
+        p = self.namer.fresh("nd2nzParams")
+        rows = self.expr(op.blocks)
+        self.line(op, f"{self.api.nd2nz_params} {p};")
+        fields = [
+            ("ndNum", "1"),
+            ("nValue", rows.text),
+            ("dValue", self.e(op.length)),
+            ("srcNdMatrixStride", "0"),
+            ("srcDValue", self.e(op.src_stride)),
+            ("dstNzC0Stride", f"({rows.at(70)} + 15) / 16 * 16"),
+            ("dstNzNStride", "1"),
+            ("dstNzMatrixStride", "0"),
+        ]
+        for name, value in fields:
+            self.line(op, f"{p}.{name} = {value};")
+        self.line(op, f"{self.api.data_copy}({self.e(dst)}, {self.e(op.source)}, {p});")
+
+    def _load_data(self, op: buffer.CopyOp) -> None:
+        """L1 (Nz) -> L0A (Zz) or L0B (Zn), one fractal row (column) of the destination
+        per LoadData (ascend.md 1.5, 2.10). Zn is Nz with each fractal transposed; a
+        `transpose` copy reads the fractals of the transposed matrix instead."""
+        src_root = root_of(op.source)
+        rows_l1, stride_l1 = self._layout(op, src_root, "L1 source")
+        if not self._same(op.src_stride, stride_l1):
+            raise UserError(
+                f"{_where(op)}: reads L1 with a row stride other than the one it was "
+                "written with, which a fractal layout cannot express"
+            )
+        dst = self._whole(op, op.dest, "destination")
+        w = _width(op.dest)
+        c0 = 32 // w
+        to_b = op.path == ("l1", "l0b")
+        transpose = op.transpose is not None
+        if (to_b or transpose) and _type_name(_element(op.dest)) != "f16":
+            raise UserError(
+                f"{_where(op)}: this load needs LoadData's fractal transpose, which takes "
+                "half (and 16-bit integers) only (asc-devkit Load2D.md)"
+            )
+        m1_src = self.namer.fresh("srcFractalRows")
+        self.line(op, f"int64_t {m1_src} = {self._fractals(op, rows_l1)};")
+        start = "0"
+        if view_offset(op.source):
+            offset = self._offset_expr(op.source)
+            stride = self._visible(op, stride_l1, "row stride").at(80)
+            col_unit = 16 if (to_b or transpose) else c0
+            start = self.namer.fresh("startFractal")
+            self.line(
+                op,
+                f"int64_t {start} = ({offset} % {stride}) / {col_unit} * {m1_src} + "
+                f"({offset} / {stride}) / 16;",
+            )
+        # without transpose: one LoadData per 16 source rows, along the row's fractals;
+        # with: one per 16 source columns, down the column's fractals
+        outer_len, inner_len = (op.length, op.blocks) if transpose else (op.blocks, op.length)
+        inner_unit = 16 if (to_b or transpose) else c0
+        repeat = self.namer.fresh("fractals")
+        self.line(
+            op,
+            f"int64_t {repeat} = ({self.expr(inner_len).at(70)} + {inner_unit - 1}) / {inner_unit};",
+        )
+        outer = self.namer.fresh("k1" if to_b != transpose else "m1")
+        step = f"{outer} * {m1_src}" if transpose else outer
+        p = self.namer.fresh("loadParams")
+        head = f"for (int64_t {outer} = 0; {outer} < ({self.expr(outer_len).at(70)} + 15) / 16; ++{outer})"
+        with self.w.block(head, self.comment(op)):
+            self.line(op, f"{self.api.load2d_params} {p};")
+            self.line(op, f"{p}.startIndex = {step if start == '0' else f'{start} + {step}'};")
+            self.line(op, f"{p}.repeatTimes = {repeat};")
+            self.line(op, f"{p}.srcStride = {'1' if transpose else m1_src};")
+            self.line(op, f"{p}.ifTranspose = {'true' if to_b != transpose else 'false'};")
+            # one fractal is 512 bytes (ascend.md 1.5)
+            self.line(
+                op,
+                f"{self.api.load_data}({self.e(dst)}[{outer} * {repeat} * {512 // w}], "
+                f"{self.e(src_root)}, {p});",
+            )
+
+    def _offset_expr(self, value: SSAValue) -> str:
+        offsets = view_offset(value)
+        if not offsets:
+            return "0"
+        return "(" + " + ".join(self.expr(o).at(71) for o in offsets) + ")"
+
+    def emit_mmad(self, op: buffer.MmadOp) -> None:
+        c = self._whole(op, op.c, "C operand")
+        a = self._whole(op, op.a, "A operand")
+        b = self._whole(op, op.b, "B operand")
+        ta, tb, tc = (_type_name(_element(v)) for v in (op.a, op.b, op.c))
+        if (ta, tb, tc) not in (
+            ("f16", "f16", "f32"),
+            ("bf16", "bf16", "f32"),
+            ("i8", "i8", "i32"),
+        ):
+            raise UserError(
+                f"{_where(op)}: Mmad of {ta} x {tb} -> {tc} is not a cube type pair on A2 "
+                "(half/bf16 -> float, int8 -> int32; ascend.md 2.10)"
+            )
+        self.nz[self._layout_key(c)] = (op.m, op.n)
+        p = self.namer.fresh("mmadParams")
+        owner = op.accumulate.owner
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+            init = "false" if owner.value.value.data else "true"
+        else:
+            init = f"!{self.expr(op.accumulate).at(90)}"
+        self.line(op, f"{self.api.mmad_params} {p};")
+        self.line(op, f"{p}.m = {self.e(op.m)};")
+        self.line(op, f"{p}.n = {self.e(op.n)};")
+        self.line(op, f"{p}.k = {self.e(op.k)};")
+        self.line(op, f"{p}.cmatrixInitVal = {init};")
+        self.line(op, f"{self.api.mmad}({self.e(c)}, {self.e(a)}, {self.e(b)}, {p});")
+
+    def _fixpipe(self, op: buffer.CopyOp) -> None:
+        """L0C (Nz of 16x16) -> GM (ND), converting to the GM type and ReLU on the fly."""
+        src = self._whole(op, op.source, "source")
+        rows, stride = self._layout(op, src, "L0C source")
+        if not self._same(op.src_stride, stride):
+            raise UserError(f"{_where(op)}: reads L0C with a row stride other than the mmad's n")
+        out = _type_name(_element(op.dest))
+        if _type_name(_element(op.source)) != "f32" or out not in self.api.fixpipe_quant:
+            raise UserError(f"{_where(op)}: Fixpipe converts f32 from L0C to f32, f16 or bf16")
+        p = self.namer.fresh("fixpipeParams")
+        self.line(op, f"{self.api.fixpipe_params} {p};")
+        self.line(op, f"{p}.nSize = {self.e(op.length)};")
+        self.line(op, f"{p}.mSize = {self.e(op.blocks)};")
+        self.line(op, f"{p}.srcStride = {self._fractals(op, rows, rows_of_16=True)};")
+        self.line(op, f"{p}.dstStride = {self.e(op.dst_stride)};")
+        self.line(op, f"{p}.reluEn = {'true' if op.relu is not None else 'false'};")
+        self.line(op, f"{p}.quantPre = {self.api.fixpipe_quant[out]};")
+        self.line(op, f"{self.api.fixpipe}({self.e(op.dest)}, {self.e(src)}, {p});")
+
+
+# ---------------------------------------------------------------------------------------
+# Module level
+# ---------------------------------------------------------------------------------------
+
+
+def kernels_of(module: ModuleOp) -> list[buffer.KernelOp]:
+    return [op for op in module.ops if isinstance(op, buffer.KernelOp)]
+
+
+def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8) -> dict[str, str]:
+    """Ascend C for every buffer.kernel of `module`: file name -> text.
+
+    Files per kernel: `op_kernel/<k>.cpp`, `op_host/<k>_tiling.h`,
+    `op_host/<k>_tiling.cpp`. Raises UserError (one line, naming the op) for IR the
+    printer cannot express.
+    """
+    from autofusion.codegen.ascendc_host import HostPrinter
+
+    kernels = kernels_of(module)
+    if not kernels:
+        raise UserError("the module has no buffer.kernel to print (run lower-to-buffer first)")
+    facts = Divisibility(module)
+    files: dict[str, str] = {}
+    for kernel in kernels:
+        printer = KernelPrinter(kernel, facts, api, debug)
+        files[f"op_kernel/{kernel.sym_name.data}.cpp"] = printer.print()
+        host = HostPrinter(module, kernel, api, debug)
+        files[f"op_host/{kernel.sym_name.data}_tiling.h"] = host.header()
+        source = host.source()
+        if source is not None:
+            files[f"op_host/{kernel.sym_name.data}_tiling.cpp"] = source
+    return files
+
+
+@dataclass(frozen=True)
+class AscendCTarget(Target):
+    """`afc-opt -t ascendc`: Ascend C kernels, tiling structs and host tiling functions.
+
+    Options: `debug` (comments mapping each statement to its graph op and source
+    location), `dir` (write the files into this directory, atomically, and print one
+    line per file instead of the sources), `api` (the API-name table, `cann8`).
+    """
+
+    name: ClassVar[str] = "ascendc"
+
+    debug: bool = False
+    dir: str | None = None
+    api: str = "cann8"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        if self.api not in API_TABLES:
+            raise UserError(
+                f"unknown Ascend C API table '{self.api}' (known: {', '.join(API_TABLES)})"
+            )
+        files = emit_ascendc(module, self.debug, API_TABLES[self.api])
+        if self.dir is None:
+            for name, text in files.items():
+                output.write(f"// ===== {name} =====\n{text}")
+            return
+        write_tree(Path(self.dir), files)
+        for name, text in files.items():
+            output.write(f"wrote {Path(self.dir) / name} ({len(text.encode())} bytes)\n")
+
+
+def write_tree(directory: Path, files: dict[str, str]) -> None:
+    """Write `files` (relative path -> text) as `directory`, atomically."""
+    from autofusion.tools.atomic_output import atomic_directory
+
+    with atomic_directory(directory) as tmp:
+        for name, text in files.items():
+            path = tmp / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+
+
+__all__ = ["AscendCTarget", "KernelPrinter", "emit_ascendc", "kernels_of", "write_tree"]

@@ -1,0 +1,333 @@
+"""The host side of a generated Ascend C kernel: tiling data and tiling functions.
+
+For a kernel @k (op type `K` = camel case of k, ascend.md 2.2):
+
+* `op_host/k_tiling.h`: `BEGIN_TILING_DATA_DEF(KTilingData)` with one int64_t field per
+  tiling scalar of the kernel, `REGISTER_TILING_DATA_CLASS(K, KTilingData)` (ascend.md
+  2.6). The kernel reads it with GET_TILING_DATA.
+* `op_host/k_tiling.cpp`:
+  - `KTiling(args..., int64_t (&results)[n])`: the tiling rule `@k_tiling` (func IR in
+    `arith`) as a plain C++ function, results in order; a harness can call it.
+  - `KTilingFunc(gert::TilingContext*)`: what CANN calls at run time. It reads the
+    input shapes, checks the dimensions the IR fixed statically, computes the values the
+    IR's host code computes before `buffer.launch @k` (the dims, the call of the
+    tiling rule, any other scalars), fills the tiling data, sets the block count and a
+    zero workspace (ascend.md 2.6).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, cast
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IndexType, IntegerType, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from autofusion.codegen.ascendc import tiling_field_names, workspace_fields
+from autofusion.codegen.ascendc_api import AscendCApi
+from autofusion.codegen.cpp_scalar import (
+    CppExpr,
+    CppWriter,
+    Namer,
+    ScalarPrinter,
+    camel,
+    describe_location,
+    scalar_type,
+)
+from autofusion.diagnostics import UserError
+from autofusion.dialects import buffer
+
+
+def find_launch(module: ModuleOp, kernel: buffer.KernelOp) -> buffer.LaunchOp | None:
+    """The first launch of `kernel` in the module (its host code defines TilingFunc)."""
+    name = kernel.sym_name.data
+    for op in module.walk():
+        if isinstance(op, buffer.LaunchOp) and op.kernel.root_reference.data == name:
+            return op
+    return None
+
+
+def find_tiling_func(
+    module: ModuleOp, kernel: buffer.KernelOp, launch: buffer.LaunchOp | None
+) -> func.FuncOp | None:
+    """The tiling rule: the function whose call computes the launch's block count, else
+    `@<kernel>_tiling`."""
+    funcs = {
+        op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks
+    }
+    if launch is not None and isinstance(launch.blocks.owner, func.CallOp):
+        callee = funcs.get(launch.blocks.owner.callee.root_reference.data)
+        if callee is not None:
+            return callee
+    return funcs.get(f"{kernel.sym_name.data}_tiling")
+
+
+def _int_result(f: func.FuncOp) -> None:
+    for t in (*f.function_type.inputs.data, *f.function_type.outputs.data):
+        if not isinstance(t, IndexType | IntegerType):
+            raise UserError(
+                f"tiling function @{f.sym_name.data} takes or returns {t}; tiling scalars "
+                "are integers"
+            )
+
+
+class _RulePrinter(ScalarPrinter):
+    """The tiling rule's body; `func.return` fills `results`."""
+
+    def statement(self, op: Operation) -> None:
+        if isinstance(op, func.ReturnOp):
+            for i, v in enumerate(op.arguments):
+                self.w.line(f"results[{i}] = {self.expr(v).text};")
+            return
+        if isinstance(op, func.CallOp):
+            raise UserError(
+                f"{op.name} @{op.callee.root_reference.data}: a tiling rule calls no functions"
+            )
+        super().statement(op)
+
+
+class _ContextPrinter(ScalarPrinter):
+    """The host code before a launch, reading dims from a gert::TilingContext."""
+
+    INLINE_OPS: ClassVar[tuple[type[Operation], ...]] = (
+        *ScalarPrinter.INLINE_OPS,
+        buffer.DimOp,
+    )
+
+    def __init__(
+        self,
+        namer: Namer,
+        launch: buffer.LaunchOp,
+        rule: func.FuncOp | None,
+        slice_ops: set[Operation],
+    ) -> None:
+        super().__init__(namer, "inline")
+        self.launch = launch
+        self.rule = rule
+        self.slice_ops = slice_ops
+        self.inputs: dict[SSAValue, str] = {}
+
+    def may_inline(self, op: Operation, user: Operation) -> bool:
+        return user.parent_block() is op.parent_block() and (
+            user in self.slice_ops or user is self.launch
+        )
+
+    def render_op(self, op: Operation) -> CppExpr:
+        if isinstance(op, buffer.DimOp):
+            if op.source not in self.inputs:
+                raise UserError(
+                    f"{op.name}: the tiling of @{self.launch.kernel.root_reference.data} reads "
+                    "the shape of a tensor the kernel does not take"
+                )
+            return CppExpr(
+                f"{self.inputs[op.source]}->GetStorageShape().GetDim({op.dim.value.data})"
+            )
+        return super().render_op(op)
+
+    def statement(self, op: Operation) -> None:
+        if isinstance(op, func.CallOp):
+            callee = op.callee.root_reference.data
+            if self.rule is None or callee != self.rule.sym_name.data:
+                raise UserError(
+                    f"{op.name} @{callee}: the host code before a launch may call only the "
+                    "kernel's tiling rule"
+                )
+            results = self.namer.fresh("tilingResults")
+            self.w.line(f"int64_t {results}[{len(op.results)}];")
+            args = ", ".join([*(self.expr(v).text for v in op.arguments), results])
+            self.w.line(f"{camel(callee)}({args});")
+            for i, r in enumerate(op.results):
+                self.bound[r] = CppExpr(f"{results}[{i}]")
+            return
+        if isinstance(op, buffer.DimOp):
+            self.emit_definition(op, self.render_op(op))
+            return
+        if not (self.is_pure_expression(op) or isinstance(op, arith.ConstantOp)):
+            raise UserError(
+                f"{op.name}: the tiling of @{self.launch.kernel.root_reference.data} depends "
+                "on it, but a host tiling function computes only with shapes and integers"
+            )
+        super().statement(op)
+
+
+class HostPrinter:
+    """Prints the tiling header and the host tiling source of one kernel."""
+
+    def __init__(
+        self, module: ModuleOp, kernel: buffer.KernelOp, api: AscendCApi, debug: bool
+    ) -> None:
+        self.module = module
+        self.kernel = kernel
+        self.api = api
+        self.debug = debug
+        self.name = kernel.sym_name.data
+        self.op_type = camel(self.name)
+        self.struct = f"{self.op_type}TilingData"
+        self.fields = tiling_field_names(kernel)
+        self.launch = find_launch(module, kernel)
+        self.rule = find_tiling_func(module, kernel, self.launch)
+
+    def header(self) -> str:
+        guard = f"{self.name.upper()}_TILING_H"
+        w = CppWriter()
+        w.line(
+            f"// op_host/{self.name}_tiling.h: tiling data of kernel @{self.name}, generated by afc"
+        )
+        w.line(f"#ifndef {guard}")
+        w.line(f"#define {guard}")
+        w.line(f'#include "{self.api.tiling_header}"')
+        w.line()
+        w.line(f"namespace {self.api.tiling_namespace} {{")
+        w.line(f"{self.api.tiling_begin}({self.struct})")
+        w.level += 1
+        for f in self.fields:
+            w.line(f"{self.api.tiling_field}(int64_t, {f});")
+        w.level -= 1
+        w.line(f"{self.api.tiling_end};")
+        w.line()
+        w.line(f"{self.api.tiling_register}({self.op_type}, {self.struct})")
+        w.line(f"}}  // namespace {self.api.tiling_namespace}")
+        w.line(f"#endif  // {guard}")
+        return w.text() + "\n"
+
+    def rule_signature(self) -> str | None:
+        """The declaration of the plain tiling rule function (None without a rule)."""
+        if self.rule is None:
+            return None
+        namer = Namer({"results"})
+        params = [
+            f"{scalar_type(t)} {namer.fresh(a.name_hint, 'arg')}"
+            for a, t in zip(self.rule.body.block.args, self.rule.function_type.inputs.data)
+        ]
+        n = len(self.rule.function_type.outputs.data)
+        params.append(f"int64_t (&results)[{n}]")
+        return f"void {camel(self.rule.sym_name.data)}({', '.join(params)})"
+
+    def source(self) -> str | None:
+        """The host tiling source, or None when the module has neither a tiling rule nor
+        a launch of the kernel."""
+        if self.rule is None and self.launch is None:
+            return None
+        w = CppWriter()
+        w.line(
+            f"// op_host/{self.name}_tiling.cpp: host tiling of kernel @{self.name}, generated by afc"
+        )
+        w.line(f'#include "{self.name}_tiling.h"')
+        w.line(f'#include "{self.api.host_header}"')
+        if self.launch is not None and workspace_fields(self.kernel):
+            w.line(f'#include "{self.api.platform_header}"')
+        w.line()
+        parts: list[ScalarPrinter] = []
+        if self.rule is not None:
+            parts.append(self._rule())
+        if self.launch is not None:
+            parts.append(self._tiling_func(self.launch))
+        helpers = ScalarPrinter(Namer(), "inline")
+        for part in parts:
+            helpers.helpers_used |= part.helpers_used
+        if helpers.helpers_used:
+            w.lines.extend(helpers.helper_text())
+            w.line()
+        w.line(f"namespace {self.api.tiling_namespace} {{")
+        for i, part in enumerate(parts):
+            if i:
+                w.line()
+            w.lines.extend(part.w.lines)
+        w.line(f"}}  // namespace {self.api.tiling_namespace}")
+        return w.text() + "\n"
+
+    def _rule(self) -> ScalarPrinter:
+        rule = cast(func.FuncOp, self.rule)
+        _int_result(rule)
+        if len(rule.body.blocks) != 1:
+            raise UserError(f"tiling function @{rule.sym_name.data} must be one block")
+        namer = Namer({"results"})
+        printer = _RulePrinter(namer, "inline")
+        for arg in rule.body.block.args:
+            printer.name(arg, "arg")
+        printer.find_dead(iter(list(rule.walk())[1:]))
+        printer.decide_inlining(iter(list(rule.walk())[1:]))
+        w = printer.w
+        w.line(f"// the tiling rule @{rule.sym_name.data}")
+        with w.function(cast(str, self.rule_signature())):
+            printer.emit_block(rule.body.block)
+        return printer
+
+    def _tiling_func(self, launch: buffer.LaunchOp) -> ScalarPrinter:
+        host = launch.parent_op()
+        needed: set[Operation] = set()
+        work: list[SSAValue] = [launch.blocks, *launch.tiling]
+        while work:
+            v = work.pop()
+            owner = v.owner
+            if not isinstance(owner, Operation):
+                raise UserError(
+                    f"the tiling of @{self.name} depends on an argument of its host function "
+                    "that is not a tensor dimension"
+                )
+            if owner not in needed:
+                needed.add(owner)
+                if not isinstance(owner, buffer.DimOp):  # a dim reads the context's shape
+                    work.extend(owner.operands)
+        ordered = [op for op in cast(Operation, host).walk() if op in needed]
+        for op in ordered:
+            if op.regions:
+                raise UserError(f"{op.name}: the tiling of @{self.name} depends on control flow")
+        namer = Namer({"context", "tiling", "workspaceSizes", "platform"})
+        printer = _ContextPrinter(namer, launch, self.rule, needed)
+        printer.decide_inlining(iter(ordered))  # the slice has no dead ops
+        w = printer.w
+        where = describe_location(launch.location) if self.debug else ""
+        if where:
+            w.line(f"// the host code before buffer.launch @{self.name} at {where}")
+        ctx = self.api.tiling_context
+        with w.function(f"{self.api.graph_status} {self.op_type}TilingFunc({ctx}* context)"):
+            for i, v in enumerate(launch.inputs):
+                name = namer.fresh(f"input{i}")
+                printer.inputs[v] = name
+                shape = cast(TensorType, v.type).get_shape()
+                w.line(f"const gert::StorageShape* {name} = context->GetInputShape({i});")
+                checks = [
+                    f"{name} == nullptr",
+                    f"{name}->GetStorageShape().GetDimNum() != {len(shape)}",
+                ]
+                checks += [
+                    f"{name}->GetStorageShape().GetDim({d}) != {s}"
+                    for d, s in enumerate(shape)
+                    if s >= 0
+                ]
+                with w.block(f"if ({' || '.join(checks)})"):
+                    w.line(f"return {self.api.graph_failed};")
+            for op in ordered:
+                if op not in printer.inlined:
+                    printer.statement(op)
+            w.line(f"{self.struct} tiling;")
+            for field, v in zip(self.fields, launch.tiling):
+                w.line(f"tiling.set_{field}({printer.expr(v).text});")
+            blocks = printer.expr(launch.blocks).text
+            w.line(f"context->{self.api.set_block_dim}(static_cast<uint32_t>({blocks}));")
+            w.line(
+                "tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), "
+                "context->GetRawTilingData()->GetCapacity());"
+            )
+            w.line("context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());")
+            w.line("size_t* workspaceSizes = context->GetWorkspaceSizes(1);")
+            spaces = workspace_fields(self.kernel)
+            if spaces:
+                # the kernel's workspaces after the system workspace of the library APIs
+                # (GetUserWorkspace in the kernel skips it; ascend.md 2.4)
+                w.line(f"auto platform = {self.api.platform}(context->GetPlatformInfo());")
+                parts = [
+                    f"({printer.expr(launch.tiling[i]).at(70)} + 511) / 512 * 512" for i in spaces
+                ]
+                w.line(
+                    f"workspaceSizes[0] = platform.{self.api.lib_workspace_size}() + "
+                    f"static_cast<size_t>({' + '.join(parts)});"
+                )
+            else:
+                w.line("workspaceSizes[0] = 0;")
+            w.line(f"return {self.api.graph_success};")
+        return printer
+
+
+__all__ = ["HostPrinter", "find_launch", "find_tiling_func"]

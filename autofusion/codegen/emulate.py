@@ -1,0 +1,580 @@
+"""Running the generated Ascend C on the CPU (`afc run --emulate`).
+
+`EmulatedKernels(module)` prints every kernel of a buffer-level module with
+`emit_ascendc`, generates a harness (one extern "C" launcher per kernel, plus the host
+tiling functions' twins), compiles it all with g++ against the emulation headers in
+`codegen/include/` (kernel_operator.h etc.) into a shared library, and loads it with
+ctypes. Libraries are cached by a hash of their sources, headers, compiler and flags
+(`$AFC_CACHE_DIR`, else a per-user directory under the system temp dir).
+
+`run_function_emulated` interprets a module like `interpreter.run_function`, except that
+every `buffer.launch` runs the compiled kernel: the host code, the tiling function and
+graph ops outside kernels still run in the interpreter. Each launch forks (as CANN's CPU
+twin does); an emulator assertion, a crash or a timeout becomes a one-line UserError.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import hashlib
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Attribute
+
+from autofusion import dtypes
+from autofusion.codegen.ascendc import (
+    emit_ascendc,
+    entry_name,
+    gm_param_names,
+    kernels_of,
+    tiling_field_names,
+    workspace_fields,
+)
+from autofusion.codegen.ascendc_api import CANN8
+from autofusion.codegen.ascendc_host import HostPrinter
+from autofusion.codegen.cpp_scalar import camel
+from autofusion.diagnostics import UserError
+from autofusion.dialects import buffer
+from autofusion.dialects.buffer_verifier import DEFAULT_QUEUE_SLOTS, QUEUE_SLOTS_PER_POSITION
+from autofusion.hardware import ChipSpec, get_chip
+
+INCLUDE_DIR = Path(__file__).parent / "include"
+# CANN's header paths the generated host code includes -> the emulation headers
+SHADOW_HEADERS = {
+    "register/tilingdata_base.h": "tilingdata_base.h",
+    "register/op_def_registry.h": "op_def_registry.h",
+    "tiling/platform/platform_ascendc.h": "op_def_registry.h",
+}
+CXX = os.environ.get("AFC_CXX", "g++")
+CXXFLAGS = ("-std=c++17", "-O1", "-Wall", "-Werror", "-fPIC", "-fno-strict-aliasing")
+DEFAULT_TIMEOUT_S = 300
+MAX_JOBS = 2
+
+
+def cache_dir() -> Path:
+    """Where compiled libraries are kept: $AFC_CACHE_DIR, else <tmp>/afc-emu-<uid>."""
+    env = os.environ.get("AFC_CACHE_DIR")
+    path = Path(env) if env else Path(tempfile.gettempdir()) / f"afc-emu-{os.getuid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def include_flags(build: Path) -> list[str]:
+    """-I flags: the build's shadow `register/` headers, then the emulation headers."""
+    return [f"-I{build}", f"-I{INCLUDE_DIR}"]
+
+
+def write_shadow_headers(build: Path) -> None:
+    for path, target in SHADOW_HEADERS.items():
+        shadow = build / path
+        shadow.parent.mkdir(parents=True, exist_ok=True)
+        shadow.write_text(f'#include "{INCLUDE_DIR / target}"\n', encoding="utf-8")
+
+
+def compiler_version() -> str:
+    try:
+        done = subprocess.run(
+            [CXX, "--version"], capture_output=True, text=True, check=True, timeout=60
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        raise UserError(f"--emulate needs a C++17 compiler ({CXX}): {e}") from e
+    return done.stdout.splitlines()[0] if done.stdout else CXX
+
+
+def _first_error(stderr: str, build: Path) -> str:
+    """The first compiler diagnostic, with the build directory stripped."""
+    lines = [line.replace(f"{build}/", "") for line in stderr.splitlines()]
+    for line in lines:
+        if "error" in line:
+            return line.strip()
+    return lines[0].strip() if lines else "unknown error"
+
+
+def run_compiler(jobs: Sequence[list[str]], build: Path) -> None:
+    """Run compiler command lines, at most MAX_JOBS at a time; the first failure is a
+    one-line UserError."""
+    pending = list(jobs)
+    running: list[subprocess.Popen[str]] = []
+    failure: str | None = None
+    while pending or running:
+        while pending and len(running) < MAX_JOBS and failure is None:
+            running.append(
+                subprocess.Popen(
+                    pending.pop(0),
+                    cwd=build,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        proc = running.pop(0)
+        _, stderr = proc.communicate()
+        if proc.returncode != 0 and failure is None:
+            failure = _first_error(stderr, build)
+        if failure is not None and not running:
+            pending.clear()
+    if failure is not None:
+        raise UserError(f"emulation build failed: {failure}")
+
+
+# ---------------------------------------------------------------------------------------
+# The harness
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What the Python side needs to call one kernel's launcher."""
+
+    name: str
+    gm_types: tuple[Attribute, ...]
+    fields: tuple[str, ...]
+    rule_arity: tuple[int, int] | None  # (arguments, results) of the plain tiling rule
+    has_tiling_func: bool
+    num_inputs: int
+    chip: ChipSpec
+
+
+def _chip_config(chip: ChipSpec) -> list[str]:
+    """C++ statements filling `AscendC::emu::ChipConfig chip` from the chip's spec."""
+    space = "static_cast<int>(AscendC::emu::Space::{})"
+    lines = [
+        "AscendC::emu::ChipConfig chip = AscendC::emu::DefaultChipConfig();",
+        f'chip.name = "{chip.name}";',
+        f"chip.arch = {chip.arch};",
+    ]
+    for key in ("ub", "l1", "l0a", "l0b", "l0c"):
+        lines.append(f"chip.capacity[{space.format(key.upper())}] = {chip.capacity(key)};")
+        lines.append(f"chip.alignment[{space.format(key.upper())}] = {chip.alignment(key)};")
+    slots = QUEUE_SLOTS_PER_POSITION.get(chip.arch, DEFAULT_QUEUE_SLOTS)
+    lines += [
+        f"chip.queueBuffersPerPosition = {slots};",
+        f"chip.maxBuffersPerPipe = {chip.max_queue_buffers};",
+        f"chip.dataCopyPad = {'true' if chip.data_copy_pad else 'false'};",
+        f"chip.bf16 = {'true' if chip.bf16 else 'false'};",
+        f"chip.getTilingData = {'true' if CANN8.has_get_tiling_data(chip) else 'false'};",
+        f"chip.coupled = {'true' if chip.mode == 'coupled' else 'false'};",
+        "chip.strictTruncation = strict != 0;",
+        "chip.checkRaces = true;",
+    ]
+    return lines
+
+
+def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
+    """The launcher source for every kernel of `module`, and the kernels' descriptions."""
+    out = [
+        '// afc_emu_harness.cpp: extern "C" launchers for ctypes, generated by afc',
+        "#include <cstdint>",
+        "#include <vector>",
+        '#include "afc_emu_launch.h"',
+        '#include "register/op_def_registry.h"',
+    ]
+    infos: list[KernelInfo] = []
+    for kernel in kernels_of(module):
+        name = kernel.sym_name.data
+        out.append(f'#include "{name}_tiling.h"')
+    out.append("")
+    for kernel in kernels_of(module):
+        name = kernel.sym_name.data
+        op_type = camel(name)
+        chip = get_chip(kernel.chip.data)
+        fields = tiling_field_names(kernel)
+        gm = gm_param_names(kernel, fields)
+        entry = entry_name(kernel)
+        host = HostPrinter(module, kernel, CANN8, False)
+        rule = host.rule_signature()
+        struct = f"optiling::{op_type}TilingData"
+        params = ", ".join(["GM_ADDR"] * (len(gm) + 2))
+        out.append(f'extern "C" __global__ __aicore__ void {entry}({params});')
+        out.append("namespace optiling {")
+        if rule is not None:
+            out.append(f"{rule};")
+        if host.launch is not None:
+            out.append(f"ge::graphStatus {op_type}TilingFunc(gert::TilingContext* context);")
+        out.append("}  // namespace optiling")
+        gm_args = ", ".join(f"gm[{i}]" for i in range(len(gm)))
+        workspace = (
+            " + ".join(
+                f"static_cast<size_t>((values[{i}] + 511) / 512 * 512)"
+                for i in workspace_fields(kernel)
+            )
+            or "0"
+        )
+        out += [
+            "",
+            f"static void Run_{name}(uint8_t* const* gm, uint8_t* workspace, uint8_t* tiling)",
+            "{",
+            f"    {entry}({gm_args}{', ' if gm_args else ''}workspace, tiling);",
+            "}",
+            "",
+            f'extern "C" int afc_launch_{name}(void* const* gm, const int64_t* gmBytes, '
+            "const int64_t* values, int64_t blocks, unsigned timeout, int strict, char* error, "
+            "int64_t errorLen)",
+            "{",
+            *(f"    {line}" for line in _chip_config(chip)),
+            f"    {struct} data;",
+            *(f"    data.set_{f}(values[{i}]);" for i, f in enumerate(fields)),
+            f"    const size_t workspace = {workspace};",
+            f"    return AscendC::emu::LaunchForked(chip, blocks, {len(gm)}, gm, gmBytes, workspace, "
+            f"&data, sizeof(data), Run_{name}, timeout, error, static_cast<size_t>(errorLen));",
+            "}",
+        ]
+        arity = None
+        if rule is not None and host.rule is not None:
+            n_args = len(host.rule.function_type.inputs.data)
+            n_res = len(host.rule.function_type.outputs.data)
+            arity = (n_args, n_res)
+            args = ", ".join(f"args[{i}]" for i in range(n_args))
+            out += [
+                "",
+                f'extern "C" void afc_tiling_{name}(const int64_t* args, int64_t* results)',
+                "{",
+                f"    int64_t r[{n_res}];",
+                f"    optiling::{camel(host.rule.sym_name.data)}({args}{', ' if args else ''}r);",
+                f"    for (int i = 0; i < {n_res}; ++i) {{",
+                "        results[i] = r[i];",
+                "    }",
+                "}",
+            ]
+        if host.launch is not None:
+            out += [
+                "",
+                f'extern "C" int afc_tiling_func_{name}(const int64_t* dims, const int64_t* ranks, '
+                "int64_t inputs, int64_t* values, int64_t* blockDim)",
+                "{",
+                "    std::vector<gert::StorageShape> shapes;",
+                "    for (int64_t i = 0, at = 0; i < inputs; at += ranks[i], ++i) {",
+                "        shapes.emplace_back(gert::Shape(std::vector<int64_t>(dims + at, dims + at + ranks[i])));",
+                "    }",
+                f"    {struct} data;",
+                "    gert::TilingContext context(shapes, &data, sizeof(data));",
+                f"    if (optiling::{op_type}TilingFunc(&context) != ge::GRAPH_SUCCESS) {{",
+                "        return 1;",
+                "    }",
+                *(f"    values[{i}] = data.get_{f}();" for i, f in enumerate(fields)),
+                "    *blockDim = context.GetBlockDim();",
+                "    return 0;",
+                "}",
+            ]
+        out.append("")
+        infos.append(
+            KernelInfo(
+                name,
+                tuple(cast(Any, a.type).element_type for a in kernel.gm_args),
+                tuple(fields),
+                arity,
+                host.launch is not None,
+                kernel.num_inputs.value.data,
+                chip,
+            )
+        )
+    return "\n".join(out) + "\n", infos
+
+
+# ---------------------------------------------------------------------------------------
+# Build
+# ---------------------------------------------------------------------------------------
+
+
+def kernels_unit(kernels: Sequence[str]) -> str:
+    """One translation unit with every kernel: each file inside its own namespace (their
+    `namespace afc` helpers stay apart), with its tiling data type, as an op project's
+    build gives GET_TILING_DATA its struct. Sharing the header's templates makes the
+    build several times faster than one unit per kernel."""
+    lines = [
+        "// afc_emu_kernels.cpp: the generated kernels, one unit, generated by afc",
+        '#include "kernel_operator.h"',
+        *(f'#include "op_host/{name}_tiling.h"' for name in kernels),
+    ]
+    for name in kernels:
+        lines += [
+            f"#define AFC_TILING_DATA_TYPE ::optiling::{camel(name)}TilingData",
+            f"namespace afc_kernel_{name} {{",
+            f'#include "op_kernel/{name}.cpp"',
+            f"}}  // namespace afc_kernel_{name}",
+            "#undef AFC_TILING_DATA_TYPE",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def build_library(files: Mapping[str, str], harness: str, kernels: Sequence[str]) -> Path:
+    """Compile the generated files and the harness into a shared library (cached).
+
+    Concurrent builds of the same library (parallel test workers) wait for each other
+    on a lock file instead of compiling it twice.
+    """
+    headers = sorted(INCLUDE_DIR.glob("*.h"))
+    digest = hashlib.sha256()
+    for part in (compiler_version(), " ".join(CXXFLAGS), harness):
+        digest.update(part.encode())
+        digest.update(b"\0")
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name].encode() + b"\0")
+    for h in headers:
+        digest.update(h.name.encode() + b"\0" + h.read_bytes() + b"\0")
+    root = cache_dir()
+    stem = f"afc-emu-{digest.hexdigest()[:24]}"
+    library = root / f"{stem}.so"
+    if library.exists():
+        return library
+    with open(root / f"{stem}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not library.exists():
+            _build(files, harness, kernels, root, library)
+    return library
+
+
+def _build(
+    files: Mapping[str, str], harness: str, kernels: Sequence[str], root: Path, library: Path
+) -> None:
+    with tempfile.TemporaryDirectory(prefix="build-", dir=root) as tmp:
+        build = Path(tmp)
+        write_shadow_headers(build)
+        for name, text in files.items():
+            path = build / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        (build / "afc_emu_harness.cpp").write_text(harness, encoding="utf-8")
+        (build / "afc_emu_kernels.cpp").write_text(kernels_unit(kernels), encoding="utf-8")
+        base = [CXX, *CXXFLAGS, *include_flags(build), f"-I{build / 'op_host'}"]
+        units = [
+            "afc_emu_kernels.cpp",
+            *(n for n in files if n.startswith("op_host/") and n.endswith(".cpp")),
+            "afc_emu_harness.cpp",
+        ]
+        objects = [u.replace("/", "_").removesuffix(".cpp") + ".o" for u in units]
+        run_compiler([[*base, "-c", u, "-o", o] for u, o in zip(units, objects)], build)
+        run_compiler([[CXX, "-shared", "-o", "lib.so", *objects]], build)
+        os.replace(build / "lib.so", library)
+
+
+def compile_check(files: Mapping[str, str], name: str) -> None:
+    """Compile one generated kernel file on its own (syntax and warnings only), as a
+    build of that kernel alone would; a failure is a one-line UserError."""
+    with tempfile.TemporaryDirectory(prefix="check-", dir=cache_dir()) as tmp:
+        build = Path(tmp)
+        write_shadow_headers(build)
+        for path, text in files.items():
+            (build / path).parent.mkdir(parents=True, exist_ok=True)
+            (build / path).write_text(text, encoding="utf-8")
+        kernel = Path(name).stem
+        run_compiler(
+            [
+                [
+                    CXX,
+                    *CXXFLAGS,
+                    *include_flags(build),
+                    "-include",
+                    f"op_host/{kernel}_tiling.h",
+                    f"-DAFC_TILING_DATA_TYPE=optiling::{camel(kernel)}TilingData",
+                    "-fsyntax-only",
+                    name,
+                ]
+            ],
+            build,
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Host <-> device data
+# ---------------------------------------------------------------------------------------
+
+
+def to_device(value: np.ndarray, element: Attribute) -> np.ndarray:
+    """A storage-form array as the bytes the kernel reads (bf16 as its 16-bit pattern)."""
+    name = dtypes.type_name(element)
+    flat = np.ascontiguousarray(np.asarray(value)).reshape(-1)
+    if name == "bf16":
+        return dtypes.f32_to_bf16_bits(flat.astype(np.float32))
+    if name == "i1":
+        return flat.astype(np.uint8)
+    return flat.astype(dtypes.storage_dtype(element))
+
+
+def from_device(data: np.ndarray, element: Attribute, shape: tuple[int, ...]) -> np.ndarray:
+    name = dtypes.type_name(element)
+    if name == "bf16":
+        out = dtypes.bf16_bits_to_f32(data)
+    elif name == "i1":
+        out = data != 0
+    else:
+        out = data
+    return out.reshape(shape)
+
+
+def poisoned_output(element: Attribute, count: int) -> np.ndarray:
+    """An output buffer the kernel must overwrite: NaN for floats (as the interpreter)."""
+    name = dtypes.type_name(element)
+    if name == "bf16":
+        return np.full(count, 0x7FC0, np.uint16)
+    if name == "i1":
+        return np.zeros(count, np.uint8)
+    dt = dtypes.storage_dtype(element)
+    return np.full(count, np.nan if np.issubdtype(dt, np.floating) else 0, dt)
+
+
+class EmulatedKernels:
+    """The compiled kernels of a buffer-level module, callable from Python."""
+
+    def __init__(self, module: ModuleOp, strict: bool = True) -> None:
+        self.files = emit_ascendc(module, debug=False)
+        harness, infos = generate_harness(module)
+        self.kernels = {info.name: info for info in infos}
+        self.strict = strict
+        self.library = build_library(self.files, harness, list(self.kernels))
+        self.lib = ctypes.CDLL(str(self.library))
+        self.timeout = int(os.environ.get("AFC_EMU_TIMEOUT", DEFAULT_TIMEOUT_S))
+
+    def launch(
+        self, name: str, buffers: Sequence[np.ndarray], tiling: Sequence[int], blocks: int
+    ) -> None:
+        """Run kernel `name` on `blocks` blocks; `buffers` (device form) are updated."""
+        info = self.kernels[name]
+        arrays = [np.ascontiguousarray(b) for b in buffers]
+        pointers = (ctypes.c_void_p * max(1, len(arrays)))(
+            *(a.ctypes.data_as(ctypes.c_void_p) for a in arrays)
+        )
+        sizes = (ctypes.c_int64 * max(1, len(arrays)))(*(a.nbytes for a in arrays))
+        values = (ctypes.c_int64 * max(1, len(info.fields)))(*(int(v) for v in tiling))
+        error = ctypes.create_string_buffer(2048)
+        fn = getattr(self.lib, f"afc_launch_{name}")
+        fn.restype = ctypes.c_int
+        rc = fn(
+            pointers,
+            sizes,
+            values,
+            ctypes.c_int64(blocks),
+            ctypes.c_uint(self.timeout),
+            ctypes.c_int(1 if self.strict else 0),
+            error,
+            ctypes.c_int64(len(error)),
+        )
+        for target, a in zip(buffers, arrays):
+            if target is not a:
+                target[...] = a
+        if rc != 0:
+            raise UserError(f"emulated kernel @{name}: {error.value.decode(errors='replace')}")
+
+    def tiling_rule(self, name: str, args: Sequence[int]) -> list[int]:
+        """The C++ twin of the kernel's tiling rule on `args`."""
+        info = self.kernels[name]
+        if info.rule_arity is None:
+            raise UserError(f"kernel @{name} has no tiling rule")
+        n_args, n_res = info.rule_arity
+        a = (ctypes.c_int64 * max(1, n_args))(*args)
+        r = (ctypes.c_int64 * n_res)()
+        getattr(self.lib, f"afc_tiling_{name}")(a, r)
+        return list(r)
+
+    def tiling_func(self, name: str, shapes: Sequence[Sequence[int]]) -> tuple[list[int], int]:
+        """The generated TilingFunc on input shapes: (tiling fields, block count)."""
+        info = self.kernels[name]
+        dims = [d for s in shapes for d in s]
+        d = (ctypes.c_int64 * max(1, len(dims)))(*dims)
+        ranks = (ctypes.c_int64 * max(1, len(shapes)))(*(len(s) for s in shapes))
+        values = (ctypes.c_int64 * max(1, len(info.fields)))()
+        block_dim = ctypes.c_int64()
+        rc = getattr(self.lib, f"afc_tiling_func_{name}")(
+            d, ranks, ctypes.c_int64(len(shapes)), values, ctypes.byref(block_dim)
+        )
+        if rc != 0:
+            raise UserError(f"TilingFunc of @{name} rejected the shapes {list(shapes)}")
+        return list(values)[: len(info.fields)], block_dim.value
+
+
+# ---------------------------------------------------------------------------------------
+# The interpreter with emulated launches
+# ---------------------------------------------------------------------------------------
+
+
+@register_impls
+class EmulatedLaunchFunctions(InterpreterFunctions):
+    """`buffer.launch` through the compiled kernels instead of the buffer interpreter."""
+
+    def __init__(self, kernels: EmulatedKernels) -> None:
+        super().__init__()
+        self.kernels = kernels
+
+    @impl(buffer.LaunchOp)
+    def run_launch(
+        self, interp: Interpreter, op: buffer.LaunchOp, args: PythonValues
+    ) -> PythonValues:
+        name = op.kernel.root_reference.data
+        info = self.kernels.kernels[name]
+        blocks = int(args[0])
+        n_in, n_tiling = len(op.inputs), len(op.tiling)
+        inputs = args[1 : 1 + n_in]
+        tiling = [int(v) for v in args[1 + n_in : 1 + n_in + n_tiling]]
+        dims = [int(d) for d in args[1 + n_in + n_tiling :]]
+        buffers = [to_device(x, t) for x, t in zip(inputs, info.gm_types)]
+        shapes = []
+        for r in op.outputs:
+            t = cast(TensorType, r.type)
+            shape = tuple(d if d >= 0 else dims.pop(0) for d in t.get_shape())
+            shapes.append(shape)
+            buffers.append(poisoned_output(t.element_type, int(np.prod(shape))))
+        self.kernels.launch(name, buffers, tiling, blocks)
+        return tuple(
+            dtypes.to_storage(
+                from_device(b, cast(TensorType, r.type).element_type, s),
+                cast(TensorType, r.type).element_type,
+            )
+            for b, s, r in zip(buffers[n_in:], shapes, op.outputs)
+        )
+
+
+def run_function_emulated(
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray],
+    entry: str | None = None,
+    kernels: EmulatedKernels | None = None,
+) -> dict[str, np.ndarray]:
+    """`interpreter.run_function`, with every buffer.launch run by the compiled kernels."""
+    from autofusion.interpreter import (
+        argument_names,
+        coerce_input,
+        find_function,
+        make_interpreter,
+        result_names,
+    )
+
+    if not kernels_of(module):
+        raise UserError(
+            "--emulate runs buffer-level IR, and the module has no buffer.kernel "
+            "(lower it first: afc-opt -p lower-to-buffer)"
+        )
+    f = find_function(module, entry)
+    names = argument_names(f)
+    missing = [n for n in names if n not in inputs]
+    if missing:
+        raise UserError("missing input(s): " + ", ".join(missing))
+    extra = sorted(set(inputs) - set(names))
+    if extra:
+        raise UserError(
+            "unknown input(s): " + ", ".join(extra) + "; the function takes " + ", ".join(names)
+        )
+    args = tuple(coerce_input(n, inputs[n], t) for n, t in zip(names, f.function_type.inputs.data))
+    emulated = kernels if kernels is not None else EmulatedKernels(module)
+    interp = make_interpreter(module)
+    interp.register_implementations(EmulatedLaunchFunctions(emulated), override=True)
+    results = interp.call_op(f, args)
+    return dict(zip(result_names(f), (np.asarray(r) for r in results)))
+
+
+__all__ = [
+    "EmulatedKernels",
+    "EmulatedLaunchFunctions",
+    "build_library",
+    "generate_harness",
+    "run_function_emulated",
+]
