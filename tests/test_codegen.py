@@ -1239,3 +1239,27 @@ def test_half_and_bfloat16_round_to_nearest_even(misuse_program: Path, tmp_path:
     )
     np.testing.assert_array_equal(bits[:, 0], want_bits)
     np.testing.assert_array_equal(bits[:, 1], dtypes.f32_to_bf16_bits(values))
+
+
+def test_divisibility_of_deep_shared_host_expressions_is_linear() -> None:
+    """Tiling functions share subexpressions: x_{i+1} = x_i + x_i for 200 levels must not
+    be walked 2**200 times (it was, before facts were memoized per scope)."""
+    from autofusion.codegen.ascendc_analysis import Divisibility
+
+    levels = 200
+    body = ["%c8 = arith.constant 8 : index", "%x0 = arith.addi %c8, %c8 : index"]
+    body += [f"%x{i + 1} = arith.addi %x{i}, %x{i} : index" for i in range(levels)]
+    text = (
+        "func.func @tiling(%n: index) -> index {\n  "
+        + "\n  ".join(body)
+        + f"\n  %r = func.call @inner(%x{levels}) : (index) -> index\n  func.return %r : index\n}}\n"
+        "func.func @inner(%a: index) -> index {\n  %m = arith.muli %a, %a : index\n"
+        "  func.return %m : index\n}\n"
+    )
+    module = parse_module(default_context(), text, "deep.mlir")
+    facts = Divisibility(module)
+    tiling = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    ret = tiling.body.block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    fact = facts._host(ret.operands[0], {})
+    assert fact.exact == (16 * 2**levels) ** 2

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
@@ -130,24 +130,44 @@ class Divisibility:
 
     # ---- derivation -------------------------------------------------------------------
 
-    def _host(self, value: SSAValue, env: dict[SSAValue, Fact]) -> Fact:
-        """A host value's fact; `env` binds the block arguments of a called function."""
+    def _host(
+        self,
+        value: SSAValue,
+        env: dict[SSAValue, Fact],
+        memo: dict[SSAValue | Operation, Any] | None = None,
+    ) -> Fact:
+        """A host value's fact; `env` binds the block arguments of a called function.
+
+        `memo` caches the facts of one evaluation scope (and the scopes of the calls made
+        from it): tiling functions share subexpressions, so without it the walk is
+        exponential in their depth.
+        """
+        memo = {} if memo is None else memo
         if value in env:
             return env[value]
+        if value in memo:
+            return cast(Fact, memo[value])
         owner = value.owner
+        fact: Fact
         if isinstance(owner, func.CallOp):
             callee = self._funcs.get(owner.callee.root_reference.data)
-            if callee is None:
-                return UNKNOWN
-            inner: dict[SSAValue, Fact] = {
-                arg: self._host(v, env) for arg, v in zip(callee.body.block.args, owner.arguments)
-            }
-            ret = callee.body.block.last_op
-            if not isinstance(ret, func.ReturnOp):
-                return UNKNOWN
-            index = cast(Operation, owner).results.index(value)
-            return self._host(ret.arguments[index], inner)
-        return self._derive(value, env, lambda v: self._host(v, env))
+            ret = callee.body.block.last_op if callee is not None else None
+            if callee is None or not isinstance(ret, func.ReturnOp):
+                fact = UNKNOWN
+            else:
+                if owner not in memo:
+                    inner_env = {
+                        arg: self._host(v, env, memo)
+                        for arg, v in zip(callee.body.block.args, owner.arguments)
+                    }
+                    memo[owner] = (inner_env, {})
+                inner_env, inner_memo = memo[owner]
+                index = cast(Operation, owner).results.index(value)
+                fact = self._host(ret.arguments[index], inner_env, inner_memo)
+        else:
+            fact = self._derive(value, env, lambda v: self._host(v, env, memo))
+        memo[value] = fact
+        return fact
 
     @staticmethod
     def _derive(
