@@ -100,6 +100,10 @@ def make_constant(array: np.ndarray | None, tensor_t: TensorType, name: str) -> 
     )
     if stored.size <= INLINE_ELEMENTS:
         return _named(graph.ConstantOp(resources.dense_attr(stored, tensor_t), None, attrs), name)
+    flat = stored.reshape(-1)
+    # bitwise equal (so -0.0 and 0.0 differ, and a NaN splat is still a splat)
+    if flat.tobytes() == flat[:1].tobytes() * flat.size:
+        return _named(graph.ConstantOp(resources.dense_attr(flat[:1], tensor_t), None, attrs), name)
     return _named(graph.ConstantOp(resources.add_blob(name, stored, tensor_t), None, attrs), name)
 
 

@@ -40,6 +40,9 @@ class AfcOptMain(xDSLOptMain):
         for name, factory in get_all_dialects().items():
             if name not in known:  # already there when installed as an xdsl.universe plugin
                 self.ctx.register_dialect(name, factory)
+        # the printer writes resource blobs through the builtin dialect's interface; load it
+        # now, or a pass that creates the module's first dense_resource fails to print
+        self.ctx.get_dialect("builtin")
 
     def register_all_passes(self) -> None:
         from autofusion.passes import get_all_passes

@@ -69,3 +69,33 @@ func.func @refusals(%x: tensor<2xf32>) -> (tensor<64x128xf32>, tensor<4xf16>, te
   %a = graph.add %x, %c : tensor<2xf32>
   func.return %e, %m, %a : tensor<64x128xf32>, tensor<4xf16>, tensor<2xf32>
 }
+
+// -----
+
+// A folded result whose elements are all equal stays a splat (no 32-element blob), and
+// afc-opt prints a module whose first resource a pass created.
+// CHECK-LABEL: func.func @splat_result
+// CHECK:         %[[C:.*]] = graph.constant {name = "{{.*}}"} dense<20.085537> : tensor<4x8xf32>
+// CHECK-NEXT:    %[[Y:.*]] = graph.add %x, %[[C]]
+func.func @splat_result(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = graph.constant dense<1.5> : tensor<4x8xf32>
+  %b = graph.constant dense<2.0> : tensor<4x8xf32>
+  %c = graph.mul %a, %b : tensor<4x8xf32>
+  %d = graph.exp %c : tensor<4x8xf32>
+  %y = graph.add %x, %d : tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// A non-splat result of more than 16 elements becomes a resource blob; afc-opt prints it.
+// CHECK-LABEL: func.func @blob_result
+// CHECK:         graph.constant {name = "{{.*}}"} dense_resource<{{.*}}> : tensor<4x8xf32>
+// CHECK:       dialect_resources
+func.func @blob_result(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %a = graph.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]]> : tensor<1x8xf32>
+  %b = graph.constant dense<[[1.0], [2.0], [3.0], [4.0]]> : tensor<4x1xf32>
+  %c = graph.mul %a, %b : (tensor<1x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %y = graph.add %x, %c : tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
