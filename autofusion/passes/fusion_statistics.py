@@ -34,7 +34,8 @@ def describe_location(loc: Attribute) -> str | None:
         return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
     if isinstance(loc, FusedLoc):
         parts = [describe_location(x) for x in cast(ArrayAttr[Attribute], loc.locations).data]
-        return "+".join(p for p in parts if p)
+        # several ops of one source statement share its name: list it once
+        return "+".join(dict.fromkeys(p for p in parts if p))
     return None
 
 

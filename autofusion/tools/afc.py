@@ -1,5 +1,8 @@
 """afc: the model engineer's command line.
 
+afc compile model.onnx --chip Ascend910B1 -o out/
+afc explain model.onnx --op NAME
+afc import model.onnx -o model.mlir
 afc run model.mlir --inputs in.npz -o out.npz
 """
 
@@ -15,6 +18,11 @@ from autofusion.diagnostics import run_tool
 COMMANDS = {
     "import": ("autofusion.tools.import_model", "convert a model file to graph-dialect MLIR"),
     "run": ("autofusion.tools.run", "interpret a model on inputs from an .npz file"),
+    "compile": (
+        "autofusion.tools.compile_cmd",
+        "fuse a model and generate Ascend C kernels, reports and pictures",
+    ),
+    "explain": ("autofusion.tools.explain_cmd", "say why an op was or was not fused"),
 }
 
 

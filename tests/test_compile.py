@@ -1,0 +1,231 @@
+"""afc compile and afc explain: outputs, options, determinism, failures, numerics check."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autofusion.driver.compile import CompileOptions, compile_model
+from autofusion.driver.explain import explain
+
+AFC = str(Path(sys.executable).parent / "afc")
+
+# a residual add + layer norm + gelu: graph fusion makes it add_layer_norm, UB fusion one
+# vector kernel; the scale is read from an .npz so the model computes real numbers
+NORM_MODEL = """\
+input x: f32[8, 64]
+input r: f32[8, 64]
+weight g: f32[64] from "norm.npz"
+const eps: f32[] = 1e-5
+h = x + r
+m = reduce_mean(h, axes=[-1], keepdims=true)
+d = h - m
+v = reduce_mean(d * d, axes=[-1], keepdims=true)
+y = d / sqrt(v + eps) * g
+output out = gelu(y, approximate="none")
+"""
+
+
+@pytest.fixture
+def norm_model(tmp_path: Path) -> Path:
+    np.savez(tmp_path / "norm.npz", g=np.linspace(0.5, 1.5, 64, dtype=np.float32))
+    path = tmp_path / "norm.afc"
+    path.write_text(NORM_MODEL)
+    return path
+
+
+def afc(
+    *args: str, cwd: Path | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [AFC, *args], capture_output=True, text=True, check=False, cwd=cwd, env=env, timeout=600
+    )
+
+
+def test_compile_writes_every_output(norm_model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = afc("compile", str(norm_model), "-o", str(out), "--check")
+    assert done.returncode == 0, done.stderr
+    names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert names == [
+        "buffer.mlir",
+        "check.json",
+        "fused.mlir",
+        "fused.onnx",
+        "fusion_result.json",
+        "graph.dot",
+        "kernels/op_host/main_kernel0_tiling.cpp",
+        "kernels/op_host/main_kernel0_tiling.h",
+        "kernels/op_kernel/main_kernel0.cpp",
+        "report.json",
+        "report.md",
+    ]
+    # the summary: one screen, naming what was fused and what it saves
+    summary = done.stdout.splitlines()
+    assert len(summary) <= 24
+    assert summary[0].startswith(f"afc compile {norm_model} -> {out} (Ascend910B1, -O2")
+    assert any("AddLayerNormFusionPass x1" in line for line in summary)
+    assert any(line.strip().startswith("check       pass") for line in summary)
+    # progress: one line per stage on stderr
+    stages = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert [s.split()[1] for s in stages] == [
+        "import",
+        "graph-fusion",
+        "split-fusion",
+        "ub-fusion",
+        "export",
+        "lower-to-buffer",
+        "ascend",
+        "reports",
+        "graph.dot",
+        "check",
+    ]
+    report = json.loads((out / "report.json").read_text())
+    totals = report["totals"]
+    assert totals["kernels_after"] == 1 and totals["ops_before"] == 10
+    assert totals["gm_bytes_after"] < totals["gm_bytes_before"]
+    assert report["graph_rewrites"] == {"AddLayerNormFusionPass": 1, "LayerNormFusionPass": 1}
+    (kernel,) = report["kernels"]
+    assert kernel["ops"][0].startswith("graph.add_layer_norm @ h+m+d+v+y")
+    stats = json.loads((out / "fusion_result.json").read_text())["session_and_graph_id_0_0"]
+    assert stats["graph_fusion"]["LayerNormFusionPass"]["effect_times"] == "1"
+    assert stats["ub_fusion"]["AutomaticUbFusion"]["effect_times"] == "1"
+    md = (out / "report.md").read_text()
+    assert "| after fusion | 1 |" in md and "graph.gelu @ out" in md
+    dot = (out / "graph.dot").read_text()
+    assert "subgraph cluster_b {" in dot and "subgraph cluster_ak0 {" in dot
+    assert 'label="kernel 0 (rows)"; style=filled; fillcolor="#8dd3c7";' in dot
+    check = json.loads((out / "check.json").read_text())
+    assert check["ok"] and len(check["comparisons"]) == 3
+    assert (
+        'extern "C" __global__ __aicore__ void'
+        in (out / "kernels/op_kernel/main_kernel0.cpp").read_text()
+    )
+
+
+def test_fused_onnx_runs_in_onnx_runtime_with_shapes(norm_model: Path, tmp_path: Path) -> None:
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from autofusion.interpreter import run_function
+    from autofusion.mlir_io import default_context
+    from autofusion.tools.model_input import load_model
+
+    out = tmp_path / "out"
+    assert afc("compile", str(norm_model), "-o", str(out), "-q").returncode == 0
+    model = onnx.load(str(out / "fused.onnx"))
+    onnx.checker.check_model(model, full_check=True)
+    typed = {v.name for v in [*model.graph.value_info, *model.graph.input, *model.graph.output]}
+    produced = {o for node in model.graph.node for o in node.output}
+    assert produced <= typed, f"tensors without value_info: {sorted(produced - typed)}"
+    rng = np.random.default_rng(3)
+    feeds = {k: rng.standard_normal((8, 64)).astype(np.float32) for k in ("x", "r")}
+    session = ort.InferenceSession(str(out / "fused.onnx"), providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, feeds)
+    want = run_function(load_model(default_context(), str(norm_model)), feeds)["out"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_compile_is_byte_identical_across_runs(norm_model: Path, tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        assert afc("compile", str(norm_model), "-o", str(tmp_path / name), "-q").returncode == 0
+    files = sorted(
+        p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()
+    )
+    for rel in files:
+        assert (tmp_path / "a" / rel).read_bytes() == (tmp_path / "b" / rel).read_bytes(), rel
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--chip", "Ascend999"], "unknown chip 'Ascend999'"),
+        (["--opt-level", "7"], "--opt-level must be one of [0, 1, 2, 3]"),
+        (["--fusion-switch", "missing.cfg"], "missing.cfg"),
+    ],
+)
+def test_bad_options_leave_no_output(
+    norm_model: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    out = tmp_path / "out"
+    done = afc("compile", str(norm_model), "-o", str(out), "-q", *args, cwd=tmp_path)
+    assert done.returncode == 1
+    assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+    assert not out.exists()
+
+
+def test_failed_compile_keeps_the_previous_output(norm_model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert afc("compile", str(norm_model), "-o", str(out), "-q").returncode == 0
+    before = (out / "report.json").read_bytes()
+    bad = tmp_path / "bad.afc"
+    bad.write_text("input x: f32[4]\noutput y = frobnicate(x)\n")
+    done = afc("compile", str(bad), "-o", str(out), "-q")
+    assert done.returncode == 1 and "frobnicate" in done.stderr
+    assert (out / "report.json").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out")) == []
+
+
+def test_opt_level_zero_fuses_nothing(norm_model: Path) -> None:
+    c = compile_model(str(norm_model), CompileOptions(opt_level=0))
+    assert c.statistics.applications == []
+    assert c.after is not None and c.before is not None
+    assert len(c.after.kernels) == len(c.before.kernels) == 10
+    assert all(len(k.ops) == 1 for k in c.after.kernels)
+
+
+def test_fusion_switch_turns_a_rule_off(norm_model: Path, tmp_path: Path) -> None:
+    switch = tmp_path / "switch.cfg"
+    switch.write_text('{"Switch": {"GraphFusion": {"AddLayerNormFusionPass": "off"}}}')
+    c = compile_model(str(norm_model), CompileOptions(fusion_switch=str(switch)))
+    assert {a.rule for a in c.statistics.applications} == {"LayerNormFusionPass"}
+    fused = c.files["fused.mlir"].decode()
+    assert "graph.layer_norm" in fused and "graph.add_layer_norm" not in fused
+
+
+def test_check_fills_shape_only_weights(tmp_path: Path) -> None:
+    path = tmp_path / "shape_only.afc"
+    path.write_text(NORM_MODEL.replace(' from "norm.npz"', ""))
+    c = compile_model(str(path), CompileOptions(check=True))
+    assert c.check is not None and c.check["ok"], c.check
+    assert any("filled 1 shape-only weights" in n for n in c.notes)
+
+
+def test_svg_when_dot_is_on_path(norm_model: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    script = fake / "dot"
+    script.write_text('#!/bin/sh\necho "<svg>$(wc -l)</svg>"\n')
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"}
+    out = tmp_path / "out"
+    assert afc("compile", str(norm_model), "-o", str(out), "-q", env=env).returncode == 0
+    assert (out / "graph.svg").read_text().startswith("<svg>")
+
+
+def test_explain_names_the_rule_and_the_kernel(norm_model: Path) -> None:
+    c = compile_model(str(norm_model), CompileOptions(), stop_after="ub-fusion")
+    lines = explain(c, "m")
+    assert lines[0] == f"m: graph.reduce_mean in {norm_model}"
+    assert any(
+        line.startswith("  graph fusion: LayerNormFusionPass rewrote it together with ")
+        and all(n in line for n in ("d", "v", "y", "eps"))
+        for line in lines
+    ), lines
+    assert any("AddLayerNormFusionPass rewrote it" in line for line in lines)
+    assert any("is in kernel0 (rows)" in line and "graph.gelu @ out" in line for line in lines)
+
+
+def test_explain_cli_and_unknown_names(norm_model: Path) -> None:
+    done = afc("explain", str(norm_model), "--op", "out")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("out: graph.gelu")
+    bad = afc("explain", str(norm_model), "--op", "dd")
+    assert bad.returncode == 1
+    assert "no op named 'dd' in the model; did you mean d" in bad.stderr
