@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import import_models
+import model_suite
 import parse_print
 import qwen_fusion
 
@@ -16,6 +17,7 @@ def main() -> None:
     parse_print.main()
     import_models.main()
     qwen_fusion.main()
+    model_suite.main()
 
 
 if __name__ == "__main__":
