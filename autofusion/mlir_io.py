@@ -11,7 +11,7 @@ from io import StringIO
 
 from xdsl.context import Context
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DenseResourceAttr, ModuleOp
 from xdsl.ir import Dialect, Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException
@@ -89,9 +89,12 @@ class LocatingParser(Parser):
     def _parse_dialect_resource_handle(
         self, dialect_name: str, interface: OpAsmDialectInterface
     ) -> str:
+        from autofusion.resources import declared
+
         key = self.parse_identifier(" for resource handle")
         if (dialect_name, key) not in self._resource_keys:
-            self._resource_keys[(dialect_name, key)] = interface.declare_resource(key)
+            handle = declared(interface.declare_resource(key), key)
+            self._resource_keys[(dialect_name, key)] = handle
         return self._resource_keys[(dialect_name, key)]
 
     def parse_operation(self) -> Operation:
@@ -147,16 +150,49 @@ def parse_module(
 
 
 def module_to_text(ctx: Context, module: ModuleOp, generic: bool = False) -> str:
-    """Print a module as MLIR text, with the resource blobs it references."""
-    from xdsl.dialects.builtin import Builtin
+    """Print a module as MLIR text, with the resource blobs it references.
+
+    Resource handles are printed under the names they were asked for (see
+    resources.canonical_handles), so the text of a module does not depend on what else
+    the process has parsed or built before.
+    """
     from xdsl.printer import Printer
 
+    from autofusion import resources
+
+    used = _resource_attrs(module)
+    names = resources.canonical_handles([a.resource_handle.data for a in used])
+    target = module
+    if any(handle != name for handle, name in names.items()):
+        target = module.clone()
+        _rename_resources(target, names)
     out = StringIO()
-    printer = Printer(stream=out, print_generic_format=generic)
-    printer.print_op(module)
-    # blobs live in the builtin dialect's interface even if ctx never loaded it
-    dialects = {d.name: d for d in ctx.loaded_dialects}
-    dialects.setdefault("builtin", Builtin)
-    printer.print_metadata(dialects.values())
+    Printer(stream=out, print_generic_format=generic).print_op(target)
+    blobs = {names[h]: blob for h in names if (blob := resources.blob_text(h)) is not None}
+    if blobs:
+        # the layout of xDSL's Printer.print_metadata, with the printed names
+        entries = ",\n".join(f'      {k}: "{blobs[k]}"' for k in sorted(blobs))
+        out.write(
+            "\n\n{-#\n  dialect_resources: {\n    builtin: {\n" + entries + "\n    }\n  }\n#-}"
+        )
     out.write("\n")
     return out.getvalue()
+
+
+def _resource_attrs(module: ModuleOp) -> list[DenseResourceAttr]:
+    """The resource attributes of `module`'s ops (properties and attributes), in order."""
+    found: list[DenseResourceAttr] = []
+    for op in module.walk():
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            if isinstance(attr, DenseResourceAttr):
+                found.append(attr)
+    return found
+
+
+def _rename_resources(module: ModuleOp, names: dict[str, str]) -> None:
+    for op in module.walk():
+        for table in (op.properties, op.attributes):
+            for key, attr in list(table.items()):
+                if isinstance(attr, DenseResourceAttr):
+                    new = names[attr.resource_handle.data]
+                    table[key] = DenseResourceAttr.from_params(new, attr.type)

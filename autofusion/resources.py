@@ -18,6 +18,15 @@ from autofusion import dtypes
 _ALIGNMENT = 16
 # decoded arrays by (handle, type); blobs are immutable once registered
 _decoded: dict[tuple[str, Attribute], np.ndarray] = {}
+# the name each handle was asked for; the process-wide registry renames a handle whose
+# name is taken (`w` -> `w_0`), printing restores the asked-for name per module
+_asked: dict[str, str] = {}
+
+
+def declared(handle: str, asked: str) -> str:
+    """Record that `handle` was declared for the name `asked`; return `handle`."""
+    _asked.setdefault(handle, asked)
+    return handle
 
 
 def _interface() -> OpAsmDialectInterface:
@@ -43,10 +52,34 @@ def add_blob(hint: str, array: np.ndarray, tensor_type: TensorType) -> DenseReso
             _decoded[(candidate, tensor_type)] = np.asarray(array).reshape(tensor_type.get_shape())
             return DenseResourceAttr.from_params(candidate, tensor_type)
         candidate, suffix = f"{name}_{suffix}", suffix + 1
-    handle = interface.declare_resource(name)
+    handle = declared(interface.declare_resource(name), name)
     interface.parse_resource(handle, blob)
     _decoded[(handle, tensor_type)] = np.asarray(array).reshape(tensor_type.get_shape())
     return DenseResourceAttr.from_params(handle, tensor_type)
+
+
+def canonical_handles(handles: list[str]) -> dict[str, str]:
+    """Print names for the handles one module uses (in order of first use): each gets the
+    name it was asked for, or that name with `_1`, `_2`... when the module already uses
+    it, so the printed text does not depend on what else the process registered."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for handle in handles:
+        if handle in names:
+            continue
+        base = _asked.get(handle, handle)
+        candidate, suffix = base, 0
+        while candidate in taken:
+            suffix += 1
+            candidate = f"{base}_{suffix}"
+        taken.add(candidate)
+        names[handle] = candidate
+    return names
+
+
+def blob_text(handle: str) -> str | None:
+    """The blob of `handle` as MLIR prints it ("0x" + alignment + data), if it has one."""
+    return _interface().lookup(handle)
 
 
 def _sanitize(hint: str) -> str:

@@ -250,6 +250,38 @@ def test_a_second_parse_of_the_same_resources_keeps_its_blobs(tmp_path: Path) ->
         np.testing.assert_array_equal(run_function(module, {})["out0"], w)
 
 
+def test_printed_handles_do_not_depend_on_process_history() -> None:
+    """Blobs are process-wide, so a second `w` with other values is registered as `w_0`;
+    printing restores the asked-for names per module, and the text is the same as in a
+    fresh process."""
+    from xdsl.builder import ImplicitBuilder
+    from xdsl.dialects import func
+
+    wt = TensorType(f32, [2, 3])
+
+    def model(values: np.ndarray) -> str:
+        f = func.FuncOp("main", ((), (wt, wt)))
+        with ImplicitBuilder(f.body):
+            a = graph.ConstantOp(resources.add_blob("history_w", values, wt))
+            b = graph.ConstantOp(resources.add_blob("history_w", values + 1, wt))
+            func.ReturnOp(a.result, b.result)
+        return module_to_text(default_context(), ModuleOp([f]))
+
+    first = model(np.zeros((2, 3), np.float32))
+    second = model(np.full((2, 3), 5.0, np.float32))  # both handles renamed in the registry
+    assert "dense_resource<history_w>" in second and "dense_resource<history_w_1>" in second
+    assert [line.split(":")[0] for line in first.splitlines() if "0x" in line] == [
+        line.split(":")[0] for line in second.splitlines() if "0x" in line
+    ]
+    module = parse_module(default_context(), second, "again.mlir")
+    from autofusion.interpreter import run_function
+
+    got = run_function(module, {})
+    np.testing.assert_array_equal(got["out0"], np.full((2, 3), 5.0))
+    np.testing.assert_array_equal(got["out1"], np.full((2, 3), 6.0))
+    assert module_to_text(default_context(), module) == second
+
+
 @pytest.mark.parametrize("elt", ["f16", "bf16", "f32"])
 def test_non_finite_constants_survive_print_and_parse(elt: str) -> None:
     """xDSL prints inf/nan as hex but reads hex in dense<[...]> as integers; the
