@@ -229,3 +229,14 @@ def test_explain_cli_and_unknown_names(norm_model: Path) -> None:
     bad = afc("explain", str(norm_model), "--op", "dd")
     assert bad.returncode == 1
     assert "no op named 'dd' in the model; did you mean d" in bad.stderr
+
+
+def test_debug_maps_generated_statements_to_source(norm_model: Path) -> None:
+    plain = compile_model(str(norm_model), CompileOptions())
+    debug = compile_model(str(norm_model), CompileOptions(debug=True))
+    kernel = "kernels/op_kernel/main_kernel0.cpp"
+    assert f'"h" at {norm_model}:5:' not in plain.files[kernel].decode()
+    text = debug.files[kernel].decode()
+    # the residual add (line 5) is part of graph.add_layer_norm; the gelu is line 10
+    assert f'// graph.add_layer_norm "h" at {norm_model}:5:' in text
+    assert f'// graph.gelu "out" at {norm_model}:10:' in text
