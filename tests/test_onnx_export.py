@@ -830,7 +830,8 @@ def test_add_norms(opset: int, elt: str) -> None:
 
 @pytest.mark.parametrize("elt", ["f32", "f16"])
 def test_split_norms(elt: str) -> None:
-    x, st, s = f"tensor<2x3x8x{elt}>", f"tensor<2x3x1x{elt}>", f"tensor<8x{elt}>"
+    # the statistics are float32 whatever the input's type
+    x, st, s = f"tensor<2x3x8x{elt}>", "tensor<2x3x1xf32>", f"tensor<8x{elt}>"
     body = (
         f"  %m, %rs = graph.layer_norm_stats %x {{axis = -1, epsilon = 1.0e-05}} : {x} -> ({st}, {st})\n"
         f"  %r0 = graph.layer_norm_apply %x, %m, %rs, %s, %s {{axis = -1}} : ({x}, {st}, {st}, {s}, {s}) -> {x}\n"
@@ -1296,3 +1297,24 @@ def test_afc_opt_target(tmp_path: Path) -> None:
         == "afc-opt: error: cannot export 'graph.sin' to ONNX opset 17: ONNX Sin-7 does not accept bf16 for its input 'input' (it takes f16, f32, f64)\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.mlir", "out.onnx"]
+
+
+def test_ops_of_one_source_statement_get_unique_node_names() -> None:
+    """Frontends give every op of one statement its name (`pos = cast(reshape(p))`);
+    ONNX Runtime rejects a graph with two nodes of one name."""
+    from xdsl.dialects.builtin import NameLoc, StringAttr, UnknownLoc
+
+    module = parse(
+        fn(
+            "%x: tensor<2x3xf32>",
+            "  %e = graph.exp %x : tensor<2x3xf32>\n  %r = graph.neg %e : tensor<2x3xf32>",
+            "tensor<2x3xf32>",
+        )
+    )
+    for op in find_function(module).body.block.ops:
+        if op.name.startswith("graph."):
+            op.location = NameLoc(StringAttr("pos"), UnknownLoc())
+    model = export_module(module)
+    assert [n.name for n in model.graph.node] == ["pos", "pos_1"]
+    ort = pytest.importorskip("onnxruntime")
+    ort.InferenceSession(serialize(model), providers=["CPUExecutionProvider"])

@@ -192,6 +192,9 @@ class Body:
         self.nodes: list[onnx.NodeProto] = []
         self.types: dict[str, tuple[int, Shape | None]] = {}
         self.calls_functions = False
+        # node names are unique per graph (ONNX Runtime rejects duplicates); several ops
+        # of one source statement share its location name, so later ones get _1, _2, ...
+        self.node_names = Names()
 
     def declare(self, name: str, elem: int, shape: Shape | None) -> None:
         self.types[name] = (elem, shape)
@@ -220,8 +223,9 @@ class Body:
                 )
         else:
             self.calls_functions = True
+        unique = self.node_names.fresh(name) if name else None
         node = helper.make_node(
-            op_type, list(inputs), list(outputs), name=name or None, domain=domain or None, **attrs
+            op_type, list(inputs), list(outputs), name=unique, domain=domain or None, **attrs
         )
         self.nodes.append(node)
 
