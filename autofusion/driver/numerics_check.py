@@ -117,7 +117,12 @@ def _ort_comparisons(
     if _bf16_args(original):
         return [], ["ONNX Runtime: not compared (bf16 inputs; numpy has no bfloat16)"]
     rows: list[dict[str, Any]] = []
-    got = _ort_run(serialize(export_module(fused)), inputs)
+    try:
+        got = _ort_run(serialize(export_module(fused)), inputs)
+    except Exception as e:  # ONNX Runtime's own exception types (Fail, InvalidGraph, ...)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        failed = {"max_abs_err": None, "max_rel_err": None, "output": "", "ok": False}
+        return [{"what": "ONNX Runtime: fused.onnx", **failed, "result": f"rejected: {first}"}], []
     if Path(c.model).suffix == ".onnx" and original is c.original:
         want = _ort_run(str(c.model), inputs)
         rows.append(_row("ONNX Runtime: fused.onnx vs original .onnx", compare(want, got, *tol)))
