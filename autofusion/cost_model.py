@@ -5,18 +5,27 @@ operations and F cube FLOPs, on a chip with GM bandwidth B, clock f, and per-cor
 (v elements/cycle) and cube (c FLOP/cycle) throughput:
 
     eff(t)  = t / (t + T_half)              DataCopy efficiency of t-byte transfers
-    t_mem   = (R + W) / (B * share * eff(t))    share = cores used / cores available
+    t_mem   = max(H / (B * share * eff(t)),       H: the bytes that reach HBM
+                  (R + W) / (B_L2 * share * eff(t)))   every byte passes through L2
     t_vec   = V / (cores_vec * v * f)
     t_cube  = F / (cores_cube * c * f)
     t       = max(t_mem, t_vec, t_cube) + launch_overhead
 
-The share term models that a kernel on few cores cannot pull the whole HBM bandwidth
-(ddr_rate is per core). The tiling loss of a kernel is t at its actual transfer size
-minus t at a 64 KB transfer: what smaller tiles cost. Chip constants come from
-hardware/chips.toml (launch overhead and T_half are marked there as estimates).
+R + W are the kernel's logical GM bytes (what its DataCopies request, re-reads
+included); H <= R + W is the part that reaches HBM when the kernel runs alone on a cold
+L2 (KernelCost.hbm_bytes: the template's estimate of which re-reads its traversal keeps
+in L2; all of R + W when it gives none). All MTE traffic goes through L2 (ascend.md
+1.6), whose bandwidth B_L2 bounds the rest. The share term models that a kernel on few
+cores cannot pull the whole bandwidth (ddr_rate and l2_read_rate are per core). The
+tiling loss of a kernel is t at its actual transfer size minus t at a 64 KB transfer:
+what smaller tiles cost. Chip constants come from hardware/chips.toml (launch overhead,
+T_half and the bandwidths are marked there as estimates).
 
 Ops outside any kernel template (library ops) are costed as one kernel each by
-`op_cost`: they read their inputs and write their outputs once.
+`op_cost`: they read their inputs and write their outputs once. A reshape is a view (a
+graph tensor is contiguous, so reshaping it changes its shape, not its bytes): no
+kernel, no bytes, no launch. Cross-kernel L2 reuse is the traffic model's
+(autofusion/traffic_model.py), used by the fusion report.
 """
 
 from __future__ import annotations
@@ -74,10 +83,12 @@ def kernel_time(cost: KernelCost, chip: ChipSpec) -> KernelTime:
     available = max(chip.vector_cores if cost.vector_cores_used else chip.cube_cores, 1)
     share = min(1.0, cores / available)
     bw = chip.gm_bandwidth_gbs * 1e9 * share
+    l2_bw = chip.l2_bandwidth_gbs * 1e9 * share
 
     def memory(transfer: int) -> float:
         moved = cost.gm_read_bytes + cost.gm_write_bytes
-        return moved / (bw * transfer_efficiency(transfer, chip)) * 1e6
+        eff = transfer_efficiency(transfer, chip)
+        return max(cost.hbm_bytes / bw, moved / l2_bw) / eff * 1e6
 
     vector_us = (
         cost.vector_work / (max(cost.vector_cores_used, 1) * chip.vector_f32_per_cycle * hz) * 1e6
@@ -93,7 +104,11 @@ def kernel_time(cost: KernelCost, chip: ChipSpec) -> KernelTime:
     ideal = max(memory(max(cost.transfer_bytes, REFERENCE_TRANSFER)), vector_us, cube_us)
     actual = max(memory_us, vector_us, cube_us)
     return KernelTime(
-        memory_us, vector_us, cube_us, chip.launch_overhead_us, max(0.0, actual - ideal)
+        memory_us,
+        vector_us,
+        cube_us,
+        chip.launch_overhead_us * cost.launches,
+        max(0.0, actual - ideal),
     )
 
 
@@ -133,10 +148,19 @@ def cube_flops(op: Operation, dynamic_size: int) -> float:
     return 0.0
 
 
+def is_view(op: Operation) -> bool:
+    """Whether `op` only reinterprets its input's bytes (a reshape: graph tensors are
+    contiguous, so any reshape is a view). Views cost nothing and run no kernel."""
+    return isinstance(op, graph.ReshapeOp)
+
+
 def op_cost(op: Operation, chip: ChipSpec, dynamic_size: int = 1) -> KernelCost:
-    """One op run as its own kernel: inputs read once, outputs written once."""
+    """One op run as its own kernel: inputs read once, outputs written once. A view op
+    (`is_view`) is free: no bytes, no work, no launch."""
     from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT
 
+    if is_view(op):
+        return KernelCost(0, 0, 0.0, 0.0, REFERENCE_TRANSFER, 0, launches=0)
     read = sum(value_bytes(v, dynamic_size) for v in op.operands if isinstance(v.type, TensorType))
     write = sum(value_bytes(v, dynamic_size) for v in op.results if isinstance(v.type, TensorType))
     flops = cube_flops(op, dynamic_size)

@@ -2,14 +2,26 @@
 time, with totals before fusion (every op its own kernel), after fusion, and the lower
 bound (every input, weight and output moved exactly once).
 
+Two traffic figures per kernel and in the totals:
+
+* `gm_*_bytes` / `gm_bytes_*`: logical GM bytes, what the kernels' DataCopies request
+  (a matmul's operand re-reads included);
+* `hbm_*_bytes` / `hbm_bytes_*`: the estimate of what reaches HBM through the chip's L2,
+  from the traffic model (autofusion/traffic_model.py, an LRU write-back cache) run
+  over the kernels in program order; `hbm_bytes_after_optimistic` with a scan-resistant
+  L2 (weights streaming past do not displace older data), `hbm_bytes_after_pessimistic`
+  with dead dirty data written back too.
+
 Works on graph-level IR after ub-fusion (kernels are graph.fusion_groups) and on
 buffer-level IR after lower-to-buffer (kernels are buffer.launches, which carry what
 lower-to-buffer recorded about their group). Graph ops outside kernels are library ops,
-costed as one kernel each.
+costed as one kernel each, except views (reshapes: cost_model.is_view), which move no
+data and run no kernel: the tensor they produce is their input's bytes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -23,13 +35,14 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 
-from autofusion.cost_model import kernel_time, lower_bound_bytes, op_cost
+from autofusion.cost_model import is_view, kernel_time, lower_bound_bytes, op_cost, value_bytes
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.graph_base import FusionKind, fusion_kind
 from autofusion.hardware import ChipSpec
 from autofusion.passes.fusion_statistics import describe_op
+from autofusion.traffic_model import TrafficKernel, simulate_l2
 
 REPORT_ATTR = "afc.report"
 
@@ -46,6 +59,13 @@ class KernelEntry:
     time_us: float
     unfused_gm_bytes: int
     unfused_time_us: float
+    hbm_read_bytes: int = 0  # set by the traffic model (build_report)
+    hbm_write_bytes: int = 0
+    unfused_kernels: int = 1  # ops of the kernel that run a kernel of their own unfused
+    # for the traffic model: what the kernel reads (bytes per input tensor) and the HBM
+    # bytes of its own re-reads that L2 does not serve; the same for its ops unfused
+    traffic: TrafficKernel | None = None
+    unfused_traffic: list[TrafficKernel] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,6 +76,8 @@ class KernelEntry:
             "op_count": len(self.ops),
             "gm_read_bytes": self.gm_read_bytes,
             "gm_write_bytes": self.gm_write_bytes,
+            "hbm_read_bytes": self.hbm_read_bytes,
+            "hbm_write_bytes": self.hbm_write_bytes,
             "ub_bytes": self.ub_bytes,
             "time_us": round(self.time_us, 3),
             "unfused_gm_bytes": self.unfused_gm_bytes,
@@ -68,6 +90,13 @@ class FusionReport:
     chip: str
     kernels: list[KernelEntry] = field(default_factory=list)
     lower_bound_bytes: int = 0
+    view_ops: int = 0  # reshapes outside kernels: no kernel, no bytes
+    l2_bytes: int = 0
+    hbm_before: int = 0  # the traffic model's totals (build_report)
+    hbm_after: int = 0
+    hbm_after_pessimistic: int = 0
+    hbm_after_optimistic: int = 0
+    hbm_final_writeback: int = 0  # graph outputs left dirty in L2 at the end
 
     def totals(self) -> dict[str, Any]:
         fused = [k for k in self.kernels if k.kind == "fused"]
@@ -75,13 +104,20 @@ class FusionReport:
             "kernels": len(self.kernels),
             "fused_kernels": len(fused),
             "library_ops": len(self.kernels) - len(fused),
-            "ops": sum(len(k.ops) for k in self.kernels),
+            "view_ops": self.view_ops,
+            "ops": sum(len(k.ops) for k in self.kernels) + self.view_ops,
             "gm_bytes_before": sum(k.unfused_gm_bytes for k in self.kernels),
             "gm_bytes_after": sum(k.gm_read_bytes + k.gm_write_bytes for k in self.kernels),
             "gm_bytes_lower_bound": self.lower_bound_bytes,
+            "hbm_bytes_before": self.hbm_before,
+            "hbm_bytes_after": self.hbm_after,
+            "hbm_bytes_after_optimistic": self.hbm_after_optimistic,
+            "hbm_bytes_after_pessimistic": self.hbm_after_pessimistic,
+            "hbm_final_writeback_bytes": self.hbm_final_writeback,
+            "l2_bytes": self.l2_bytes,
             "time_us_before": round(sum(k.unfused_time_us for k in self.kernels), 3),
             "time_us_after": round(sum(k.time_us for k in self.kernels), 3),
-            "kernels_before": sum(len(k.ops) for k in self.kernels),
+            "kernels_before": sum(k.unfused_kernels for k in self.kernels),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -92,14 +128,109 @@ class FusionReport:
         }
 
 
-def _unfused(ops: list[Operation], chip: ChipSpec, dynamic_size: int) -> tuple[int, float]:
+def tensor_key(v: SSAValue) -> SSAValue:
+    """The tensor whose bytes `v` is: followed through views (reshapes), a fusion
+    group's block arguments (to its operands) and its results (to what it yields)."""
+    while True:
+        owner = v.owner
+        if isinstance(owner, Block):
+            parent = owner.parent_op()
+            if not isinstance(parent, graph.FusionGroupOp):
+                return v
+            v = parent.inputs[cast(BlockArgument, v).index]
+        elif isinstance(owner, graph.FusionGroupOp):
+            v = owner.yield_op.values[cast(OpResult, v).index]
+        elif is_view(owner):
+            v = owner.operands[0]
+        else:
+            return v
+
+
+# ops through which a kernel reads part of an input (a column slice: strided reads)
+_VIEW_READS = (graph.ReshapeOp, graph.SliceOp, graph.SplitOp)
+
+
+def read_bytes(v: SSAValue, dynamic_size: int) -> int:
+    """Bytes a kernel reads of its input `v`: all of it, or only the slices its view ops
+    take when every use is one (graph.split / graph.slice read through strides)."""
+    full = value_bytes(v, dynamic_size)
+    users = list(dict.fromkeys(u.operation for u in v.uses))
+    if not users or not all(isinstance(u, _VIEW_READS) for u in users):
+        return full
+    taken = 0
+    for u in users:
+        if isinstance(u, graph.ReshapeOp):
+            taken += read_bytes(u.output, dynamic_size)
+        elif isinstance(u, graph.SplitOp):
+            taken += sum(read_bytes(r, dynamic_size) for r in u.results if r.uses)
+        else:
+            taken += min(
+                value_bytes(u.results[0], dynamic_size), read_bytes(u.results[0], dynamic_size)
+            )
+    return min(full, taken)
+
+
+def _tensors(values: list[SSAValue], dynamic_size: int) -> list[tuple[Hashable, int]]:
+    return [
+        (tensor_key(v), value_bytes(v, dynamic_size))
+        for v in values
+        if isinstance(v.type, TensorType)
+    ]
+
+
+def _op_traffic(op: Operation, dynamic_size: int) -> TrafficKernel:
+    """One op as its own kernel: every operand read once, every result written once;
+    the roles of its operands as `access_roles` gives them for a kernel of that op
+    (operands smaller than the result, which it broadcasts, are re-read: hot)."""
+    hot: set[Hashable] = set()
+    transient: set[Hashable] = set()
+    out = max(
+        (value_bytes(r, dynamic_size) for r in op.results if isinstance(r.type, TensorType)),
+        default=0,
+    )
+    for i, v in enumerate(op.operands):
+        if not isinstance(v.type, TensorType):
+            continue
+        if isinstance(op, graph.MatmulOp | graph.GemmOp | graph.Conv2dOp):
+            (transient if i == (0 if isinstance(op, graph.Conv2dOp) else 1) else hot).add(
+                tensor_key(v)
+            )
+        elif isinstance(op, graph.FlashAttentionOp):
+            if i > 0:
+                hot.add(tensor_key(v))
+        elif value_bytes(v, dynamic_size) < out:
+            hot.add(tensor_key(v))
+    return TrafficKernel(
+        describe_op(op),
+        _merge(_tensors(list(op.operands), dynamic_size)),
+        _merge(_tensors(list(op.results), dynamic_size)),
+        hot=frozenset(hot),
+        transient=frozenset(transient),
+    )
+
+
+def _merge(accesses: list[tuple[Hashable, int]]) -> list[tuple[Hashable, int]]:
+    """One access per tensor (the larger byte count), in first-seen order."""
+    out: dict[Hashable, int] = {}
+    for key, n in accesses:
+        out[key] = max(out.get(key, 0), n)
+    return list(out.items())
+
+
+def _unfused(
+    ops: list[Operation], chip: ChipSpec, dynamic_size: int
+) -> tuple[int, float, int, list[TrafficKernel]]:
+    """GM bytes, time, kernel count and traffic of `ops` run one kernel each."""
     gm = 0
     time = 0.0
+    traffic = []
     for op in ops:
         cost = op_cost(op, chip, dynamic_size)
         gm += cost.gm_read_bytes + cost.gm_write_bytes
         time += kernel_time(cost, chip).total_us
-    return gm, time
+        if cost.launches:
+            traffic.append(_op_traffic(op, dynamic_size))
+    return gm, time, len(traffic), traffic
 
 
 def group_entry(
@@ -111,7 +242,7 @@ def group_entry(
 
     parts = group_parts(group)
     ops = parts.ops
-    unfused_gm, unfused_time = _unfused(ops, chip, dynamic_size)
+    unfused_gm, unfused_time, unfused_count, unfused_traffic = _unfused(ops, chip, dynamic_size)
     chosen = choose_template(parts, chip)
     if isinstance(chosen, Refusal):
         # a hand-written group no template takes: cost its ops as they are
@@ -126,9 +257,32 @@ def group_entry(
             unfused_time,
             unfused_gm,
             unfused_time,
+            unfused_kernels=unfused_count,
+            traffic=TrafficKernel(
+                name,
+                _merge([a for k in unfused_traffic for a in k.reads]),
+                _merge([a for k in unfused_traffic for a in k.writes]),
+            ),
+            unfused_traffic=unfused_traffic,
         )
     template, plan = chosen
     cost = template.cost(plan, chip, [dynamic_size] * 16)
+    streamed = [
+        v
+        for v in group.block.args
+        if isinstance(v.type, TensorType) and not _scalar_in_kernel(v, group)
+    ]
+    reads = _merge([(tensor_key(v), read_bytes(v, dynamic_size)) for v in streamed])
+    hbm_read = cost.gm_read_bytes if cost.hbm_read_bytes is None else cost.hbm_read_bytes
+    hot, transient = access_roles(plan, chip, dynamic_size)
+    traffic = TrafficKernel(
+        name,
+        reads,
+        _merge(_tensors(list(group.outputs), dynamic_size)),
+        max(0, hbm_read - sum(n for _, n in reads)),
+        frozenset(tensor_key(v) for v in hot),
+        frozenset(tensor_key(v) for v in transient),
+    )
     return KernelEntry(
         name=name,
         kind="fused",
@@ -140,11 +294,114 @@ def group_entry(
         time_us=kernel_time(cost, chip).total_us,
         unfused_gm_bytes=unfused_gm,
         unfused_time_us=unfused_time,
+        unfused_kernels=unfused_count,
+        traffic=traffic,
+        unfused_traffic=unfused_traffic,
     )
 
 
-def entry_attribute(entry: KernelEntry) -> DictionaryAttr:
-    """The entry as an attribute, so a launch keeps it after its group is gone."""
+# row-plan kinds of inputs that a vector kernel reads again for every tile
+_REREAD_KINDS = ("rowvec", "mapped_rows", "mapped_column", "scalar")
+
+
+def access_roles(
+    plan: object, chip: ChipSpec, dynamic_size: int
+) -> tuple[list[SSAValue], list[SSAValue]]:
+    """The kernel inputs the traffic model treats as re-read throughout the kernel (hot)
+    and re-read briefly (transient), by their role in the kernel's template:
+
+    * matmul/gemm: A's bands are read again for every N tile of a group (hot; when A
+      exceeds the half of L2 its tiling keeps, only a group's bands are: transient), B's
+      band by the group's M tiles one after the other (transient); a bias is hot;
+    * conv: the weight is hot, the feature map transient;
+    * flash attention: K, V and the mask are read again for every query block (hot);
+    * vector kernels and cube epilogues: row vectors, per-row tables and scalars (hot).
+    """
+    from autofusion.lowering.row_plan import RowPlan
+
+    hot: list[SSAValue] = []
+    transient: list[SSAValue] = []
+    root = getattr(plan, "root", None)
+    if isinstance(root, graph.MatmulOp | graph.GemmOp):
+        a = root.operands[0]
+        fits = value_bytes(a, dynamic_size) <= chip.l2_bytes // 2
+        (hot if fits else transient).append(a)
+        transient.append(root.operands[1])
+        hot += list(root.operands[2:])
+    elif isinstance(root, graph.Conv2dOp):
+        transient.append(root.operands[0])
+        hot += list(root.operands[1:])
+    elif isinstance(root, graph.FlashAttentionOp):
+        hot += list(root.operands[1:])
+    rows = plan if isinstance(plan, RowPlan) else getattr(plan, "rows", None)
+    if isinstance(rows, RowPlan):
+        for v, info in rows.values.items():
+            if info.is_input and info.kind in _REREAD_KINDS:
+                hot.append(rows.views[v].source if v in rows.views else v)
+    return hot, transient
+
+
+def _scalar_in_kernel(arg: SSAValue, group: graph.FusionGroupOp) -> bool:
+    """A group input bound to a splat constant that no cube op reads: a scalar."""
+    from autofusion.passes.matching import splat_value
+
+    outer = group.inputs[cast(BlockArgument, arg).index]
+    if splat_value(outer) is None:
+        return False
+    return not any(fusion_kind(use.operation) == FusionKind.CUBE for use in arg.uses)
+
+
+# ---- entries on launches (buffer level) -------------------------------------------------
+
+
+def _encode(
+    kernels: list[TrafficKernel], refs: dict[Hashable, str], local: dict[Hashable, str]
+) -> ArrayAttr[Attribute]:
+    """Traffic as [[reads], [writes], extra] with tensors named by `refs` (launch operand
+    `i<k>`, result `o<k>`) or a kernel-local `l<j>` (in-kernel intermediates)."""
+
+    def name(key: Hashable) -> StringAttr:
+        if key in refs:
+            return StringAttr(refs[key])
+        return StringAttr(local.setdefault(key, f"l{len(local)}"))
+
+    def accesses(items: list[tuple[Hashable, int]]) -> ArrayAttr[Attribute]:
+        return ArrayAttr([ArrayAttr([name(k), graph.int_attr(n)]) for k, n in items])
+
+    def roles(keys: frozenset[Hashable]) -> ArrayAttr[Attribute]:
+        return ArrayAttr([name(k) for k in sorted(keys, key=lambda k: name(k).data)])
+
+    return ArrayAttr(
+        [
+            ArrayAttr(
+                [
+                    accesses(k.reads),
+                    accesses(k.writes),
+                    graph.int_attr(k.extra_read),
+                    roles(k.hot),
+                    roles(k.transient),
+                ]
+            )
+            for k in kernels
+        ]
+    )
+
+
+def entry_attribute(
+    entry: KernelEntry,
+    inputs: list[SSAValue] | None = None,
+    outputs: list[SSAValue] | None = None,
+) -> DictionaryAttr:
+    """The entry as an attribute, so a launch keeps it after its group is gone. The
+    traffic refers to tensors by their place among the launch's `inputs` and `outputs`
+    (graph-level values, as the group saw them)."""
+    refs: dict[Hashable, str] = {}
+    for k, v in enumerate(inputs or []):
+        refs.setdefault(tensor_key(v), f"i{k}")
+    for k, v in enumerate(outputs or []):
+        refs.setdefault(tensor_key(v), f"o{k}")
+    local: dict[Hashable, str] = {}
+    fused = [entry.traffic] if entry.traffic is not None else []
     return DictionaryAttr(
         {
             "template": StringAttr(entry.template),
@@ -155,11 +412,49 @@ def entry_attribute(entry: KernelEntry) -> DictionaryAttr:
             "time_us": graph.float_attr(entry.time_us),
             "unfused_gm_bytes": graph.int_attr(entry.unfused_gm_bytes),
             "unfused_time_us": graph.float_attr(entry.unfused_time_us),
+            "unfused_kernels": graph.int_attr(entry.unfused_kernels),
+            "traffic": _encode(fused, refs, local),
+            "unfused_traffic": _encode(entry.unfused_traffic, refs, local),
         }
     )
 
 
-def _from_attribute(name: str, attr: Attribute) -> KernelEntry:
+def _decode(attr: Attribute, launch: buffer.LaunchOp, name: str) -> list[TrafficKernel]:
+    def key(ref: str) -> Hashable:
+        n = int(ref[1:])
+        if ref[0] == "i":
+            return tensor_key(launch.inputs[n])
+        if ref[0] == "o":
+            return launch.outputs[n]
+        return (name, n)
+
+    def accesses(a: Attribute) -> list[tuple[Hashable, int]]:
+        out = []
+        for item in cast(ArrayAttr[Attribute], a).data:
+            ref, n = cast(ArrayAttr[Attribute], item).data
+            out.append((key(cast(StringAttr, ref).data), cast(IntegerAttr, n).value.data))
+        return out
+
+    def roles(a: Attribute) -> frozenset[Hashable]:
+        return frozenset(key(cast(StringAttr, r).data) for r in cast(ArrayAttr[Attribute], a).data)
+
+    kernels = []
+    for item in cast(ArrayAttr[Attribute], attr).data:
+        reads, writes, extra, hot, transient = cast(ArrayAttr[Attribute], item).data
+        kernels.append(
+            TrafficKernel(
+                name,
+                accesses(reads),
+                accesses(writes),
+                cast(IntegerAttr, extra).value.data,
+                roles(hot),
+                roles(transient),
+            )
+        )
+    return kernels
+
+
+def _from_attribute(name: str, attr: Attribute, launch: buffer.LaunchOp) -> KernelEntry:
     d = cast(DictionaryAttr, attr).data
 
     def integer(key: str) -> int:
@@ -168,6 +463,7 @@ def _from_attribute(name: str, attr: Attribute) -> KernelEntry:
     def real(key: str) -> float:
         return cast(FloatAttr, d[key]).value.data
 
+    fused = _decode(d["traffic"], launch, name) if "traffic" in d else []
     return KernelEntry(
         name=name,
         kind="fused",
@@ -179,13 +475,43 @@ def _from_attribute(name: str, attr: Attribute) -> KernelEntry:
         time_us=real("time_us"),
         unfused_gm_bytes=integer("unfused_gm_bytes"),
         unfused_time_us=real("unfused_time_us"),
+        unfused_kernels=integer("unfused_kernels") if "unfused_kernels" in d else 1,
+        traffic=fused[0] if fused else None,
+        unfused_traffic=_decode(d["unfused_traffic"], launch, name)
+        if "unfused_traffic" in d
+        else [],
+    )
+
+
+# ---- the report -------------------------------------------------------------------------
+
+
+def _library_entry(op: Operation, chip: ChipSpec, dynamic_size: int) -> KernelEntry:
+    cost = op_cost(op, chip, dynamic_size)
+    time = kernel_time(cost, chip).total_us
+    gm = cost.gm_read_bytes + cost.gm_write_bytes
+    traffic = _op_traffic(op, dynamic_size)
+    return KernelEntry(
+        describe_op(op),
+        "library",
+        "library",
+        [describe_op(op)],
+        cost.gm_read_bytes,
+        cost.gm_write_bytes,
+        0,
+        time,
+        gm,
+        time,
+        traffic=traffic,
+        unfused_traffic=[traffic],
     )
 
 
 def build_report(module: ModuleOp, chip: ChipSpec, dynamic_size: int = 128) -> FusionReport:
     """The report of every public function of `module`."""
-    report = FusionReport(chip.name)
+    report = FusionReport(chip.name, l2_bytes=chip.l2_bytes)
     bound_values: list[SSAValue] = []
+    outputs: set[Hashable] = set()
     counter = 0
     for f in module.ops:
         if not isinstance(f, func.FuncOp) or not f.body.blocks:
@@ -197,6 +523,7 @@ def build_report(module: ModuleOp, chip: ChipSpec, dynamic_size: int = 128) -> F
         ret = block.last_op
         if isinstance(ret, func.ReturnOp):
             bound_values.extend(ret.operands)
+            outputs.update(tensor_key(v) for v in ret.operands if isinstance(v.type, TensorType))
         for op in block.ops:
             if isinstance(op, graph.ConstantOp):
                 if _is_weight(op):
@@ -209,34 +536,54 @@ def build_report(module: ModuleOp, chip: ChipSpec, dynamic_size: int = 128) -> F
                         bound_values.append(inner.result)
             elif isinstance(op, buffer.LaunchOp) and REPORT_ATTR in op.attributes:
                 report.kernels.append(
-                    _from_attribute(op.kernel.string_value(), op.attributes[REPORT_ATTR])
+                    _from_attribute(op.kernel.string_value(), op.attributes[REPORT_ATTR], op)
                 )
+            elif is_view(op):
+                report.view_ops += 1
             elif op.dialect_name() == "graph" and any(
                 isinstance(r.type, TensorType) for r in op.results
             ):
-                cost = op_cost(op, chip, dynamic_size)
-                time = kernel_time(cost, chip).total_us
-                gm = cost.gm_read_bytes + cost.gm_write_bytes
-                report.kernels.append(
-                    KernelEntry(
-                        describe_op(op),
-                        "library",
-                        "library",
-                        [describe_op(op)],
-                        cost.gm_read_bytes,
-                        cost.gm_write_bytes,
-                        0,
-                        time,
-                        gm,
-                        time,
-                    )
-                )
+                report.kernels.append(_library_entry(op, chip, dynamic_size))
     unique: list[SSAValue] = []
     for v in bound_values:
         if v not in unique and isinstance(v.type, TensorType):
             unique.append(v)
     report.lower_bound_bytes = lower_bound_bytes(unique, dynamic_size)
+    _simulate(report, module, outputs, chip, dynamic_size)
     return report
+
+
+def _simulate(
+    report: FusionReport,
+    module: ModuleOp,
+    outputs: set[Hashable],
+    chip: ChipSpec,
+    dynamic_size: int,
+) -> None:
+    """Run the traffic model over the kernels (fused) and over their ops (unfused)."""
+    sizes: dict[Hashable, int] = {}
+    for op in module.walk():
+        for v in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
+            if isinstance(v.type, TensorType):
+                sizes.setdefault(tensor_key(v), value_bytes(v, dynamic_size))
+    fused = [k.traffic for k in report.kernels if k.traffic is not None]
+    unfused = [t for k in report.kernels for t in k.unfused_traffic]
+    for k in (*fused, *unfused):
+        for key, n in (*k.reads, *k.writes):
+            sizes[key] = max(sizes.get(key, 0), n)
+    after = simulate_l2(fused, sizes, outputs, chip.l2_bytes)
+    entries = [k for k in report.kernels if k.traffic is not None]
+    for entry, r, w in zip(entries, after.read, after.write):
+        entry.hbm_read_bytes, entry.hbm_write_bytes = r, w
+    report.hbm_after = after.total
+    report.hbm_final_writeback = after.final_writeback
+    report.hbm_after_pessimistic = simulate_l2(
+        fused, sizes, outputs, chip.l2_bytes, drop_dead=False
+    ).total
+    report.hbm_after_optimistic = simulate_l2(
+        fused, sizes, outputs, chip.l2_bytes, scan_resistant=True
+    ).total
+    report.hbm_before = simulate_l2(unfused, sizes, outputs, chip.l2_bytes).total
 
 
 def _is_weight(op: graph.ConstantOp) -> bool:

@@ -73,6 +73,25 @@ func.func @main({args}) -> tensor<2x4x5x6xf32> {{
     )
 
 
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_flash_attention_fully_masked_row_is_zero(kind: str) -> None:
+    """A query row whose keys are all masked attends to nothing: 0, as torch SDPA gives
+    (a plain softmax of all -inf would be NaN); the other rows are unchanged."""
+    q, k, v = f32(1, 2, 3, 8), f32(1, 2, 4, 8), f32(1, 2, 4, 6)
+    keep = np.array([[True, False, True, True], [False] * 4, [True, True, False, True]])
+    mask = keep if kind == "bool" else np.where(keep, 0.0, -np.inf).astype(np.float32)
+    mtype = "tensor<3x4xi1>" if kind == "bool" else "tensor<3x4xf32>"
+    text = f"""
+func.func @main(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x6xf32>, %m: {mtype}) -> tensor<1x2x3x6xf32> {{
+  %r = graph.flash_attention %q, %k, %v, %m {{scale = 0.35, causal = false, layout = "BNSD"}} : (tensor<1x2x3x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x6xf32>, {mtype}) -> tensor<1x2x3x6xf32>
+  func.return %r : tensor<1x2x3x6xf32>
+}}"""
+    got = run(text, q=q, k=k, v=v, m=mask)["out0"]
+    assert np.all(got[:, :, 1] == 0)
+    want = sdpa_reference(q, k, v, keep, 0.35, False)
+    np.testing.assert_allclose(got[:, :, [0, 2]], want[:, :, [0, 2]], rtol=1e-5, atol=1e-5)
+
+
 def test_flash_attention_bsnd_is_bnsd_transposed() -> None:
     q, k, v = f32(1, 6, 4, 8), f32(1, 6, 2, 8), f32(1, 6, 2, 8)
     text = """

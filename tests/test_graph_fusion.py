@@ -44,7 +44,10 @@ def test_rewrite_preserves_numbers(pipeline: str, text: str) -> None:
     """Interpret each FileCheck case before and after its pipeline; outputs must agree."""
     if "shape_only" in text:
         pytest.skip("shape-only weights have no values to interpret (checked by FileCheck only)")
-    check_pass(text, pipeline.replace(" log=true", ""), rtol=2e-5, atol=2e-5)
+    # f16/bf16 cases: a rewrite may round once where the decomposed form rounds several
+    # times (a float32 softmax, a split norm), a few ulps of the storage type
+    tolerance = 2e-3 if re.search(r"x(f16|bf16)>", text) else 2e-5
+    check_pass(text, pipeline.replace(" log=true", ""), rtol=tolerance, atol=tolerance)
 
 
 SWITCH_IR = """

@@ -39,6 +39,7 @@ RULES = (
     "RmsNormSplitFusionPass",
     "SplitConvConcatFusionPass",
     "SplitMatMulConcatFusionPass",
+    "SplitSliceFusionPass",
     "ProducerDuplicateFusionPass",
 )
 
@@ -46,36 +47,42 @@ T = "tensor<512x1024xf32>"
 H = "tensor<256x32x128xf32>"
 
 # A small model with one candidate of each kind that pays on Ascend910B1:
-# * a residual x (also returned) normalized and read by three consumer kernels;
+# * a residual x (also returned) normalized and read by two gated matmuls' epilogues
+#   (y * (c_i @ v_i): the apply runs in each epilogue, the kernel writing y goes);
 # * an f16 -> f32 cast read by reductions over two different row blocks;
 # * a row concat feeding a matmul whose outputs are 32x smaller than its inputs.
+C = "tensor<512x256xf32>"
+V = "tensor<256x1024xf32>"
 MODEL = f"""
 func.func @main(%a: {T}, %b: {T}, %g: tensor<1024xf32>, %be: tensor<1024xf32>,
-                %w0: {T}, %w1: {T}, %w2: {T}, %h: tensor<256x32x128xf16>,
+                %c0: {C}, %v0: {V}, %c1: {C}, %v1: {V}, %h: tensor<256x32x128xf16>,
                 %p: tensor<2048x512xf32>, %q: tensor<2048x512xf32>, %wm: tensor<512x16xf32>)
-    -> ({T}, {T}, {T}, {T}, tensor<256x32x1xf32>, tensor<256x1x1xf32>, tensor<4096x16xf32>) {{
+    -> ({T}, {T}, {T}, tensor<256x32x1xf32>, tensor<256x1x1xf32>, tensor<4096x16xf32>) {{
   %x = graph.add %a, %b : {T}
   %y = graph.layer_norm %x, %g, %be {{axis = -1, epsilon = 1.0e-05}} : ({T}, tensor<1024xf32>, tensor<1024xf32>) -> {T}
-  %z0 = graph.mul %y, %w0 : {T}
-  %z1 = graph.mul %y, %w1 : {T}
-  %z2 = graph.mul %y, %w2 : {T}
+  %m0 = graph.matmul %c0, %v0 : ({C}, {V}) -> {T}
+  %z0 = graph.mul %y, %m0 : {T}
+  %m1 = graph.matmul %c1, %v1 : ({C}, {V}) -> {T}
+  %z1 = graph.mul %y, %m1 : {T}
   %c = graph.cast %h : tensor<256x32x128xf16> -> {H}
   %s = graph.reduce_sum %c {{axes = [2], keepdims = true}} : {H} -> tensor<256x32x1xf32>
   %m = graph.reduce_max %c {{axes = [1, 2], keepdims = true}} : {H} -> tensor<256x1x1xf32>
   %cat = graph.concat %p, %q {{axis = 0}} : (tensor<2048x512xf32>, tensor<2048x512xf32>) -> tensor<4096x512xf32>
   %o = graph.matmul %cat, %wm : (tensor<4096x512xf32>, tensor<512x16xf32>) -> tensor<4096x16xf32>
-  func.return %z0, %z1, %z2, %x, %s, %m, %o : {T}, {T}, {T}, {T}, tensor<256x32x1xf32>, tensor<256x1x1xf32>, tensor<4096x16xf32>
+  func.return %z0, %z1, %x, %s, %m, %o : {T}, {T}, {T}, tensor<256x32x1xf32>, tensor<256x1x1xf32>, tensor<4096x16xf32>
 }}
 """
 
-# one rewrite that pays (the cast) and one that a precondition refuses (an f16 norm)
+# one rewrite that pays (the cast) and one that a precondition refuses (an f16 concat
+# over the contracted axis: its partial products would be rounded before the sum)
 MIXED = """
-func.func @main(%h: tensor<256x32x128xf16>, %g: tensor<128xf16>) -> (tensor<256x32x1xf32>, tensor<256x1x1xf32>, tensor<256x32x128xf16>) {
+func.func @main(%h: tensor<256x32x128xf16>, %p: tensor<64x32xf16>, %q: tensor<64x32xf16>, %w: tensor<64x16xf16>) -> (tensor<256x32x1xf32>, tensor<256x1x1xf32>, tensor<64x16xf16>) {
   %c = graph.cast %h : tensor<256x32x128xf16> -> tensor<256x32x128xf32>
   %s = graph.reduce_sum %c {axes = [2], keepdims = true} : tensor<256x32x128xf32> -> tensor<256x32x1xf32>
   %m = graph.reduce_max %c {axes = [1, 2], keepdims = true} : tensor<256x32x128xf32> -> tensor<256x1x1xf32>
-  %n = graph.layer_norm %h, %g {axis = -1, epsilon = 1.0e-05} : (tensor<256x32x128xf16>, tensor<128xf16>) -> tensor<256x32x128xf16>
-  func.return %s, %m, %n : tensor<256x32x1xf32>, tensor<256x1x1xf32>, tensor<256x32x128xf16>
+  %cat = graph.concat %p, %q {axis = 1} : (tensor<64x32xf16>, tensor<64x32xf16>) -> tensor<64x64xf16>
+  %n = graph.matmul %cat, %w : (tensor<64x64xf16>, tensor<64x16xf16>) -> tensor<64x16xf16>
+  func.return %s, %m, %n : tensor<256x32x1xf32>, tensor<256x1x1xf32>, tensor<64x16xf16>
 }
 """
 
@@ -103,13 +110,15 @@ def test_every_rule_applies_to_the_model() -> None:
     text = str(module)
     assert count(text, "graph.layer_norm_stats") == 1 and "graph.layer_norm %" not in text
     assert count(text, "graph.cast") == 2
-    assert count(text, "graph.matmul") == 2 and "graph.concat %p, %q" not in text
+    # the two gated matmuls, and the concat's matmul split in two
+    assert count(text, "graph.matmul") == 4 and "graph.concat %p, %q" not in text
     effected = {n: s.effect_times for n, s in stats.rules[GRAPH_FUSION].items()}
     assert effected == {
         "LayerNormSplitFusionPass": 1,
         "RmsNormSplitFusionPass": 0,
         "SplitConvConcatFusionPass": 0,
         "SplitMatMulConcatFusionPass": 1,
+        "SplitSliceFusionPass": 0,
         "ProducerDuplicateFusionPass": 1,
     }
 
@@ -173,14 +182,14 @@ def test_stats_file_and_log_lines(tmp_path: Path) -> None:
     assert sorted(section) == sorted(RULES)
     assert section["ProducerDuplicateFusionPass"] == {"match_times": "1", "effect_times": "1"}
     assert section["SplitConvConcatFusionPass"] == {"match_times": "0", "effect_times": "0"}
-    assert section["LayerNormSplitFusionPass"] == {
+    assert section["SplitMatMulConcatFusionPass"] == {
         "match_times": "1",
         "effect_times": "0",
         "refusals": [
             {
-                "op": "graph.layer_norm %n",
-                "reason": "the statistics of a f16 norm would be stored in f16 "
-                "(the whole norm keeps them in float32)",
+                "op": "graph.concat %cat",
+                "reason": "the partial products of a f16 graph.matmul would be rounded to "
+                "f16 before they are summed",
             }
         ],
     }
@@ -190,9 +199,9 @@ def test_stats_file_and_log_lines(tmp_path: Path) -> None:
         "(users in several kernels), matched_times=1, effected_times=1." in lines
     )
     assert (
-        "GraphFusionPass[LayerNormSplitFusionPass]: not applied to graph.layer_norm %n: "
-        "the statistics of a f16 norm would be stored in f16 (the whole norm keeps them in "
-        "float32)" in lines
+        "GraphFusionPass[SplitMatMulConcatFusionPass]: not applied to graph.concat %cat: "
+        "the partial products of a f16 graph.matmul would be rounded to f16 before they "
+        "are summed" in lines
     )
 
 
@@ -280,8 +289,10 @@ def test_end_to_end_fewer_gm_bytes_and_the_same_numbers() -> None:
             np.testing.assert_allclose(
                 np.asarray(got[name], np.float64),
                 np.asarray(want[name], np.float64),
-                rtol=2e-5,
-                atol=2e-5,
+                # the split norm's apply rounds differently from the whole norm (f32
+                # ulps), which the gating products (values ~10) scale up
+                rtol=1e-4,
+                atol=1e-4,
                 err_msg=f"{pipeline}: output {name}",
             )
 

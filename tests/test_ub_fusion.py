@@ -90,6 +90,61 @@ func.func @main(%a: tensor<4x8xf16>, %b: tensor<8x16xf16>) -> tensor<4x16xf16> {
     assert cost.gm_read_bytes == (32 + 128) * 2 and cost.gm_write_bytes == 64 * 2
 
 
+def test_reread_bytes_served_by_l2_cost_l2_bandwidth_only() -> None:
+    chip = get_chip("Ascend910B1")  # HBM 1420 GB/s, L2 4884 GB/s
+    eff = 65536 / (65536 + 2048)
+    # 1 GB requested, 100 MB of it from HBM: the L2 bandwidth bounds it
+    cost = KernelCost(1_000_000_000, 0, 0, 0, 65536, 0, vector_cores_used=48)
+    cost.hbm_read_bytes = 100_000_000
+    assert cost.hbm_bytes == 100_000_000
+    assert kernel_time(cost, chip).memory_us == pytest.approx(1e9 / (4884e9 * eff) * 1e6)
+    # 500 MB of it from HBM: the HBM bandwidth bounds it
+    cost.hbm_read_bytes = 500_000_000
+    assert kernel_time(cost, chip).memory_us == pytest.approx(5e8 / (1420e9 * eff) * 1e6)
+
+
+def test_a_reshape_is_a_free_view() -> None:
+    text = """
+func.func @main(%a: tensor<4x64xf16>) -> tensor<256xf16> {
+  %r = graph.reshape %a {shape = [256]} : (tensor<4x64xf16>) -> tensor<256xf16>
+  func.return %r : tensor<256xf16>
+}"""
+    module = parse_module(default_context(), text, "m.mlir")
+    reshape = next(op for op in module.walk() if isinstance(op, graph.ReshapeOp))
+    chip = get_chip("Ascend910B1")
+    cost = op_cost(reshape, chip)
+    assert (cost.gm_read_bytes, cost.gm_write_bytes, cost.launches) == (0, 0, 0)
+    assert kernel_time(cost, chip).total_us == 0
+    # ub-fusion leaves it outside kernels, and lower-to-buffer as a graph op (a view)
+    out = check_pass(text, "ub-fusion,lower-to-buffer")
+    assert "graph.reshape" in out and "buffer.launch" not in out
+
+
+def test_a_reduced_row_that_does_not_fit_ub_is_refused() -> None:
+    """reduce_max over all of a 256 x 1024 f32 tensor keeps its one 1 MiB row in UB:
+    planning refuses it (it would fail at run time), so it stays a library op."""
+    from autofusion.lowering.row_plan import plan_rows
+    from autofusion.passes.fusion_rule import Refusal
+
+    text = """
+func.func @main(%x: tensor<256x1024xf32>) -> tensor<1x1xf32> {
+  %m = graph.reduce_max %x {axes = [0, 1], keepdims = true} : (tensor<256x1024xf32>) -> tensor<1x1xf32>
+  func.return %m : tensor<1x1xf32>
+}"""
+    module = parse_module(default_context(), text, "m.mlir")
+    op = next(o for o in module.walk() if isinstance(o, graph.ReduceMaxOp))
+    refusal = plan_rows([op], [op.operands[0]], [op.results[0]], get_chip("Ascend910B1").ub_bytes)
+    assert isinstance(refusal, Refusal)
+    assert "a reduced row of 262144 elements does not fit UB" in refusal.reason
+    result = UbFusionPass().run(parse_module(default_context(), text, "m.mlir"))
+    assert not result.groups
+    (_, reason), *_ = result.library_ops
+    assert "does not fit UB" in reason
+    # rows that fit still form a kernel
+    small = text.replace("256x1024", "32x64")
+    assert UbFusionPass().run(parse_module(default_context(), small, "m.mlir")).groups
+
+
 # ---- grouping ----------------------------------------------------------------------------
 
 
@@ -193,3 +248,62 @@ def test_pipeline_preserves_numbers_on_the_chain() -> None:
     np.testing.assert_allclose(
         got["out0"].astype(float), want["out0"].astype(float), rtol=5e-3, atol=5e-3
     )
+
+
+def _mini_decoder_layer(tmp_path: Path, seq: int) -> str:
+    """examples/make_qwen2_5_7b.py's decoder layer at small sizes (hidden 256, 4 heads of
+    64, 2 kv heads, FFN 512, f16), its weights drawn into an .npz, its inputs HF's."""
+    import re
+    import sys
+
+    sys.path.insert(0, str(EXAMPLES))
+    import make_qwen2_5_7b as qwen
+
+    sizes = dict(qwen.SIZES)
+    sizes.update(H=256, KV=128, F=512, NH=4, NKV=2, D=64, D2=32, REP=2, SCALE=repr(64**-0.5))
+    layer = qwen.LAYER.substitute(sizes, i=0, p="", x="h0", y="h1")
+    rng = np.random.default_rng(0)
+    npz = tmp_path / "layer.npz"
+    weights = {}
+    lines = []
+    for line in layer.splitlines():
+        found = re.match(r"weight (\w+): f16\[([0-9, ]+)\]", line)
+        if found:
+            shape = [int(d) for d in found.group(2).split(",")]
+            scale = 1.0 if len(shape) == 1 else shape[0] ** -0.5
+            weights[found.group(1)] = (rng.standard_normal(shape) * scale).astype(np.float16)
+        lines.append(line + (f' from "{npz}"' if found else ""))
+    np.savez(npz, **weights)
+    head = (
+        f"input h0: f16[1, {seq}, 256]\ninput rope_cos: f16[{seq}, 64]\n"
+        f"input rope_sin: f16[{seq}, 64]\ninput positions: i64[{seq}]\n"
+        "const eps: f32[] = 1e-6\n"
+        "future = greater(reshape(positions, shape=[1, -1]), reshape(positions, shape=[-1, 1]))\n"
+    )
+    return head + "\n".join(lines) + "\noutput h1\n"
+
+
+def test_decoder_layer_pipeline_preserves_numbers(tmp_path: Path) -> None:
+    """HF's Qwen2/Llama decoder layer (f16, causal mask from positions, repeat_kv, a
+    float32 softmax between casts, rotate_half RoPE, SwiGLU) through the whole pipeline
+    to buffer IR: one flash attention kernel, ropes on the projections' layout, no
+    transposes left, and the graph's numbers (f16: a few ulps)."""
+    from frontends.text import parse_text_model
+
+    seq = 64
+    text = _mini_decoder_layer(tmp_path, seq)
+    ctx = default_context()
+    before = parse_text_model(ctx, text, "layer.afc")
+    fused = apply_pipeline(
+        parse_text_model(ctx, text, "layer.afc"), "graph-fusion,split-fusion,ub-fusion"
+    )
+    ir = module_to_text(ctx, fused)
+    assert ir.count("graph.flash_attention") == 1 and 'layout = "BSND"' in ir
+    assert "graph.transpose" not in ir and "graph.softmax" not in ir
+    after = apply_pipeline(fused, "lower-to-buffer")
+    feeds = random_inputs(find_function(before), 1)
+    feeds["positions"] = np.arange(seq)
+    want, got = run_function(before, feeds), run_function(after, feeds)
+    w, g = want["h1"].astype(np.float64), got["h1"].astype(np.float64)
+    np.testing.assert_allclose(g, w, rtol=1e-2, atol=2e-2)
+    assert np.abs(g - w).mean() < 2e-3

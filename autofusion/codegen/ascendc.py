@@ -39,11 +39,13 @@ from autofusion import dtypes
 from autofusion.codegen.ascendc_analysis import Divisibility, plan_syncs, root_of, view_offset
 from autofusion.codegen.ascendc_api import API_TABLES, CANN8, CAST_PAIRS, VECTOR_TYPES, AscendCApi
 from autofusion.codegen.cpp_scalar import (
+    MUL,
     REL,
     CppExpr,
     CppWriter,
     Namer,
     ScalarPrinter,
+    binary,
     camel,
     describe_location,
     float_literal,
@@ -51,6 +53,7 @@ from autofusion.codegen.cpp_scalar import (
 )
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
+from autofusion.dialects.buffer_verifier import runs_split
 from autofusion.hardware import ChipSpec, get_chip
 
 # names the generated code uses itself; no value gets them
@@ -128,6 +131,7 @@ class KernelPrinter(ScalarPrinter):
         buffer.ViewOp,
         buffer.BlockIdxOp,
         buffer.BlockNumOp,
+        buffer.SubBlockIdxOp,
     )
 
     def __init__(
@@ -147,7 +151,10 @@ class KernelPrinter(ScalarPrinter):
         namer = Namer(RESERVED | set(self.fields) | set(self.gm_params) | {self.class_name})
         super().__init__(namer, api.method_qualifiers)
         self.entry_name = entry_name(kernel)
-        self.syncs = plan_syncs(kernel)
+        # a mix kernel on a split chip: the AIC runs the cube stages, each AIV the others
+        self.split = runs_split(kernel)
+        cores: tuple[str | None, ...] = ("aic", "aiv") if self.split else (None,)
+        self.syncs = {core: plan_syncs(kernel, core) for core in cores}
         self.members: list[str] = []
         self.init_ops: set[Operation] = set()
         self.stages: dict[buffer.StageOp, _Stage] = {}
@@ -233,13 +240,6 @@ class KernelPrinter(ScalarPrinter):
         for op in k.walk():
             if isinstance(op, buffer.WorkspaceOp) and op.parent is not k.body.block:
                 raise UserError(f"{_where(op)}: a workspace is declared at the kernel's top level")
-        if k.core_type.data == "mix" and self.chip.mode == "split":
-            raise UserError(
-                f"kernel @{self.kernel_name}: a mixed cube + vector kernel on {self.chip.name} runs "
-                "its cube stage on the AIC and the other stages on the AIVs; the printer would need "
-                "ASCEND_IS_AIC/ASCEND_IS_AIV sections, CrossCoreSetFlag/CrossCoreWaitFlag between "
-                "the stages and the AIVs' sub-block index, which the buffer IR does not state yet"
-            )
         self._check_masks()
 
     def _check_masks(self) -> None:
@@ -389,7 +389,13 @@ class KernelPrinter(ScalarPrinter):
         if isinstance(op, buffer.ViewOp):
             return CppExpr(f"{self.expr(op.base).at(100)}[{self.expr(op.offset).text}]")
         if isinstance(op, buffer.BlockIdxOp):
+            if self.split:
+                # an AIV's GetBlockIdx counts vector cores (ascend.md 2.3)
+                idx = CppExpr(f"{self.api.block_idx}()")
+                return binary(idx, "/", CppExpr(f"{self.api.task_ration}()"), MUL)
             return CppExpr(f"{self.api.block_idx}()")
+        if isinstance(op, buffer.SubBlockIdxOp):
+            return CppExpr(f"{self.api.sub_block_idx}()")
         if isinstance(op, buffer.BlockNumOp):
             return CppExpr(f"{self.api.block_num}()")
         return super().render_op(op)
@@ -429,9 +435,33 @@ class KernelPrinter(ScalarPrinter):
                 )
                 step = f"({self.e(op.bytes)} + 511) / 512 * 512"
                 offset = f"{offset} + {step}" if offset else step
+            per_core: dict[str, list[Operation]] = {"aic": [], "aiv": []}
             for op in self.kernel.body.block.ops:
                 if op in self.init_ops and op not in self.inlined and op not in self.dead:
-                    self.statement(op)
+                    if self.split and isinstance(op, buffer.AllocQueueOp | buffer.AllocBufOp):
+                        per_core[self._alloc_core(op)].append(op)
+                    else:
+                        self.statement(op)
+            # each core gives memory only to its own buffers (the AIV has no L1/L0)
+            for core, allocs in per_core.items():
+                if allocs:
+                    with self.w.block(f"if {self._core_test(core)}"):
+                        for alloc in allocs:
+                            self.statement(alloc)
+
+    @staticmethod
+    def _alloc_core(op: buffer.AllocQueueOp | buffer.AllocBufOp) -> str:
+        position = op.position if isinstance(op, buffer.AllocQueueOp) else op.position.data
+        return "aiv" if buffer.POSITIONS[position] == "ub" else "aic"
+
+    def _core_test(self, core: str) -> str:
+        return self.api.is_aic if core == "aic" else self.api.is_aiv
+
+    def _stage_of(self, op: Operation) -> buffer.StageOp | None:
+        parent = op.parent_op()
+        while parent is not None and not isinstance(parent, buffer.StageOp):
+            parent = parent.parent_op()
+        return parent
 
     def _emit_process(self) -> None:
         with self.w.function(f"{self.api.method_qualifiers} void Process()"):
@@ -501,6 +531,8 @@ class KernelPrinter(ScalarPrinter):
         buffer.ReturnOp: "emit_return",
         buffer.WorkspaceOp: "emit_return",
         buffer.Im2colOp: "emit_im2col",
+        buffer.CrossCoreSetOp: "emit_cross_core",
+        buffer.CrossCoreWaitOp: "emit_cross_core",
     }
 
     def statement(self, op: Operation) -> None:
@@ -524,8 +556,20 @@ class KernelPrinter(ScalarPrinter):
         self.w.line(text, self.comment(op))
 
     def _emit_syncs(self, op: Operation) -> None:
-        """SetFlag/WaitFlag before `op` for the pipe pairs the plan needs (ascend.md 2.9)."""
-        for src, dst in self.syncs.get(op, []):
+        """SetFlag/WaitFlag before `op` for the pipe pairs the plan needs (ascend.md 2.9);
+        in a split mix kernel each core's own, on that core."""
+        for core, plan in self.syncs.items():
+            pairs = plan.get(op, [])
+            if not pairs:
+                continue
+            if core is None or self._stage_of(op) is not None:
+                self._emit_events(op, pairs)
+            else:
+                with self.w.block(f"if {self._core_test(core)}", self.comment(op)):
+                    self._emit_events(op, pairs)
+
+    def _emit_events(self, op: Operation, pairs: list[tuple[str, str]]) -> None:
+        for src, dst in pairs:
             if (src, dst) not in self.api.hard_events:
                 self.line(op, f"{self.api.pipe_barrier_all}();")
                 continue
@@ -542,10 +586,27 @@ class KernelPrinter(ScalarPrinter):
     def emit_return(self, op: Operation) -> None:
         pass  # the end of Process; a workspace's GlobalTensor is set in Init
 
+    def emit_cross_core(self, op: buffer.CrossCoreSetOp | buffer.CrossCoreWaitOp) -> None:
+        """CrossCoreSetFlag<2, PIPE_X>(id) / CrossCoreWaitFlag(id) (ascend.md 2.9), on the
+        core the op names (a section of its own outside that core's stages)."""
+        flag = op.flag.value.data
+        if isinstance(op, buffer.CrossCoreSetOp):
+            pipe = self.api.pipe_enum.format(op.pipe.data.upper())
+            text = f"{self.api.cross_core_set}<{self.api.cross_core_mode}, {pipe}>({flag});"
+        else:
+            text = f"{self.api.cross_core_wait}({flag});"
+        if self._stage_of(op) is not None:
+            self.line(op, text)
+            return
+        with self.w.block(f"if {self._core_test(op.core.data)}", self.comment(op)):
+            self.line(op, text)
+
     def emit_im2col(self, op: Operation) -> None:
         raise UserError(
-            f"{_where(op)}: LoadData3DV2 (im2col) is not printed yet: its NC1HWC0 feature-map "
-            "layout in L1 and its padding parameters are not modelled by the emulator"
+            f"{_where(op)}: LoadData3DV2 expands an NC1HWC0 feature map with taps ordered "
+            "(c1, kh, kw, c0) into a pixel-major matrix; this im2col of an NCHW map with "
+            "(c, kh, kw) taps as the [taps x pixels] right operand has no LoadData3DV2 form "
+            "(only pointwise convs are printed)"
         )
 
     def emit_alloc_queue(self, op: buffer.AllocQueueOp) -> None:
@@ -582,7 +643,11 @@ class KernelPrinter(ScalarPrinter):
     def emit_stage_call(self, op: buffer.StageOp) -> None:
         info = self.stages[op]
         args = ", ".join(self.e(v) for v in info.params)
-        self.line(op, f"{info.name}({args});")
+        if not self.split:
+            self.line(op, f"{info.name}({args});")
+            return
+        with self.w.block(f"if {self._core_test(op.core)}", self.comment(op)):
+            self.line(op, f"{info.name}({args});")
 
     # ---- vector ----------------------------------------------------------------------------
 
@@ -713,9 +778,10 @@ class KernelPrinter(ScalarPrinter):
             self._fixpipe(op)
         else:
             raise UserError(
-                f"{_where(op)}: afc's Ascend C printer has no copy {path[0]} -> {path[1]} "
-                "(on coupled chips CO1 -> CO2 moves Nz fractals, which the IR's row-major "
-                "UB view cannot express)"
+                f"{_where(op)}: afc's Ascend C printer has no copy {path[0]} -> {path[1]}: on "
+                "coupled chips CO1 -> CO2 moves Nz fractals (DataCopy with "
+                "DataCopyEnhancedParams), and the row-major UB rows this copy gives would "
+                "need a reorder whose block units the sources do not confirm"
             )
 
     def _aligned(self, value: SSAValue, width: int) -> bool:
@@ -935,9 +1001,14 @@ class KernelPrinter(ScalarPrinter):
         self.line(op, f"{self.api.data_copy}({self.e(dst)}, {self.e(op.source)}, {p});")
 
     def _load_data(self, op: buffer.CopyOp) -> None:
-        """L1 (Nz) -> L0A (Zz) or L0B (Zn), one fractal row (column) of the destination
-        per LoadData (ascend.md 1.5, 2.10). Zn is Nz with each fractal transposed; a
-        `transpose` copy reads the fractals of the transposed matrix instead."""
+        """L1 (Nz) -> L0A (Zz) or L0B (Zn) (ascend.md 1.5, 2.10; the asc-devkit sample
+        mmad_s8_f16_f32_with_A_B_transpose_option gives the instruction per case).
+
+        A plain copy into L0A and a `transpose` copy into L0B move whole fractals
+        (LoadData, one row / column of destination fractals per call). A plain copy into
+        L0B and a `transpose` copy into L0A transpose each fractal: LoadData's
+        `ifTranspose` for half, LoadDataWithTranspose for bf16, LoadData3DV2 (a 1x1
+        im2col) for a float B operand; a transposed float A operand is not printed."""
         src_root = root_of(op.source)
         rows_l1, stride_l1 = self._layout(op, src_root, "L1 source")
         if not self._same(op.src_stride, stride_l1):
@@ -948,12 +1019,34 @@ class KernelPrinter(ScalarPrinter):
         dst = self._whole(op, op.dest, "destination")
         w = _width(op.dest)
         c0 = 32 // w
+        elt = _type_name(_element(op.dest))
         to_b = op.path == ("l1", "l0b")
         transpose = op.transpose is not None
-        if (to_b or transpose) and _type_name(_element(op.dest)) != "f16":
+        fractal_transpose = to_b != transpose
+        if not self.facts.multiple_of(stride_l1, c0):
             raise UserError(
-                f"{_where(op)}: this load needs LoadData's fractal transpose, which takes "
-                "half (and 16-bit integers) only (asc-devkit Load2D.md)"
+                f"{_where(op)}: the L1 row stride is not a multiple of {c0} elements (one "
+                "fractal column), so the matrix has no Nz layout there"
+            )
+        if view_offset(op.source) and not all(
+            self.facts.multiple_of(o, c0) for o in view_offset(op.source)
+        ):
+            raise UserError(
+                f"{_where(op)}: reads L1 at a view offset that is not a multiple of {c0} "
+                "elements; fractal reads start at multiples of 16 rows and one fractal column"
+            )
+        if fractal_transpose and elt == "f32":
+            if to_b:
+                self._load_3d_transpose(op, dst, src_root, rows_l1, stride_l1)
+                return
+            raise UserError(
+                f"{_where(op)}: a transposed float A operand needs LoadData3DV2's enTranspose "
+                "and Mmad's kDirectionAlign, which afc does not print (load A untransposed)"
+            )
+        if fractal_transpose and elt not in ("f16", "bf16"):
+            raise UserError(
+                f"{_where(op)}: this load transposes each fractal, which afc prints for "
+                "half, bfloat16_t and float only (asc-devkit Load2D.md, LoadDataWithTranspose.md)"
             )
         m1_src = self.namer.fresh("srcFractalRows")
         self.line(op, f"int64_t {m1_src} = {self._fractals(op, rows_l1)};")
@@ -961,17 +1054,16 @@ class KernelPrinter(ScalarPrinter):
         if view_offset(op.source):
             offset = self._offset_expr(op.source)
             stride = self._visible(op, stride_l1, "row stride").at(80)
-            col_unit = 16 if (to_b or transpose) else c0
             start = self.namer.fresh("startFractal")
             self.line(
                 op,
-                f"int64_t {start} = ({offset} % {stride}) / {col_unit} * {m1_src} + "
+                f"int64_t {start} = ({offset} % {stride}) / {c0} * {m1_src} + "
                 f"({offset} / {stride}) / 16;",
             )
-        # without transpose: one LoadData per 16 source rows, along the row's fractals;
-        # with: one per 16 source columns, down the column's fractals
+        # without transpose: one call per 16 source rows, along the row's fractals; with:
+        # one per source fractal column (c0 columns), down the column's fractals
         outer_len, inner_len = (op.length, op.blocks) if transpose else (op.blocks, op.length)
-        inner_unit = 16 if (to_b or transpose) else c0
+        outer_unit, inner_unit = (c0, 16) if transpose else (16, c0 if not to_b else 16)
         repeat = self.namer.fresh("fractals")
         self.line(
             op,
@@ -979,20 +1071,59 @@ class KernelPrinter(ScalarPrinter):
         )
         outer = self.namer.fresh("k1" if to_b != transpose else "m1")
         step = f"{outer} * {m1_src}" if transpose else outer
+        bf16_transpose = fractal_transpose and elt == "bf16"
         p = self.namer.fresh("loadParams")
-        head = f"for (int64_t {outer} = 0; {outer} < ({self.expr(outer_len).at(70)} + 15) / 16; ++{outer})"
+        head = (
+            f"for (int64_t {outer} = 0; {outer} < ({self.expr(outer_len).at(70)} + "
+            f"{outer_unit - 1}) / {outer_unit}; ++{outer})"
+        )
         with self.w.block(head, self.comment(op)):
-            self.line(op, f"{self.api.load2d_params} {p};")
+            params = self.api.load2d_transpose_params if bf16_transpose else self.api.load2d_params
+            self.line(op, f"{params} {p};")
             self.line(op, f"{p}.startIndex = {step if start == '0' else f'{start} + {step}'};")
             self.line(op, f"{p}.repeatTimes = {repeat};")
             self.line(op, f"{p}.srcStride = {'1' if transpose else m1_src};")
-            self.line(op, f"{p}.ifTranspose = {'true' if to_b != transpose else 'false'};")
+            if not bf16_transpose:
+                self.line(op, f"{p}.ifTranspose = {'true' if fractal_transpose else 'false'};")
+            call = self.api.load_data_with_transpose if bf16_transpose else self.api.load_data
             # one fractal is 512 bytes (ascend.md 1.5)
             self.line(
                 op,
-                f"{self.api.load_data}({self.e(dst)}[{outer} * {repeat} * {512 // w}], "
-                f"{self.e(src_root)}, {p});",
+                f"{call}({self.e(dst)}[{outer} * {repeat} * {512 // w}], {self.e(src_root)}, {p});",
             )
+
+    def _load_3d_transpose(
+        self,
+        op: buffer.CopyOp,
+        dst: SSAValue,
+        src_root: SSAValue,
+        rows_l1: SSAValue,
+        stride_l1: SSAValue,
+    ) -> None:
+        """A float B operand [K x N] from its Nz in L1 into L0B (Zn): LoadData3DV2 reads
+        the Nz matrix as an NC1HWC0 feature map of l1H = its padded rows, l1W = 1 and
+        channelSize = its row stride, and a 1x1 kernel makes rows the pixels (K) and
+        columns the channels (N) (asc-devkit sample mmad_s8_f16_f32, case 3.3)."""
+        t = self._ctype(_element(op.dest))
+        p = self.namer.fresh("load3dParams")
+        row0, col0 = "0", "0"
+        if view_offset(op.source):
+            offset = self._offset_expr(op.source)
+            stride = self._visible(op, stride_l1, "row stride").at(80)
+            row0, col0 = f"{offset} / {stride}", f"{offset} % {stride}"
+        self.line(op, f"{self.api.load3d_params}<{t}> {p};")
+        fields = [
+            ("l1H", self._fractals(op, rows_l1, rows_of_16=True)),
+            ("l1W", "1"),
+            ("channelSize", self._visible(op, stride_l1, "row stride").text),
+            ("kExtension", f"({self.expr(op.length).at(70)} + 15) / 16 * 16"),
+            ("mExtension", f"({self.expr(op.blocks).at(70)} + 15) / 16 * 16"),
+            ("kStartPt", col0),
+            ("mStartPt", row0),
+        ]
+        for name, value in fields:
+            self.line(op, f"{p}.{name} = {value};")
+        self.line(op, f"{self.api.load_data}({self.e(dst)}, {self.e(src_root)}, {p});")
 
     def _offset_expr(self, value: SSAValue) -> str:
         offsets = view_offset(value)
@@ -1008,11 +1139,12 @@ class KernelPrinter(ScalarPrinter):
         if (ta, tb, tc) not in (
             ("f16", "f16", "f32"),
             ("bf16", "bf16", "f32"),
+            ("f32", "f32", "f32"),
             ("i8", "i8", "i32"),
         ):
             raise UserError(
                 f"{_where(op)}: Mmad of {ta} x {tb} -> {tc} is not a cube type pair on A2 "
-                "(half/bf16 -> float, int8 -> int32; ascend.md 2.10)"
+                "(half/bf16/float -> float, int8 -> int32; ascend.md 2.10)"
             )
         self.nz[self._layout_key(c)] = (op.m, op.n)
         p = self.namer.fresh("mmadParams")

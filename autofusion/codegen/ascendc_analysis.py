@@ -308,9 +308,13 @@ class _State:
 
 class SyncPlanner:
     """Walks a kernel in program order (stages inline, loops twice for the back edge)
-    and records before which op which (source pipe, destination pipe) events go."""
+    and records before which op which (source pipe, destination pipe) events go.
 
-    def __init__(self) -> None:
+    `core` ("aic"/"aiv") plans one core of a mix kernel on a split chip: only its stages
+    run there (the other core's pipes are other hardware)."""
+
+    def __init__(self, core: str | None = None) -> None:
+        self.core = core
         self.plan: dict[Operation, list[tuple[str, str]]] = {}
         # (pipe pair, time of the latest access the event orders) of every event planned
         self.causes: list[tuple[tuple[str, str], int]] = []
@@ -340,6 +344,8 @@ class SyncPlanner:
             other = self._region(op.false_region, state.copy()) if op.false_region.blocks else state
             return then.merge(other)
         if isinstance(op, buffer.StageOp):
+            if self.core is not None and op.core != self.core:
+                return state
             return self._region(op.body, state)
         if isinstance(op, buffer.QueueAllocOp | buffer.DequeOp):
             # the queue hands out a synchronised slot
@@ -354,7 +360,7 @@ class SyncPlanner:
 
     def _hoist(self, loop: scf.ForOp, state: _State) -> None:
         """Events a loop body needs for accesses made before the loop go before it, once."""
-        probe = SyncPlanner()
+        probe = SyncPlanner(self.core)
         probe._region(loop.body, state.copy())
         # a pair the body synchronises for its own accesses anyway is left in the body
         inside = {pair for pair, cause in probe.causes if cause > state.time}
@@ -404,6 +410,9 @@ class SyncPlanner:
             state.writes.setdefault(root, {})[q] = state.time
 
 
-def plan_syncs(kernel: buffer.KernelOp) -> dict[Operation, list[tuple[str, str]]]:
-    """Before which ops of `kernel` which pipe pairs need a SetFlag/WaitFlag."""
-    return SyncPlanner().run(kernel)
+def plan_syncs(
+    kernel: buffer.KernelOp, core: str | None = None
+) -> dict[Operation, list[tuple[str, str]]]:
+    """Before which ops of `kernel` which pipe pairs need a SetFlag/WaitFlag (on `core`
+    of a mix kernel on a split chip)."""
+    return SyncPlanner(core).run(kernel)

@@ -124,6 +124,7 @@ CAST_PAIRS: dict[tuple[str, str], frozenset[str]] = {
     ("f16", "i8"): frozenset({"none", "rint", "floor", "ceil", "round", "trunc"}),
     ("f16", "i32"): frozenset({"none", "rint", "floor", "ceil", "round", "trunc"}),
     ("i8", "f16"): frozenset({"none"}),
+    ("i1", "f16"): frozenset({"none"}),  # a byte mask (uint8_t) widened for Compare
     ("bf16", "i32"): frozenset({"none", "rint", "floor", "ceil", "round", "trunc"}),
 }
 
@@ -181,6 +182,8 @@ class AscendCApi:
     pad_ext_params: str = "DataCopyPadExtParams"
     nd2nz_params: str = "Nd2NzParams"
     load2d_params: str = "LoadData2DParams"
+    load2d_transpose_params: str = "LoadData2dTransposeParams"
+    load3d_params: str = "LoadData3DParamsV2"
     mmad_params: str = "MmadParams"
     fixpipe_params: str = "FixpipeParamsV220"
     fixpipe_quant: dict[str, str] = field(
@@ -202,6 +205,16 @@ class AscendCApi:
     set_value: str = "SetValue"
     block_idx: str = "GetBlockIdx"
     block_num: str = "GetBlockNum"
+    # mix kernels on split chips (ascend.md 2.2, 2.3, 2.9): the AIV's GetBlockIdx counts
+    # vector cores, GetTaskRation is the vector cores per block there (1 on the AIC)
+    task_ration: str = "GetTaskRation"
+    sub_block_idx: str = "GetSubBlockIdx"
+    is_aic: str = "ASCEND_IS_AIC"
+    is_aiv: str = "ASCEND_IS_AIV"
+    cross_core_set: str = "CrossCoreSetFlag"
+    cross_core_wait: str = "CrossCoreWaitFlag"
+    cross_core_mode: str = "0x2"  # AIC <-> AIV inside one block
+    pipe_enum: str = "PIPE_{}"  # pipe_t values: PIPE_FIX, PIPE_MTE3, ...
     data_copy: str = "DataCopy"
     data_copy_pad: str = "DataCopyPad"
     duplicate: str = "Duplicate"
@@ -210,6 +223,7 @@ class AscendCApi:
     select: str = "Select"
     select_tensor_mode: str = "SELMODE::VSEL_TENSOR_TENSOR_MODE"
     load_data: str = "LoadData"
+    load_data_with_transpose: str = "LoadDataWithTranspose"
     mmad: str = "Mmad"
     fixpipe: str = "Fixpipe"
     set_flag: str = "SetFlag"

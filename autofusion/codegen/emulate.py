@@ -45,7 +45,11 @@ from autofusion.codegen.ascendc_host import HostPrinter
 from autofusion.codegen.cpp_scalar import camel
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
-from autofusion.dialects.buffer_verifier import DEFAULT_QUEUE_SLOTS, QUEUE_SLOTS_PER_POSITION
+from autofusion.dialects.buffer_verifier import (
+    DEFAULT_QUEUE_SLOTS,
+    QUEUE_SLOTS_PER_POSITION,
+    runs_split,
+)
 from autofusion.hardware import ChipSpec, get_chip
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -56,7 +60,7 @@ SHADOW_HEADERS = {
     "tiling/platform/platform_ascendc.h": "op_def_registry.h",
 }
 CXX = os.environ.get("AFC_CXX", "g++")
-CXXFLAGS = ("-std=c++17", "-O1", "-Wall", "-Werror", "-fPIC", "-fno-strict-aliasing")
+CXXFLAGS = ("-std=c++17", "-O1", "-Wall", "-Werror", "-fPIC", "-fno-strict-aliasing", "-pthread")
 DEFAULT_TIMEOUT_S = 300
 MAX_JOBS = 2
 
@@ -170,6 +174,13 @@ def _chip_config(chip: ChipSpec) -> list[str]:
     return lines
 
 
+def mix_aivs(kernel: buffer.KernelOp, chip: ChipSpec) -> int:
+    """AIVs per block of a mix kernel on a split chip (its blocks run as AIC + AIVs), else 0."""
+    if not runs_split(kernel):
+        return 0
+    return max(1, chip.vector_cores // max(chip.cube_cores, 1))
+
+
 def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
     """The launcher source for every kernel of `module`, and the kernels' descriptions."""
     out = [
@@ -225,7 +236,8 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
             f"    {struct} data;",
             *(f"    data.set_{f}(values[{i}]);" for i, f in enumerate(fields)),
             f"    const size_t workspace = {workspace};",
-            f"    return AscendC::emu::LaunchForked(chip, blocks, {len(gm)}, gm, gmBytes, workspace, "
+            f"    return AscendC::emu::LaunchForked(chip, blocks, {mix_aivs(kernel, chip)}, {len(gm)}, gm, "
+            "gmBytes, workspace, "
             f"&data, sizeof(data), Run_{name}, timeout, error, static_cast<size_t>(errorLen));",
             "}",
         ]
@@ -354,7 +366,7 @@ def _build(
         ]
         objects = [u.replace("/", "_").removesuffix(".cpp") + ".o" for u in units]
         run_compiler([[*base, "-c", u, "-o", o] for u, o in zip(units, objects)], build)
-        run_compiler([[CXX, "-shared", "-o", "lib.so", *objects]], build)
+        run_compiler([[CXX, "-shared", "-pthread", "-o", "lib.so", *objects]], build)
         os.replace(build / "lib.so", library)
 
 

@@ -4,7 +4,9 @@ The level below graph fusion and above Ascend C. A `buffer.kernel` is one fused 
 GM memrefs and tiling scalars in, a per-core body out, written in the vocabulary of
 Ascend C's vector programming model (asc-devkit docs, TPipe/TQue framework):
 
-* `buffer.block_idx` / `buffer.block_num` (GetBlockIdx / GetBlockNum);
+* `buffer.block_idx` / `buffer.block_num` (GetBlockIdx / GetBlockNum), and in mix
+  kernels on split chips `buffer.sub_block_idx` and the cross-core flags
+  `buffer.cross_core_set` / `buffer.cross_core_wait` between the AIC and its AIVs;
 * queues with a buffer count (TQue + TPipe::InitBuffer): `alloc_queue`, then
   `queue_alloc` / `enque` / `deque` / `queue_free` (AllocTensor / EnQue / DeQue /
   FreeTensor); scratch buffers (TBuf) with `alloc_buf`;
@@ -325,10 +327,13 @@ class StageOp(IRDLOperation):
     """A step of the tile pipeline: copy_in, compute or copy_out (one method in Ascend C),
     or `cube`: the cube-core part of a tile (GM->L1, L1->L0A/L0B, Mmad, Fixpipe).
 
-    On split chips (2201) a `cube` stage runs on the AIC and the other stages on the AIV;
-    GM the cube stage writes (a workspace) is read by the vector stages after a cross-core
-    flag (CrossCoreSetFlag/CrossCoreWaitFlag, ascend.md 2.9), which is what the sequential
-    order of the stages means here. On coupled chips all stages run on one core.
+    In a `mix` kernel on a split chip (2201) a `cube` stage runs on the AIC and the other
+    stages on each AIV of the block; code outside stages (scalar code, loops, buffer
+    allocations) runs on every core, and every op that touches an on-chip buffer is
+    inside a stage of the core that owns the buffer (L1/L0 the AIC, UB the AIVs). The
+    cores share only GM: what one core writes there another reads after a
+    `buffer.cross_core_set` / `buffer.cross_core_wait` pair. On coupled chips all stages
+    run on one core, in order.
     """
 
     name = "buffer.stage"
@@ -342,6 +347,11 @@ class StageOp(IRDLOperation):
     def __init__(self, stage: str, body: Region) -> None:
         super().__init__(properties={"stage": StringAttr(stage)}, regions=[body])
 
+    @property
+    def core(self) -> str:
+        """The core that runs the stage in a mix kernel on a split chip."""
+        return "aic" if self.stage.data == "cube" else "aiv"
+
     def verify_(self) -> None:
         if self.stage.data not in self.STAGES:
             raise VerifyException(f"stage must be one of {self.STAGES}, got {self.stage.data!r}")
@@ -349,7 +359,8 @@ class StageOp(IRDLOperation):
 
 @irdl_op_definition
 class BlockIdxOp(IRDLOperation):
-    """This core's block index (GetBlockIdx)."""
+    """This core's block index (GetBlockIdx). In a mix kernel on a split chip the AIC
+    and the AIVs of a block share it (GetBlockIdx() / GetTaskRation() there)."""
 
     name = "buffer.block_idx"
     result = result_def(IndexType)
@@ -371,6 +382,100 @@ class BlockNumOp(IRDLOperation):
 
     def __init__(self) -> None:
         super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
+class SubBlockIdxOp(IRDLOperation):
+    """This vector core's index in its cube core's group (GetSubBlockIdx).
+
+    A `mix` kernel on a split chip (2201) runs every block on one AIC and its AIVs (two
+    on 910B, KERNEL_TYPE_MIX_AIC_1_2; ascend.md 1.1, 2.3); the AIVs of a block see the
+    same `buffer.block_idx` and tell themselves apart by this index, e.g. to share a
+    tile's epilogue rows. It is 0 on the AIC and in every other kernel.
+    """
+
+    name = "buffer.sub_block_idx"
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__(result_types=[IndexType()])
+
+
+# the cores of a mix kernel on a split chip, and the pipes a cross-core flag can wait for
+CORES = ("aic", "aiv")
+FLAG_PIPES = ("s", "v", "m", "mte1", "mte2", "mte3", "fix")
+MAX_CROSS_CORE_FLAG = 10
+
+
+class CrossCoreOp(IRDLOperation):
+    """A cross-core flag between the AIC and the AIVs of one block (mode 2)."""
+
+    flag = prop_def(IntegerAttr[I64])
+    core = prop_def(StringAttr)
+
+    def verify_(self) -> None:
+        if not 0 <= self.flag.value.data <= MAX_CROSS_CORE_FLAG:
+            raise VerifyException(
+                f"cross-core flag ids are 0..{MAX_CROSS_CORE_FLAG}, got {self.flag.value.data}"
+            )
+        if self.core.data not in CORES:
+            raise VerifyException(f"core must be one of {CORES}, got {self.core.data!r}")
+        stage = self.parent_op()
+        while stage is not None and not isinstance(stage, StageOp):
+            stage = stage.parent_op()
+        if stage is not None and stage.core != self.core.data:
+            raise VerifyException(
+                f"{self.name} on the {self.core.data} inside a {stage.stage.data!r} stage, "
+                f"which runs on the {stage.core}"
+            )
+
+
+@irdl_op_definition
+class CrossCoreSetOp(CrossCoreOp):
+    """Signal flag `flag` to the other side of the block once the set core's `pipe` has
+    finished what it was given (CrossCoreSetFlag<2, PIPE_X>, ascend.md 2.9).
+
+    From the AIC it counts once for every AIV of the block; from the AIVs it counts for
+    the AIC once every AIV has set it. A counter holds at most 15 sets.
+
+        buffer.cross_core_set 0 from "aic" after "fix"
+    """
+
+    name = "buffer.cross_core_set"
+    pipe = prop_def(StringAttr)
+    assembly_format = "$flag `from` $core `after` $pipe attr-dict"
+
+    def __init__(self, flag: int, core: str, pipe: str) -> None:
+        super().__init__(
+            properties={
+                "flag": IntegerAttr(flag, i64),
+                "core": StringAttr(core),
+                "pipe": StringAttr(pipe),
+            }
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.pipe.data not in FLAG_PIPES:
+            raise VerifyException(f"pipe must be one of {FLAG_PIPES}, got {self.pipe.data!r}")
+
+
+@irdl_op_definition
+class CrossCoreWaitOp(CrossCoreOp):
+    """Block core `core` until the other side has set `flag`, and consume the set
+    (CrossCoreWaitFlag, ascend.md 2.9). A wait no set matches never returns: the
+    interpreter and the emulator report it.
+
+        buffer.cross_core_wait 0 on "aiv"
+    """
+
+    name = "buffer.cross_core_wait"
+    assembly_format = "$flag `on` $core attr-dict"
+
+    def __init__(self, flag: int, core: str) -> None:
+        super().__init__(properties={"flag": IntegerAttr(flag, i64), "core": StringAttr(core)})
 
 
 # --------------------------------------------------------------------------------------
@@ -1071,6 +1176,9 @@ Buffer = Dialect(
         StageOp,
         BlockIdxOp,
         BlockNumOp,
+        SubBlockIdxOp,
+        CrossCoreSetOp,
+        CrossCoreWaitOp,
         AllocQueueOp,
         AllocBufOp,
         QueueAllocOp,

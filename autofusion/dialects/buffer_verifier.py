@@ -11,6 +11,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import IndexType, MemRefType
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion.diagnostics import UserError
@@ -96,3 +97,75 @@ def verify_kernel(kernel: KernelOp) -> None:
     total = sum(slots.values()) + sum(1 for op in kernel.walk() if isinstance(op, AllocBufOp))
     if total > 64:
         raise VerifyException(f"{name} uses {total} buffers, a TPipe allows 64")
+    verify_cores(kernel, name, chip.mode == "split")
+
+
+def runs_split(kernel: KernelOp) -> bool:
+    """Whether the kernel runs on an AIC and its AIVs (a mix kernel on a split chip)."""
+    from autofusion.hardware import get_chip
+
+    return kernel.core_type.data == "mix" and get_chip(kernel.chip.data).mode == "split"
+
+
+def owner_core(op: Operation) -> str | None:
+    """The core whose on-chip buffers `op` touches in a split mix kernel: "aic" for
+    L1/L0, "aiv" for UB, None for ops on GM and scalars only (views, allocations and
+    workspaces are bookkeeping every core does)."""
+    from autofusion.dialects.buffer import (
+        POSITIONS,
+        AllocBufOp,
+        AllocQueueOp,
+        QueueType,
+        SpaceAttr,
+        ViewOp,
+        WorkspaceOp,
+        space_of,
+    )
+
+    if isinstance(op, AllocBufOp | AllocQueueOp | ViewOp | WorkspaceOp):
+        return None
+    spaces = {
+        space_of(v.type)
+        for v in (*op.operands, *op.results)
+        if isinstance(v.type, MemRefType) and isinstance(v.type.memory_space, SpaceAttr)
+    }
+    for v in (*op.operands, *op.results):
+        if isinstance(v.type, QueueType):
+            spaces.add(POSITIONS[v.type.position.data])
+    if spaces & {"l1", "l0a", "l0b", "l0c"}:
+        return "aic"
+    if "ub" in spaces:
+        return "aiv"
+    return None
+
+
+def verify_cores(kernel: KernelOp, name: str, split: bool) -> None:
+    """A mix kernel on a split chip states where each op runs: ops on on-chip buffers sit
+    in a stage of the core that owns the buffers, and only such kernels have sub-blocks
+    and cross-core flags."""
+    from autofusion.dialects.buffer import CrossCoreOp, StageOp, SubBlockIdxOp
+
+    mix_split = split and kernel.core_type.data == "mix"
+    for op in kernel.walk():
+        if isinstance(op, CrossCoreOp | SubBlockIdxOp) and not mix_split:
+            raise VerifyException(
+                f"{name}: {op.name} exists only in mix kernels on split chips (AIC + AIV)"
+            )
+        if not mix_split or isinstance(op, StageOp | CrossCoreOp):
+            continue
+        core = owner_core(op)
+        if core is None:
+            continue
+        stage = op.parent_op()
+        while stage is not None and not isinstance(stage, StageOp):
+            stage = stage.parent_op()
+        if stage is None:
+            raise VerifyException(
+                f"{name}: {op.name} touches {core.upper()} buffers outside a buffer.stage; in "
+                "a mix kernel on a split chip every such op is in a stage of its core"
+            )
+        if stage.core != core:
+            raise VerifyException(
+                f"{name}: {op.name} touches {core.upper()} buffers inside a {stage.stage.data!r} "
+                f"stage, which runs on the {stage.core.upper()}"
+            )

@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import BoolAttr, FloatAttr, IntegerAttr, StringAttr, TensorType, i1
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f32,
+    i1,
+)
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -56,9 +64,13 @@ class FlashAttentionOp(GraphOp):
         s = s + mask          if mask is float    (additive)
         s = where(mask, s, -inf) if mask is i1    (true = attend)
         s[i, j] = -inf for j > i if causal        (top-left aligned, as torch SDPA)
-        out = softmax(s, axis=-1) @ v
+        p = softmax(s, axis=-1)
+        p[i, :] = 0 where max(s[i, :]) == -inf    (a fully masked row attends to nothing)
+        out = p @ v
 
-    The mask broadcasts to [B, Hq, Sq, Skv] whatever the layout.
+    A fully masked query row gives 0 (as torch SDPA and FlashAttention kernels do; a
+    plain softmax of all -inf would be NaN). The mask broadcasts to [B, Hq, Sq, Skv]
+    whatever the layout.
     """
 
     name = "graph.flash_attention"
@@ -232,6 +244,10 @@ class LayerNormStatsOp(GraphOp):
     """The statistics half of a split layer norm, over axes [axis, rank), kept as size 1.
 
     mean = reduce_mean(x); rstd = 1 / sqrt(reduce_mean((x - mean)^2) + epsilon)
+
+    Both are float32 whatever x's float type: a whole f16/bf16 norm keeps them in
+    float32 too (CANN's LayerNorm outputs its mean and rstd in float32 as well), so the
+    split norm rounds nothing the whole norm does not.
     """
 
     name = "graph.layer_norm_stats"
@@ -246,13 +262,14 @@ class LayerNormStatsOp(GraphOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
         _check_epsilon(p)
-        t = tensor(_stats_shape(types[0], p), types[0].element_type)
+        t = tensor(_stats_shape(types[0], p), f32)
         return [t, t]
 
 
 @irdl_op_definition
 class RmsNormStatsOp(GraphOp):
-    """The statistics half of a split RMS norm: rstd = 1 / sqrt(mean(x^2) + epsilon)."""
+    """The statistics half of a split RMS norm: rstd = 1 / sqrt(mean(x^2) + epsilon),
+    in float32 whatever x's float type (as LayerNormStatsOp)."""
 
     name = "graph.rms_norm_stats"
     input = operand_def(TensorType)
@@ -265,13 +282,15 @@ class RmsNormStatsOp(GraphOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
         _check_epsilon(p)
-        return [tensor(_stats_shape(types[0], p), types[0].element_type)]
+        return [tensor(_stats_shape(types[0], p), f32)]
 
 
 def _check_stats_operand(x: TensorType, stat: TensorType, p: Props, what: str) -> None:
     want = _stats_shape(x, p)
     if not si.shapes_compatible(stat.get_shape(), want):
         raise ShapeError(f"{what} has shape {si.fmt(stat.get_shape())}, expected {si.fmt(want)}")
+    if stat.element_type != f32:
+        raise ShapeError(f"{what} has element type {stat.element_type}, not f32")
 
 
 def _check_norm_params(x: TensorType, params: Sequence[TensorType], p: Props) -> None:
@@ -283,7 +302,8 @@ def _check_norm_params(x: TensorType, params: Sequence[TensorType], p: Props) ->
 
 @irdl_op_definition
 class LayerNormApplyOp(GraphOp):
-    """The normalize half of a split layer norm: y = (x - mean) * rstd * scale + bias."""
+    """The normalize half of a split layer norm: y = (x - mean) * rstd * scale + bias,
+    computed in float32 (mean and rstd are float32) and rounded once to x's type."""
 
     name = "graph.layer_norm_apply"
     input = operand_def(TensorType)
@@ -299,7 +319,7 @@ class LayerNormApplyOp(GraphOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
         x = types[0]
-        _same_element_type(types, ("input", "mean", "rstd", "scale", "bias"))
+        _same_element_type([x, *types[3:]], ("input", "scale", "bias"))
         _check_stats_operand(x, types[1], p, "mean")
         _check_stats_operand(x, types[2], p, "rstd")
         _check_norm_params(x, types[3:], p)
@@ -308,7 +328,8 @@ class LayerNormApplyOp(GraphOp):
 
 @irdl_op_definition
 class RmsNormApplyOp(GraphOp):
-    """The normalize half of a split RMS norm: y = x * rstd * scale."""
+    """The normalize half of a split RMS norm: y = x * rstd * scale, computed in float32
+    (rstd is float32) and rounded once to x's type."""
 
     name = "graph.rms_norm_apply"
     input = operand_def(TensorType)
@@ -322,7 +343,7 @@ class RmsNormApplyOp(GraphOp):
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
         x = types[0]
-        _same_element_type(types, ("input", "rstd", "scale"))
+        _same_element_type([x, types[2]], ("input", "scale"))
         _check_stats_operand(x, types[1], p, "rstd")
         _check_norm_params(x, types[2:], p)
         return [x]

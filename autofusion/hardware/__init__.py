@@ -32,6 +32,8 @@ class ChipSpec:
     vector_cores: int
     clock_mhz: float
     gm_bandwidth_gbs: float
+    l2_bytes: int  # the chip's L2 (all GM traffic passes through it, ascend.md 1.6)
+    l2_bandwidth_gbs: float
     data_copy_pad: bool
     l0c_to_ub: bool
     bf16: bool

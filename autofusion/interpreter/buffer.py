@@ -1,5 +1,12 @@
 """Reference semantics of the buffer dialect on numpy: kernels run block by block.
 
+A `mix` kernel on a split chip runs every block on its AIC and its AIVs (`CoreGroup`):
+one thread per core, of which only one runs at a time, handing over when it waits for a
+cross-core flag that nobody has set yet or when it ends. Each core runs the code outside
+stages and the stages of its own kind (`cube` on the AIC, the others on each AIV), so the
+flags are what orders the cores; a wait that no set can satisfy, and a set nobody waits
+for, are errors.
+
 Memrefs are 1-D numpy views (a buffer and an offset, like LocalTensor). The interpreter
 enforces what Ascend C would: queue slots are taken and given back in order, UB
 addresses used by vector instructions and copies are 32-byte aligned, DataCopy blocks are
@@ -11,6 +18,7 @@ its numbers.
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +40,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from autofusion import dtypes
 from autofusion.dialects import buffer
+from autofusion.dialects.buffer_verifier import runs_split
 from autofusion.hardware import get_chip
 
 UB_ALIGN = 32
@@ -137,6 +146,157 @@ _VCOMPARE: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+class _Abort(Exception):
+    """Unwinds a core's thread when another core of its group failed."""
+
+
+# cross-core flag counters saturate at 15 sets (asc-devkit CrossCoreSetFlag.md)
+MAX_FLAG_COUNT = 15
+
+
+class CoreGroup:
+    """The AIC and the AIVs of one block of a mix kernel on a split chip, as coroutines.
+
+    Core i is a thread; `turn` says which one runs. A core hands the turn over only when
+    it waits for a flag that is not set (to the next core in order that can run) or
+    when it ends. The interpreter's value scopes and the running core's identity are
+    per core, swapped at each hand-over. Flags follow CrossCoreSetFlag mode 2: a set by
+    the AIC counts for every AIV; the AIC's wait needs a set from every AIV.
+    """
+
+    def __init__(self, interp: Interpreter, functions: BufferFunctions, n_aiv: int) -> None:
+        self.interp = interp
+        self.functions = functions
+        self.names = [*(f"aiv{i}" for i in range(n_aiv)), "aic"]
+        self.n_aiv = n_aiv
+        self.cond = threading.Condition()
+        self.turn = 0
+        self.done = [False] * len(self.names)
+        self.waiting: list[int | None] = [None] * len(self.names)
+        self.scopes: list[Any] = [interp._ctx] * len(self.names)
+        # counts[receiver core][flag]: sets not consumed yet; the AIC's are per AIV
+        self.to_aiv: list[dict[int, int]] = [{} for _ in range(n_aiv)]
+        self.to_aic: list[dict[int, int]] = [{} for _ in range(n_aiv)]
+        self.error: BaseException | None = None
+
+    def core_kind(self, i: int) -> str:
+        return "aic" if i == self.n_aiv else "aiv"
+
+    # ---- running ---------------------------------------------------------------------
+
+    def run(self, body: Callable[[], None]) -> None:
+        threads = [
+            threading.Thread(target=self._thread, args=(i, body), daemon=True)
+            for i in range(len(self.names))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if self.error is not None:
+            raise self.error
+        for i in range(self.n_aiv):
+            for flag, n in sorted({**self.to_aiv[i]}.items()):
+                if n:
+                    raise InterpretationError(
+                        f"buffer.cross_core_set {flag} from the AIC was never waited for by "
+                        f"{self.names[i]}"
+                    )
+            for flag, n in sorted({**self.to_aic[i]}.items()):
+                if n:
+                    raise InterpretationError(
+                        f"buffer.cross_core_set {flag} from {self.names[i]} was never waited "
+                        "for by the AIC"
+                    )
+
+    def _thread(self, i: int, body: Callable[[], None]) -> None:
+        with self.cond:
+            self.cond.wait_for(lambda: self.turn == i or self.error is not None)
+            if self.error is not None:
+                self.done[i] = True
+                return
+            self._enter(i)
+        try:
+            body()
+        except _Abort:
+            pass
+        except BaseException as e:  # reported by run()
+            with self.cond:
+                if self.error is None:
+                    self.error = e
+        with self.cond:
+            self.scopes[i] = self.interp._ctx
+            self.done[i] = True
+            self._pass_turn(i)
+
+    def _enter(self, i: int) -> None:
+        self.interp._ctx = self.scopes[i]
+        self.functions.core = self.core_kind(i)
+        self.functions.sub_block = i if i < self.n_aiv else 0
+
+    def _ready(self, i: int) -> bool:
+        flag = self.waiting[i]
+        if flag is None:
+            return True
+        if i < self.n_aiv:
+            return self.to_aiv[i].get(flag, 0) > 0
+        return all(self.to_aic[a].get(flag, 0) > 0 for a in range(self.n_aiv))
+
+    def _pass_turn(self, i: int) -> None:
+        """Give the turn to the next core that can run (called with the lock held)."""
+        n = len(self.names)
+        for step in range(1, n + 1):
+            j = (i + step) % n
+            if not self.done[j] and self._ready(j):
+                self.turn = j
+                self.cond.notify_all()
+                return
+        stuck = [k for k in range(n) if not self.done[k]]
+        if stuck and self.error is None:
+            k = stuck[0]
+            self.error = InterpretationError(
+                f"buffer.cross_core_wait {self.waiting[k]} on {self.names[k]} without a "
+                "matching buffer.cross_core_set: the core would wait forever"
+            )
+        self.turn = -1
+        self.cond.notify_all()
+
+    # ---- flags -----------------------------------------------------------------------
+
+    def set_flag(self, core: str, sub_block: int, flag: int) -> None:
+        with self.cond:
+            targets = (
+                [self.to_aiv[a] for a in range(self.n_aiv)]
+                if core == "aic"
+                else [self.to_aic[sub_block]]
+            )
+            for counts in targets:
+                counts[flag] = counts.get(flag, 0) + 1
+                if counts[flag] > MAX_FLAG_COUNT:
+                    raise InterpretationError(
+                        f"buffer.cross_core_set {flag} from the {core} a 16th time without a "
+                        f"wait: a flag counts at most {MAX_FLAG_COUNT} sets"
+                    )
+
+    def wait_flag(self, core: str, sub_block: int, flag: int) -> None:
+        i = self.n_aiv if core == "aic" else sub_block
+        with self.cond:
+            self.waiting[i] = flag
+            while not self._ready(i):
+                self.scopes[i] = self.interp._ctx
+                self._pass_turn(i)
+                self.cond.wait_for(lambda: self.turn == i or self.error is not None)
+                if self.error is not None:
+                    raise _Abort()
+                self._enter(i)
+            self.waiting[i] = None
+            if i < self.n_aiv:
+                self.to_aiv[i][flag] -= 1
+            else:
+                for a in range(self.n_aiv):
+                    self.to_aic[a][flag] -= 1
+
+
 @register_impls
 class BufferFunctions(InterpreterFunctions):
     """numpy implementations of the buffer dialect, plus kernel launches."""
@@ -148,6 +308,10 @@ class BufferFunctions(InterpreterFunctions):
         self.chip = get_chip("Ascend910B1")
         # the workspaces of the running launch, one per buffer.workspace op
         self.workspaces: dict[buffer.WorkspaceOp, Ref] = {}
+        # the running core of a split mix kernel ("aic"/"aiv"; None: one core runs all)
+        self.core: str | None = None
+        self.sub_block = 0
+        self.group: CoreGroup | None = None
 
     # ---- host side --------------------------------------------------------------
 
@@ -192,17 +356,28 @@ class BufferFunctions(InterpreterFunctions):
                 Ref(np.full(int(np.prod(shape)), fill, dt), 0, "gm", f"output #{i}", width)
             )
         saved = (self.block_idx, self.block_num, self.chip, self.workspaces)
+        saved_core = (self.core, self.sub_block, self.group)
         self.chip = get_chip(kernel.chip.data)
         self.block_num = blocks
         self.workspaces = {}
+        args = (*gm_in, *gm_out, *tiling)
+        name = kernel.sym_name.data
+
+        def body() -> None:
+            interp.run_ssacfg_region(kernel.body, args, name)
+
         try:
             for b in range(blocks):
                 self.block_idx = b
-                interp.run_ssacfg_region(
-                    kernel.body, (*gm_in, *gm_out, *tiling), kernel.sym_name.data
-                )
+                if runs_split(kernel):
+                    n_aiv = max(1, self.chip.vector_cores // max(self.chip.cube_cores, 1))
+                    self.group = CoreGroup(interp, self, n_aiv)
+                    self.group.run(body)
+                else:
+                    body()
         finally:
             self.block_idx, self.block_num, self.chip, self.workspaces = saved
+            self.core, self.sub_block, self.group = saved_core
         return tuple(
             dtypes.to_storage(o.data.reshape(shape), cast(TensorType, r.type).element_type)
             for o, shape, r in zip(gm_out, out_shapes, op.outputs)
@@ -224,12 +399,35 @@ class BufferFunctions(InterpreterFunctions):
     def run_block_num(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
         return (self.block_num,)
 
+    @impl(buffer.SubBlockIdxOp)
+    def run_sub_block_idx(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        return (self.sub_block,)
+
     @impl(buffer.StageOp)
     def run_stage(
         self, interp: Interpreter, op: buffer.StageOp, args: PythonValues
     ) -> PythonValues:
-        interp.run_ssacfg_region(op.body, (), op.stage.data)
+        if self.core is None or self.core == op.core:
+            interp.run_ssacfg_region(op.body, (), op.stage.data)
         return ()
+
+    def _cross_core(self, op: buffer.CrossCoreOp) -> PythonValues:
+        """A flag op runs on the core it names (the others skip it)."""
+        if self.group is None:
+            raise InterpretationError(f"{op.name} outside a mix kernel on a split chip")
+        if self.core == op.core.data:
+            group = self.group
+            act = group.set_flag if isinstance(op, buffer.CrossCoreSetOp) else group.wait_flag
+            act(self.core, self.sub_block, op.flag.value.data)
+        return ()
+
+    @impl(buffer.CrossCoreSetOp)
+    def run_cross_core_set(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        return self._cross_core(op)
+
+    @impl(buffer.CrossCoreWaitOp)
+    def run_cross_core_wait(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        return self._cross_core(op)
 
     # ---- buffers and queues -----------------------------------------------------
 

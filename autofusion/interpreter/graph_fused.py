@@ -35,7 +35,8 @@ def attention(
     causal: bool,
     mask_is_bool: bool,
 ) -> Array:
-    """softmax(scale * q k^T + mask) v on [B, H, S, D] arrays, with GQA head mapping."""
+    """softmax(scale * q k^T + mask) v on [B, H, S, D] arrays, with GQA head mapping; a
+    fully masked row gives 0."""
     hq, hkv = q.shape[1], k.shape[1]
     if hq != hkv:
         # query head h reads kv head h // (hq // hkv): transformers' repeat_kv
@@ -47,8 +48,11 @@ def attention(
     if causal:
         sq, skv = s.shape[-2], s.shape[-1]
         s = np.where(np.tril(np.ones((sq, skv), bool)), s, -np.inf)
-    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    row_max = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - row_max)
     p = e / e.sum(axis=-1, keepdims=True)
+    # a fully masked row (all scores -inf) attends to nothing: 0, as torch SDPA gives
+    p = np.where(row_max == -np.inf, 0, p)
     return cast(Array, np.matmul(p, v))
 
 
@@ -137,7 +141,7 @@ class GraphFusedFunctions(InterpreterFunctions):
         mean = x.mean(axis=axes, keepdims=True)
         d = x - mean
         rstd = 1 / np.sqrt((d * d).mean(axis=axes, keepdims=True) + p.real("epsilon"))
-        # the statistics stay in float32 inside the kernel; store them in the op's type
+        # float32 statistics (the op's result type), as the whole norm keeps them
         return (_result(op, mean, 0), _result(op, rstd, 1))
 
     @impl(graph.RmsNormStatsOp)

@@ -14,7 +14,10 @@ float32 on the vector unit:
 
 S and P@V leave L0C for UB directly on coupled chips (CO2 is UB, ascend.md 1.7) and P
 goes UB -> L1; on split chips (2201) all three cross through per-core GM workspaces (AIC
-and AIV exchange data only through GM, ascend.md 1.1, 4). GQA: query head h reads
+and AIV exchange data only through GM, ascend.md 1.1, 4), each hand-over a cross-core
+flag (S ready, P ready, P@V ready), and the two AIVs of a block take half of each query
+block's rows each (`buffer.sub_block_idx`; the second may have none). A fully masked
+query row keeps l = 0 and O = 0 and gives 0 (l is floored before the division). GQA: query head h reads
 key/value head h // (Hq / Hkv). The mask broadcasts to [B, Hq, Sq, Skv]: any of its
 batch, head and query dims may be 1, its key dim must be Skv. Causal attention is
 top-left aligned: key blocks past the query block's last row are skipped, blocks that
@@ -34,17 +37,20 @@ Tiling (static bounds `choose_attention_tiles`, runtime values `attention_tiling
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import f32, i1
+from xdsl.dialects.builtin import f16, f32, i1
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
+from autofusion.dialects import shape_inference as si
 from autofusion.dialects.buffer_verifier import footprint
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
@@ -56,6 +62,7 @@ from autofusion.lowering.cube_common import (
     elt,
     epilogue_io,
     epilogue_ub,
+    epilogue_unique_read,
     epilogue_work,
     free,
     kernel_entry,
@@ -93,6 +100,13 @@ KV_CANDIDATES = (256, 128, 64, 32)
 # a finite "minus infinity" for the running max: exp(S - m) stays 0, never NaN, when a
 # row's first key blocks are all masked
 M_INIT = -3.0e38
+# the running sum's floor before the division: a fully masked row has l = 0 and O = 0,
+# and gives 0 (as torch SDPA does); any other row has l >= 1
+L_FLOOR = 1.0e-30
+# cross-core flags of one key/value block on split chips (CrossCoreSetFlag mode 2)
+S_READY, P_READY, PV_READY = 0, 1, 2
+# Compare's element counts are whole 256-byte repeats of half (ascend.md 2.8)
+CMP_ELEMS = 128
 # vector instructions per S element: scale, rowmax, subtract, exp (2), rowsum, cast
 SOFTMAX_WORK = 7.0
 
@@ -180,15 +194,19 @@ def softmax_ub(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> int:
         total += mask_depth(chip) * tq * ts * mw
         if not p.mask_bool and mw != 4:
             total += tile4
+    padded = round_up(tq * ts, CMP_ELEMS)  # Compare's operands: whole repeats
     if p.causal:
-        total += 2 * tile4 + tq * ts  # ramp, zeros, compare mask
+        total += 2 * padded * 4  # ramp, threshold
+    if p.mask_bool:
+        total += 2 * padded * 2  # the mask as half, zeros
     if p.causal or p.mask_bool:
-        total += tile4  # -inf
+        total += tile4 + padded  # -inf, compare mask
     return total
 
 
 def cube_bytes(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> dict[str, int]:
-    w, d, dv = width(p.in_elt), p.head_dim, p.value_dim
+    # L1/L0 hold fractals: head dims padded to 16 columns (ascend.md 1.5)
+    w, d, dv = width(p.in_elt), round_up(p.head_dim, FRACTAL), round_up(p.value_dim, FRACTAL)
     return {
         "l0a": round_up(t.tq * d * w, 512) + 2 * round_up(t.tq * t.tkv * w, 512),
         "l0b": 2 * round_up(t.tkv * d * w, 512) + 2 * round_up(t.tkv * dv * w, 512),
@@ -449,9 +467,20 @@ class AttentionTemplate(KernelTemplate):
                 (read + write, nq * dv * w),
             ]
         )
+        # HBM: q, k, v and the mask once (a head's K/V blocks, re-read per query block,
+        # and the mask rows, re-read per head, are far smaller than L2); the per-core
+        # workspace slots are rewritten in place and never leave L2
+        k_whole = b * hkv * skv * d * w
+        mask_whole = 0
+        if p.mask is not None:
+            mask_whole = (si.num_elements(concrete(shape(p.mask), dims)) or 0) * width(elt(p.mask))
+        unique = q_read + k_whole + k_whole * dv // max(d, 1) + mask_whole
         return KernelCost(
             gm_read_bytes=q_read + kv_read + mask_read + read + ws,
             gm_write_bytes=write + ws,
+            hbm_read_bytes=min(q_read + kv_read + mask_read, unique)
+            + min(read, epilogue_unique_read(p.rows, [p.raw], dims)),
+            hbm_write_bytes=write,
             vector_work=work,
             cube_flops=flops,
             transfer_bytes=transfer,
@@ -558,14 +587,20 @@ class AttentionKernel:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
         c = idx.const
         tiles, w, in_elt = p.tiles, width(p.in_elt), p.in_elt
-        tq, tkv, ts, d, dv = tiles.tq, tiles.tkv, tiles.ts, p.head_dim, p.value_dim
+        tq, tkv, ts, dv = tiles.tq, tiles.tkv, tiles.ts, p.value_dim
         dvs = p.dv_stride
+        # L1/L0 rows of the head dims padded to whole fractal columns (ascend.md 1.5)
+        d, dvp = round_up(p.head_dim, FRACTAL), round_up(p.value_dim, FRACTAL)
+        self.dp, self.dvp = d, dvp
 
         def nbytes(elems: SSAValue, wd: int) -> SSAValue:
             return idx.round_up(idx.mul(elems, c(wd)), 32)
 
         bid = kb.insert(buffer.BlockIdxOp(), "bid").results[0]
         self.bid = bid
+        self.split = not p.l0c_to_ub
+        # on split chips the two AIVs of a block share each query block's rows
+        self.sb = kb.insert(buffer.SubBlockIdxOp(), "sub").results[0] if self.split else None
         first = idx.mul(bid, t["per_core"])
         last = idx.min(idx.add(first, t["per_core"]), t["steps"])
         self.ws = self.wsp = None
@@ -577,7 +612,7 @@ class AttentionKernel:
         # cube side
         self.q_l1 = kb.queue("a1", 1, idx.mul(t["tq"], c(d * w)), tq * d * w, in_elt, "q_q1")
         self.k_l1 = kb.queue("b1", 2, idx.mul(t["tkv"], c(d * w)), tkv * d * w, in_elt, "q_k1")
-        self.v_l1 = kb.queue("b1", 2, idx.mul(t["tkv"], c(dv * w)), tkv * dv * w, in_elt, "q_v1")
+        self.v_l1 = kb.queue("b1", 2, idx.mul(t["tkv"], c(dvp * w)), tkv * dvp * w, in_elt, "q_v1")
         self.p_l1 = kb.queue("a1", 2, idx.mul(tq_tkv, c(w)), tq * tkv * w, in_elt, "q_p1")
         # the query block stays in L0A for a whole step: a TBuf, not a queue
         q_bytes = idx.mul(t["tq"], c(d * w))
@@ -586,9 +621,9 @@ class AttentionKernel:
         ).results[0]
         self.p_l0 = kb.queue("a2", 2, idx.mul(tq_tkv, c(w)), tq * tkv * w, in_elt, "q_p2")
         self.k_l0 = kb.queue("b2", 2, idx.mul(t["tkv"], c(d * w)), tkv * d * w, in_elt, "q_k2")
-        self.v_l0 = kb.queue("b2", 2, idx.mul(t["tkv"], c(dv * w)), tkv * dv * w, in_elt, "q_v2")
+        self.v_l0 = kb.queue("b2", 2, idx.mul(t["tkv"], c(dvp * w)), tkv * dvp * w, in_elt, "q_v2")
         self.s_l0c = kb.queue("co1", 1, idx.mul(tq_tkv, c(4)), tq * tkv * 4, f32, "q_s")
-        self.pv_l0c = kb.queue("co1", 1, idx.mul(t["tq"], c(dv * 4)), tq * dv * 4, f32, "q_pv")
+        self.pv_l0c = kb.queue("co1", 1, idx.mul(t["tq"], c(dvp * 4)), tq * dvp * 4, f32, "q_pv")
         # vector side
         self.s_in = kb.queue("vecin", 1, nbytes(tile_s, 4), tq * ts * 4, f32, "q_s_in")
         self.pv_in = kb.queue(
@@ -622,11 +657,27 @@ class AttentionKernel:
         if p.mask is not None and not p.mask_bool and width(elt(p.mask)) != 4:
             self.mask_f32 = buf("mask_f32", tile_s, tq * ts)
         self.neg_inf = None
+        # Compare covers whole 256-byte repeats (ascend.md 2.8): its operands and its
+        # mask (one byte per element in the IR, a bitmask in Ascend C) are padded
+        cmp_s = idx.round_up(tile_s, CMP_ELEMS)
+        cmp_max = round_up(tq * ts, CMP_ELEMS)
+        self.cmp = self.mask_h = self.zeros_h = None
         if p.causal or p.mask_bool:
             self.neg_inf = buf("neg_inf", tile_s, tq * ts)
-            kb.insert(buffer.VDupOp(self.neg_inf, kb.f32(float("-inf")), tile_s))
+            self.cmp = buf("cmp", cmp_s, cmp_max, 1, i1)
         if p.causal:
-            self._causal_setup(buf, tile_s)
+            self.ramp = buf("ramp", cmp_s, cmp_max)
+            self.threshold = buf("threshold", cmp_s, cmp_max)
+        if p.mask_bool:  # the GM mask's bytes become a bitmask: cast, compare with zero
+            self.mask_h = buf("mask_h", cmp_s, cmp_max, 2, f16)
+            self.zeros_h = buf("zeros_h", cmp_s, cmp_max, 2, f16)
+        if self.neg_inf is not None:
+            with kb.stage("compute"):
+                kb.insert(buffer.VDupOp(self.neg_inf, kb.f32(float("-inf")), tile_s))
+                if self.zeros_h is not None:
+                    kb.insert(buffer.VDupOp(self.zeros_h, kb.f16(0.0), cmp_s))
+                if p.causal:
+                    self._fill_ramp()
         row = self.row
         rt = {"tile_rows": t["tq"], "tile_stride": t["tile_stride"], "cols": c(dv)}
         out_logical = [t["B"], t["Hq"], t["Sq"]]
@@ -638,14 +689,9 @@ class AttentionKernel:
             row.start_pool(cast(Operation, kb.entry.last_op))
             self._step(step)
 
-    def _causal_setup(self, buf: Callable[..., SSAValue], tile_s: SSAValue) -> None:
-        """ramp[r, j] = j - r (float32) over the largest tile; a threshold tile and the
-        compare mask (one byte per element) for the diagonal blocks."""
+    def _fill_ramp(self) -> None:
+        """ramp[r, j] = j - r (float32) over the largest tile (causal diagonal blocks)."""
         kb, idx, t = self.kb, self.kb.idx, self.t
-        tq, ts = self.p.tiles.tq, self.p.tiles.ts
-        self.ramp = buf("ramp", tile_s, tq * ts)
-        self.threshold = buf("threshold", tile_s, tq * ts)
-        self.cmp = buf("cmp", tile_s, tq * ts, 1, i1)
         with kb.loop(idx.const(0), t["ts"], "j") as j:
             kb.set(self.ramp, j, kb.index_to_f32(j))
         with kb.loop(idx.const(1), t["tq"], "r") as r:
@@ -666,21 +712,30 @@ class AttentionKernel:
         q0 = idx.mul(qi, t["tq"])
         nq = idx.min(t["tq"], idx.sub(t["Sq"], q0))
         nq.name_hint = "nq"
-        self.b, self.h, self.hk, self.q0, self.nq = b, h, hk, q0, nq
+        self.b, self.h, self.hk, self.q0, self.nq_block = b, h, hk, q0, nq
+        # the rows of the block this vector core takes: all on coupled chips; on split
+        # chips sub-block sb takes rows [sb * half, ...) (the second may have none)
+        self.r_lo, self.nq, self.has_rows = c(0), nq, None
+        if self.sb is not None:
+            half = idx.ceildiv(nq, c(2))
+            self.r_lo = idx.min(idx.mul(self.sb, half), nq)
+            self.nq = idx.min(half, idx.sub(nq, self.r_lo))
+            self.nq.name_hint = "nq_mine"
+            self.has_rows = kb.less(c(0), self.nq)
         q_row, q_stride = self._row_of(b, h, q0, t["Hq"], t["Sq"], d)
         with kb.stage("cube"):
 
             def fill_q1(slot: SSAValue) -> None:
-                kb.copy(kb.view(self.gm[p.q], q_row), slot, nq, c(d), q_stride, c(d))
+                kb.copy(kb.view(self.gm[p.q], q_row), slot, nq, c(d), q_stride, c(self.dp))
 
             q1 = load(kb, self.q_l1, p.in_elt, fill_q1, "q1")
-            kb.copy(q1, self.q_l0, nq, c(d), c(d), c(d))
+            kb.copy(q1, self.q_l0, nq, c(d), c(self.dp), c(d))
             free(kb, self.q_l1, q1)
-        with kb.stage("compute"):
-            count = idx.round_up(nq, 8)
+        with self._mine(), kb.stage("compute"):
+            count = idx.round_up(self.nq, 8)
             kb.insert(buffer.VDupOp(self.m_run, kb.f32(M_INIT), count))
             kb.insert(buffer.VDupOp(self.l_run, kb.f32(0.0), count))
-            kb.insert(buffer.VDupOp(self.o_acc, kb.f32(0.0), idx.mul(nq, t["tile_stride"])))
+            kb.insert(buffer.VDupOp(self.o_acc, kb.f32(0.0), idx.mul(self.nq, t["tile_stride"])))
         if p.causal:
             end = idx.min(t["Skv"], idx.add(q0, nq))
             blocks = idx.ceildiv(end, t["tkv"])
@@ -692,21 +747,30 @@ class AttentionKernel:
         else:
             with kb.loop(c(0), idx.ceildiv(t["Skv"], t["tkv"]), "kv") as kv:
                 self._kv_block(kv, masked=False)
-        # out = O / l, then the epilogue on the [nq x Dv] block
-        with kb.stage("compute"):
-            count = idx.round_up(nq, 8)
-            kb.unary("reciprocal", self.l_run, self.l_run, count)
-            with kb.loop(c(0), nq, "r") as r:
-                o_row = kb.view(self.o_acc, idx.mul(r, t["tile_stride"]))
-                kb.scalar("muls", o_row, o_row, kb.get(self.l_run, r), c(dv))
-        row = self.row
-        row.preset_locs[p.raw] = Loc("tile", buf=self.o_acc)
-        if p.bsnd:
-            r0 = idx.add(idx.mul(idx.add(idx.mul(b, t["Sq"]), q0), t["Hq"]), h)
-            row.emit_tile(r0, c(0), nq, c(dv), idx.mul(r0, c(dv)), idx.mul(t["Hq"], c(dv)))
-        else:
-            r0 = idx.add(idx.mul(idx.add(idx.mul(b, t["Hq"]), h), t["Sq"]), q0)
-            row.emit_tile(r0, c(0), nq, c(dv))
+        # out = O / l (0 for a fully masked row), then the epilogue on the [nq x Dv] block
+        with self._mine():
+            with kb.stage("compute"):
+                count = idx.round_up(self.nq, 8)
+                kb.scalar("maxs", self.l_run, self.l_run, kb.f32(L_FLOOR), count)
+                kb.unary("reciprocal", self.l_run, self.l_run, count)
+                with kb.loop(c(0), self.nq, "r") as r:
+                    o_row = kb.view(self.o_acc, idx.mul(r, t["tile_stride"]))
+                    kb.scalar("muls", o_row, o_row, kb.get(self.l_run, r), c(dv))
+            row = self.row
+            row.preset_locs[p.raw] = Loc("tile", buf=self.o_acc)
+            q_first = idx.add(q0, self.r_lo)
+            if p.bsnd:
+                r0 = idx.add(idx.mul(idx.add(idx.mul(b, t["Sq"]), q_first), t["Hq"]), h)
+                row.emit_tile(r0, c(0), self.nq, c(dv), idx.mul(r0, c(dv)), idx.mul(t["Hq"], c(dv)))
+            else:
+                r0 = idx.add(idx.mul(idx.add(idx.mul(b, t["Hq"]), h), t["Sq"]), q_first)
+                row.emit_tile(r0, c(0), self.nq, c(dv))
+
+    def _mine(self) -> AbstractContextManager[None]:
+        """The vector work of this core's rows: skipped by an AIV that has none."""
+        if self.has_rows is None:
+            return contextlib.nullcontext()
+        return self.kb.when(self.has_rows)
 
     def _row_of(
         self, b: SSAValue, head: SSAValue, s0: SSAValue, heads: SSAValue, seq: SSAValue, dim: int
@@ -725,7 +789,7 @@ class AttentionKernel:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
         c = idx.const
         d, dv = p.head_dim, p.value_dim
-        nq = self.nq
+        nq, nq_v = self.nq_block, self.nq
         k0 = idx.mul(kv, t["tkv"])
         nkv = idx.min(t["tkv"], idx.sub(t["Skv"], k0))
         nkv.name_hint = "nkv"
@@ -741,12 +805,12 @@ class AttentionKernel:
         with kb.stage("cube"):
 
             def fill_k1(slot: SSAValue) -> None:
-                kb.copy(kb.view(self.gm[p.k], k_row), slot, nkv, c(d), k_stride, c(d))
+                kb.copy(kb.view(self.gm[p.k], k_row), slot, nkv, c(d), k_stride, c(self.dp))
 
             k1 = load(kb, self.k_l1, p.in_elt, fill_k1, "k1")
 
             def fill_k2(slot: SSAValue) -> None:  # K^T: [D x nkv]
-                kb.insert(buffer.CopyOp(k1, slot, nkv, c(d), c(d), nkv, transpose=True))
+                kb.insert(buffer.CopyOp(k1, slot, nkv, c(d), c(self.dp), nkv, transpose=True))
 
             k2 = load(kb, self.k_l0, p.in_elt, fill_k2, "k2")
             free(kb, self.k_l1, k1)
@@ -756,45 +820,45 @@ class AttentionKernel:
             if ws_s is not None:
                 kb.copy(s, ws_s, nq, nkv, nkv, t["tkv"])
                 free(kb, self.s_l0c, s)
+                kb.insert(buffer.CrossCoreSetOp(S_READY, "aic", "fix"))
             else:
                 kb.insert(buffer.EnqueOp(self.s_l0c, s))
-        # the S tile in UB, scaled and masked
-        with kb.stage("copy_in"):
-            s_ub = kb.insert(buffer.QueueAllocOp(self.s_in, f32), "s_ub").results[0]
-            if ws_s is not None:
-                kb.copy(ws_s, s_ub, nq, nkv, t["tkv"], t["ts"])
-            else:
-                sc = kb.insert(buffer.DequeOp(self.s_l0c, f32), "s_c").results[0]
-                kb.copy(sc, s_ub, nq, nkv, nkv, t["ts"])
-                free(kb, self.s_l0c, sc)
-            kb.insert(buffer.EnqueOp(self.s_in, s_ub))
-            if self.mask_in is not None:
-                self._load_mask(k0, nkv)
-        with kb.stage("compute"):
-            self._softmax_block(k0, nkv, masked)
+        # this core's rows of the S tile in UB, scaled and masked; P = softmax block
+        if ws_s is not None:
+            kb.insert(buffer.CrossCoreWaitOp(S_READY, "aiv"))
+        with self._mine():
+            with kb.stage("copy_in"):
+                self._rows_in(self.s_in, ws_s, t["tkv"], self.s_l0c, nkv, t["ts"], "s")
+                if self.mask_in is not None:
+                    self._load_mask(k0, nkv)
+            with kb.stage("compute"):
+                self._softmax_block(k0, nkv, masked)
+        if self.wsp is not None:
+            kb.insert(buffer.CrossCoreSetOp(P_READY, "aiv", "mte3"))
         # P @ V on the cube
         with kb.stage("cube"):
 
             def fill_v1(slot: SSAValue) -> None:
-                kb.copy(kb.view(self.gm[p.v], v_row), slot, nkv, c(dv), v_stride, c(dv))
+                kb.copy(kb.view(self.gm[p.v], v_row), slot, nkv, c(dv), v_stride, c(self.dvp))
 
             p_l1 = kb.insert(buffer.QueueAllocOp(self.p_l1, p.in_elt), "p1").results[0]
             if ws_p is not None:
-                kb.copy(ws_p, p_l1, nq, nkv, t["tkv"], nkv)
+                kb.insert(buffer.CrossCoreWaitOp(P_READY, "aic"))
+                kb.copy(ws_p, p_l1, nq, nkv, t["tkv"], t["tkv"])
             else:
                 pd = kb.insert(buffer.DequeOp(self.p_out, p.in_elt), "p_ub").results[0]
-                kb.copy(pd, p_l1, nq, nkv, t["ts"], nkv)
+                kb.copy(pd, p_l1, nq, nkv, t["ts"], t["tkv"])
                 free(kb, self.p_out, pd)
             kb.insert(buffer.EnqueOp(self.p_l1, p_l1))
             p1 = kb.insert(buffer.DequeOp(self.p_l1, p.in_elt), "p1").results[0]
 
             def fill_p2(slot: SSAValue) -> None:
-                kb.copy(p1, slot, nq, nkv, nkv, nkv)
+                kb.copy(p1, slot, nq, nkv, t["tkv"], nkv)
 
             v1 = load(kb, self.v_l1, p.in_elt, fill_v1, "v1")
 
             def fill_v2(slot: SSAValue) -> None:
-                kb.copy(v1, slot, nkv, c(dv), c(dv), c(dv))
+                kb.copy(v1, slot, nkv, c(dv), c(self.dvp), c(dv))
 
             p2 = load(kb, self.p_l0, p.in_elt, fill_p2, "p2")
             v2 = load(kb, self.v_l0, p.in_elt, fill_v2, "v2")
@@ -807,25 +871,46 @@ class AttentionKernel:
             if ws_pv is not None:
                 kb.copy(pv, ws_pv, nq, c(dv), c(dv), c(dv))
                 free(kb, self.pv_l0c, pv)
+                kb.insert(buffer.CrossCoreSetOp(PV_READY, "aic", "fix"))
             else:
                 kb.insert(buffer.EnqueOp(self.pv_l0c, pv))
         # O = alpha * O + P V
-        with kb.stage("copy_in"):
-            pv_ub = kb.insert(buffer.QueueAllocOp(self.pv_in, f32), "pv_ub").results[0]
-            if ws_pv is not None:
-                kb.copy(ws_pv, pv_ub, nq, c(dv), c(dv), t["tile_stride"])
-            else:
-                pvc = kb.insert(buffer.DequeOp(self.pv_l0c, f32), "pv_c").results[0]
-                kb.copy(pvc, pv_ub, nq, c(dv), c(dv), t["tile_stride"])
-                free(kb, self.pv_l0c, pvc)
-            kb.insert(buffer.EnqueOp(self.pv_in, pv_ub))
-        with kb.stage("compute"):
-            pvd = kb.insert(buffer.DequeOp(self.pv_in, f32), "pv_ub").results[0]
-            with kb.loop(c(0), nq, "r") as r:
-                o_row = kb.view(self.o_acc, idx.mul(r, t["tile_stride"]))
-                kb.scalar("muls", o_row, o_row, kb.get(self.alpha, r), c(dv))
-            kb.binary("add", self.o_acc, self.o_acc, pvd, idx.mul(nq, t["tile_stride"]))
-            free(kb, self.pv_in, pvd)
+        if ws_pv is not None:
+            kb.insert(buffer.CrossCoreWaitOp(PV_READY, "aiv"))
+        with self._mine():
+            with kb.stage("copy_in"):
+                self._rows_in(self.pv_in, ws_pv, c(dv), self.pv_l0c, c(dv), t["tile_stride"], "pv")
+            with kb.stage("compute"):
+                pvd = kb.insert(buffer.DequeOp(self.pv_in, f32), "pv_ub").results[0]
+                with kb.loop(c(0), nq_v, "r") as r:
+                    o_row = kb.view(self.o_acc, idx.mul(r, t["tile_stride"]))
+                    kb.scalar("muls", o_row, o_row, kb.get(self.alpha, r), c(dv))
+                kb.binary("add", self.o_acc, self.o_acc, pvd, idx.mul(nq_v, t["tile_stride"]))
+                free(kb, self.pv_in, pvd)
+
+    def _rows_in(
+        self,
+        queue: SSAValue,
+        ws: SSAValue | None,
+        ws_stride: SSAValue,
+        l0c_queue: SSAValue,
+        cols: SSAValue,
+        ub_stride: SSAValue,
+        name: str,
+    ) -> None:
+        """This core's rows of an f32 cube result into a VECIN slot (row stride
+        `ub_stride`): from the workspace (split chips, rows `ws_stride` apart), else the
+        whole block from its L0C slot (coupled chips, rows `cols` apart)."""
+        kb, idx = self.kb, self.kb.idx
+        slot = kb.insert(buffer.QueueAllocOp(queue, f32), f"{name}_ub").results[0]
+        if ws is not None:
+            src = kb.view(ws, idx.mul(self.r_lo, ws_stride))
+            kb.copy(src, slot, self.nq, cols, ws_stride, ub_stride)
+        else:
+            c_slot = kb.insert(buffer.DequeOp(l0c_queue, f32), f"{name}_c").results[0]
+            kb.copy(c_slot, slot, self.nq_block, cols, cols, ub_stride)
+            free(kb, l0c_queue, c_slot)
+        kb.insert(buffer.EnqueOp(queue, slot))
 
     def _load_mask(self, k0: SSAValue, nkv: SSAValue) -> None:
         """The mask block [nq (or 1) x nkv] in UB (row stride ts), by the broadcast pattern."""
@@ -835,7 +920,8 @@ class AttentionKernel:
         vb, vh, vq = p.mask_pattern
         at = self.b if vb else c(0)
         at = idx.add(idx.mul(at, t["Hq"] if vh else c(1)), self.h if vh else c(0))
-        at = idx.add(idx.mul(at, t["Sq"] if vq else c(1)), self.q0 if vq else c(0))
+        q_first = idx.add(self.q0, self.r_lo)
+        at = idx.add(idx.mul(at, t["Sq"] if vq else c(1)), q_first if vq else c(0))
         at = idx.add(idx.mul(at, t["Skv"]), k0)
         me = elt(p.mask)
         slot = kb.insert(buffer.QueueAllocOp(self.mask_in, me), "mask").results[0]
@@ -859,6 +945,16 @@ class AttentionKernel:
             if not p.mask_bool and self.mask_f32 is not None:
                 kb.cast(self.mask_f32, m, idx.mul(rows, ts), "none")
                 mf = self.mask_f32
+            elif p.mask_bool:
+                assert self.mask_h is not None and self.zeros_h is not None and self.cmp
+                count = idx.mul(rows, ts)
+                kb.cast(self.mask_h, m, count, "none")
+                kb.insert(
+                    buffer.VCompareOp(
+                        "ne", self.cmp, self.mask_h, self.zeros_h, idx.round_up(count, CMP_ELEMS)
+                    )
+                )
+                mf = self.cmp
             else:
                 mf = m
 
@@ -877,9 +973,12 @@ class AttentionKernel:
             free(kb, self.mask_in, m)
         if masked:  # causal: key k0 + j is hidden from query q0 + r when j - r > q0 - k0
             assert self.neg_inf is not None
-            diff = arith.SubfOp(kb.index_to_f32(self.q0), kb.index_to_f32(k0))
+            q_first = idx.add(self.q0, self.r_lo)
+            diff = arith.SubfOp(kb.index_to_f32(q_first), kb.index_to_f32(k0))
+            assert self.cmp is not None
             kb.insert(buffer.VDupOp(self.threshold, kb.insert(diff).results[0], tile))
-            kb.insert(buffer.VCompareOp("gt", self.cmp, self.ramp, self.threshold, tile))
+            compared = idx.round_up(tile, CMP_ELEMS)
+            kb.insert(buffer.VCompareOp("gt", self.cmp, self.ramp, self.threshold, compared))
             kb.insert(buffer.VSelectOp(s, self.cmp, self.neg_inf, s, tile))
         # running max, rescaling factor, probabilities, running sum
         with kb.loop(c(0), nq, "r") as r:
@@ -913,7 +1012,8 @@ class AttentionKernel:
             # split chips: P to the workspace, where the cube stage reads it into L1
             pd = kb.insert(buffer.DequeOp(self.p_out, p.in_elt), "p_ub").results[0]
             per_core = idx.mul(t["tq"], t["tkv"])
-            dst = kb.view(self.wsp, idx.mul(self.bid, per_core))
+            at = idx.add(idx.mul(self.bid, per_core), idx.mul(self.r_lo, t["tkv"]))
+            dst = kb.view(self.wsp, at)
             kb.copy(pd, dst, nq, nkv, ts, t["tkv"])
             free(kb, self.p_out, pd)
 

@@ -11,7 +11,9 @@ left operand (GM -> L1 -> L0A as a plain [M x K] matrix: [Cout, Cg, kh, kw] is a
 row-major [Cout x K]); the feature map is staged in L1 as [channels x rows x W] and
 expanded by an im2col load straight into L0B (`buffer.im2col`, LoadData3DV2, ascend.md
 1.6). The L0C tile is then [channels x pixels], the NCHW output's own layout, so the
-epilogue's [N*Cout x OH*OW] view and Fixpipe's ND output need no transpose.
+epilogue's [N*Cout x OH*OW] view and Fixpipe's ND output need no transpose. A pointwise
+conv (1x1, unit strides, no padding) needs no im2col: its pixel tile [channels x tn] is
+loaded like a matmul's B (the form Ascend C code generation prints).
 
 Tiling (static bounds from the chip, runtime values from `conv_tiling`):
 
@@ -47,6 +49,8 @@ from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
     activation_of,
+    await_slot,
+    await_tile,
     blended_transfer,
     chunk_loop,
     concrete,
@@ -68,8 +72,10 @@ from autofusion.lowering.cube_common import (
     round_up,
     runtime_dim,
     shape,
+    slot_read,
     split_group,
     sub_blocks,
+    tile_written,
     tiling_function,
     width,
 )
@@ -125,6 +131,20 @@ class ConvGeometry:
     def pixels(self) -> int:
         return self.oh * self.ow
 
+    @property
+    def pointwise(self) -> bool:
+        """A 1x1 conv with unit strides and no padding: per image the plain GEMM
+        W [Cout x Cin] @ X [Cin x H*W], whose pixel tiles are contiguous in GM (no
+        im2col: the input block is loaded into L0B like a matmul's B)."""
+        return (self.kh, self.kw) == (1, 1) and self.strides == (1, 1) and not any(self.pads)
+
+    def b1_elems(self, cstep: int, h_stage: int, tn: int) -> int:
+        """Elements of one L1 input stage: staged input rows, or (pointwise) the pixel
+        tile's [channels x tn] block with its rows padded to a fractal."""
+        if self.pointwise:
+            return round_up(cstep, FRACTAL) * tn
+        return cstep * h_stage * self.w
+
     def stage_rows(self, tn: int) -> int:
         """Input rows an L1 stage holds for a pixel tile of at most tn pixels."""
         rows_out = min(self.oh, (tn - 1) // self.ow + 2)
@@ -163,14 +183,18 @@ def choose_conv_tiles(
                 continue
             h_stage = g.stage_rows(tn)
             per_channel = 2 * h_stage * g.w * w + 2 * tm * g.taps * w
-            fit = (chip.l1_bytes - 2 * tm * FRACTAL * w) // max(per_channel, 1)
+            reserve = 2 * tm * FRACTAL * w
+            if g.pointwise:  # [channels x tn] blocks, rows padded to 16
+                per_channel = 2 * tn * w + 2 * tm * g.taps * w
+                reserve += 2 * (FRACTAL - 1) * tn * w
+            fit = (chip.l1_bytes - reserve) // max(per_channel, 1)
             cstep = min(g.cg, fit)
             if whole_k and cstep < g.cg:
                 continue
             if cstep < 1:
                 continue
             t = ConvTiles(tm, tn, tk, cstep, h_stage, 2 if 2 * tm * tn * 4 <= chip.l0c_bytes else 1)
-            if 2 * tm * t.kst(g) * w + 2 * cstep * h_stage * g.w * w <= chip.l1_bytes:
+            if 2 * tm * t.kst(g) * w + 2 * g.b1_elems(cstep, h_stage, tn) * w <= chip.l1_bytes:
                 return t
     if max_cols is not None and max_cols < FRACTAL:
         return Refusal("the epilogue's buffers do not fit UB for even 16 output pixels")
@@ -539,7 +563,7 @@ class ConvKernel:
         if p.ws_elt is not None and not p.l0c_to_ub:
             ws = kb.insert(buffer.WorkspaceOp(t["ws_bytes"], p.ws_elt), "ws").results[0]
         kst = tiles.kst(g)
-        b1_elems = tiles.cstep * tiles.h_stage * g.w
+        b1_elems = g.b1_elems(tiles.cstep, tiles.h_stage, tiles.tn)
         qa1 = kb.queue("a1", 2, c(tiles.tm * kst * w), tiles.tm * kst * w, in_elt, "q_a1")
         qb1 = kb.queue("b1", 2, c(b1_elems * w), b1_elems * w, in_elt, "q_b1")
         qa2 = kb.queue(
@@ -610,6 +634,10 @@ class ConvKernel:
 
                     def fill_b1(slot: SSAValue) -> None:
                         chan = idx.add(idx.add(idx.mul(n, c(g.c)), idx.mul(gi, c(g.cg))), ch0)
+                        if g.pointwise:  # the [cs x ncols] pixel block, rows tn apart
+                            src = kb.view(self.gm[p.x], idx.add(idx.mul(chan, c(g.pixels)), p0))
+                            kb.copy(src, slot, cs, ncols, c(g.pixels), t["tn"])
+                            return
                         at = idx.mul(idx.add(idx.mul(chan, c(g.h)), a_row), c(g.w))
                         src = kb.view(self.gm[p.x], at)
                         hw = idx.mul(h_rows, c(g.w))
@@ -625,6 +653,10 @@ class ConvKernel:
                             kb.copy(kb.view(a1, k1), slot, nrows, klen, c(kst), klen)
 
                         def fill_b2(slot: SSAValue) -> None:
+                            if g.pointwise:
+                                at = kb.view(b1, idx.mul(k1, t["tn"]))
+                                kb.copy(at, slot, klen, ncols, t["tn"], ncols)
+                                return
                             kb.insert(
                                 buffer.Im2colOp(
                                     slot,
@@ -656,12 +688,16 @@ class ConvKernel:
                     free(kb, qc, cbuf)
                 elif ws is not None:
                     base = self._slot_base(bid, tile, first, tm_tn)
+                    await_slot(kb, tile, first)
                     kb.insert(buffer.CopyOp(cbuf, kb.view(ws, base), nrows, ncols, ncols, t["tn"]))
                     free(kb, qc, cbuf)
+                    tile_written(kb)
                 else:
                     kb.insert(buffer.EnqueOp(qc, cbuf))
             if row is not None:
-                self._epilogue(row, view_row, p0, nrows, ncols, qc, ws, bid, tile, first, tm_tn)
+                self._epilogue(
+                    row, view_row, p0, nrows, ncols, qc, ws, bid, tile, (first, last), tm_tn
+                )
 
     def _slot_base(
         self, bid: SSAValue, tile: SSAValue, first: SSAValue, tm_tn: SSAValue
@@ -681,14 +717,17 @@ class ConvKernel:
         ws: SSAValue | None,
         bid: SSAValue,
         tile: SSAValue,
-        first: SSAValue,
+        bounds: tuple[SSAValue, SSAValue],
         tm_tn: SSAValue,
     ) -> None:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
         assert p.raw is not None
+        first, last = bounds
         cd = None
         if ws is None:
             cd = kb.insert(buffer.DequeOp(qc, f32), "c_out").results[0]
+        else:
+            await_tile(kb)
         chunks = idx.ceildiv(nrows, t["er"])
         with chunk_loop(kb, chunks, sub_blocks(self.chip, ws is not None)) as e:
             r_off = idx.mul(e, t["er"])
@@ -703,6 +742,8 @@ class ConvKernel:
             row.emit_tile(idx.add(view_row, r_off), p0, ner, ncols)
         if cd is not None:
             free(kb, qc, cd)
+        else:
+            slot_read(kb, tile, last)
 
 
 __all__ = ["ConvGeometry", "ConvPlan", "ConvTemplate", "choose_conv_tiles", "conv_tiling"]

@@ -36,6 +36,7 @@ from autofusion.lowering.kernel_builder import KernelBuilder
 from autofusion.lowering.row_kernel import Loc, RowKernel, _scalar_op, activation_loc
 from autofusion.lowering.row_plan import (
     ELEMENTWISE,
+    ROW_APPLIES,
     RowPlan,
     _aligned_transfers,
     _budget,
@@ -53,8 +54,12 @@ CUBE_ROOTS: tuple[type[Operation], ...] = (
     graph.Conv2dOp,
     graph.FlashAttentionOp,
 )
-# epilogue ops: the vector template's elementwise ops, except rope (it needs whole rows)
-EPILOGUE_OPS = tuple(t for t in ELEMENTWISE if t is not graph.RopeOp)
+# epilogue ops: the vector template's elementwise ops, except rope (it needs whole rows),
+# and the norm applies: y[r, c] = f(x[r, c], stats[r], scale[c]) needs only its row's
+# statistics and its columns' parameters, which any tile of rows x columns has, provided
+# the apply normalizes the view's columns (its axis is the view's split: checked by the
+# row plan, _row_apply_ok)
+EPILOGUE_OPS = (*(t for t in ELEMENTWISE if t is not graph.RopeOp), *ROW_APPLIES)
 ACTIVATION_WEIGHT = {"relu": 1.0, "clip": 2.0, "gelu": 22.0, "gelu_tanh": 22.0}
 
 
@@ -297,6 +302,21 @@ def epilogue_io(
     return read, write
 
 
+def epilogue_unique_read(
+    plan: RowPlan | None, external: Sequence[SSAValue], dims: Sequence[int] | None
+) -> int:
+    """GM bytes of the epilogue's own inputs, each read once: what reaches HBM of the
+    traffic `epilogue_io` counts (its re-reads of row vectors, columns and residents are
+    of small operands that stay in L2)."""
+    if plan is None:
+        return 0
+    return sum(
+        (si.num_elements(concrete(shape(v), dims)) or 0) * width(elt(v))
+        for v, info in plan.values.items()
+        if info.is_input and info.constant is None and v not in external
+    )
+
+
 def concrete(dims: Sequence[int], given: Sequence[int] | None) -> list[int]:
     """A shape with its dynamic dims replaced (by `given` in order, else 1)."""
     it = iter(given or [])
@@ -350,21 +370,51 @@ def free(kb: KernelBuilder, queue: SSAValue, slot: SSAValue) -> None:
 def chunk_loop(kb: KernelBuilder, chunks: SSAValue, sub_blocks: int) -> Iterator[SSAValue]:
     """for e in [0, chunks), split over the `sub_blocks` vector cores of a cube core.
 
-    On split chips each AIC has two AIVs (ascend.md 1.1): chunk e goes to sub-block
-    e % 2. The sub-block loop is an ordinary scf.for marked `afc.sub_blocks`; run in order
-    it means the same as one loop, and codegen maps it to GetSubBlockIdx."""
+    On split chips each AIC has two AIVs (ascend.md 1.1), which run the same code: the
+    AIV with `buffer.sub_block_idx` sb takes chunks sb, sb + 2, ..."""
     idx = kb.idx
     if sub_blocks == 1:
         with kb.loop(idx.const(0), chunks, "chunk") as e:
             yield e
         return
     n = idx.const(sub_blocks)
-    with kb.loop(idx.const(0), n, "sub") as sb:
-        loop = cast(Operation, cast(Block, sb.owner).parent_op())
-        loop.attributes["afc.sub_blocks"] = graph.int_attr(sub_blocks)
-        mine = idx.ceildiv(idx.sub(idx.max(chunks, sb), sb), n)
-        with kb.loop(idx.const(0), mine, "chunk") as e2:
-            yield idx.add(idx.mul(e2, n), sb)
+    sb = kb.insert(buffer.SubBlockIdxOp(), "sub").results[0]
+    mine = idx.ceildiv(idx.sub(idx.max(chunks, sb), sb), n)
+    with kb.loop(idx.const(0), mine, "chunk") as e2:
+        yield idx.add(idx.mul(e2, n), sb)
+
+
+# Cross-core flags of the workspace hand-over on split chips (CrossCoreSetFlag mode 2):
+# the AIC says a tile is in its workspace slot, the AIVs say they have read a slot
+TILE_READY, SLOT_FREE = 0, 1
+WORKSPACE_SLOTS = 2
+
+
+def tile_written(kb: KernelBuilder) -> None:
+    """On the AIC after the Fixpipe into the workspace: the tile is there for the AIVs."""
+    kb.insert(buffer.CrossCoreSetOp(TILE_READY, "aic", "fix"))
+
+
+def await_tile(kb: KernelBuilder) -> None:
+    """On each AIV before reading a tile from the workspace."""
+    kb.insert(buffer.CrossCoreWaitOp(TILE_READY, "aiv"))
+
+
+def slot_read(kb: KernelBuilder, tile: SSAValue, last: SSAValue) -> None:
+    """On each AIV after its last read of tile `tile`'s slot: free it for the tile two
+    ahead, if this core has one (so every set has its wait)."""
+    ahead = kb.idx.add(tile, kb.idx.const(WORKSPACE_SLOTS))
+    with kb.when(kb.less(ahead, last)):
+        kb.insert(buffer.CrossCoreSetOp(SLOT_FREE, "aiv", "mte2"))
+
+
+def await_slot(kb: KernelBuilder, tile: SSAValue, first: SSAValue) -> None:
+    """On the AIC before writing tile `tile`'s slot: the AIVs have read the tile that
+    used it two tiles before (the first two tiles find their slots free)."""
+    idx = kb.idx
+    done = idx.sub(tile, first)
+    with kb.when(kb.less(idx.const(WORKSPACE_SLOTS - 1), done)):
+        kb.insert(buffer.CrossCoreWaitOp(SLOT_FREE, "aic"))
 
 
 def sub_blocks(chip: ChipSpec, through_workspace: bool) -> int:

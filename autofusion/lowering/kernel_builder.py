@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     LocationAttr,
     NameLoc,
     StringAttr,
+    f16,
     f32,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -38,6 +39,7 @@ class KernelBuilder:
         self.idx = IrOps(self.builder, self.hoisted)
         self._floats: dict[float, SSAValue] = {}
         self._bools: dict[bool, SSAValue] = {}
+        self._typed: dict[tuple[str, float], SSAValue] = {}
         self.origin: LocationAttr | None = None
 
     # ---- constants --------------------------------------------------------------
@@ -49,6 +51,14 @@ class KernelBuilder:
             self.hoisted.append(op)
             self._floats[key] = op.result
         return self._floats[key]
+
+    def f16(self, value: float) -> SSAValue:
+        key = ("f16", float(value))
+        if key not in self._typed:
+            op = arith.ConstantOp(FloatAttr(float(value), f16))
+            self.hoisted.append(op)
+            self._typed[key] = op.result
+        return self._typed[key]
 
     def i1(self, value: bool) -> SSAValue:
         if value not in self._bools:
@@ -107,6 +117,19 @@ class KernelBuilder:
         with self.at_end(body):
             yield body.args[0]
             self.insert(scf.YieldOp())
+
+    @contextmanager
+    def when(self, cond: SSAValue) -> Iterator[None]:
+        """`scf.if %cond { ... }` (no results)."""
+        body = Block()
+        self.insert(scf.IfOp(cond, [], Region(body)))
+        with self.at_end(body):
+            yield
+            self.insert(scf.YieldOp())
+
+    def less(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """a < b (signed) as an i1."""
+        return self.insert(arith.CmpiOp(a, b, "slt")).results[0]
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:

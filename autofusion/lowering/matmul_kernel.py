@@ -24,13 +24,22 @@ the same code evaluated on ints and emitted as the host tiling function):
     tm  = min(baseM, round16(M));  mt = ceil(M / tm)
     tn  = min(baseN, round16(ceil(N / clamp(ceil(cores / (batch * mt)), 1, ceil(N / 16)))))
     nt  = ceil(N / tn);  tk = min(baseK, round16(K));  kl1 = min(stepK * baseK, round_up(K, tk))
-    tiles = batch * mt * nt (N fastest);  blocks = min(tiles, cores);  per_core = ceil(tiles / blocks)
+    tiles = batch * mt * nt;  blocks = min(tiles, cores);  per_core = ceil(tiles / blocks)
+    group_m = clamp(floor(L2 / 2 / (tm * K * w)), 1, mt)
     er  = min(tm, round_down16(T_epilogue / round_up(tn, align)))   epilogue rows per chunk
     workspace = blocks * 2 * tm * tn * w_ws bytes (two slots per core: the AIC fills one
                 while the AIV drains the other)
 
 Each core takes `per_core` consecutive output tiles; each tile loops over ceil(K / kl1)
 L1 stages of ceil(kl1 / tk) L0 steps. A is read once per N tile, B once per M tile.
+
+Tile order (`tile_coords`): per batch item, groups of group_m M tiles; within a group M is
+fastest, then N (group_m = 1: N fastest; group_m = mt: M fastest). Consecutive tiles of a
+group share one band of B (K x tn), so each band comes from HBM once per group and its
+other group_m - 1 reads hit L2; the group's group_m A bands (tm x K each) are re-read for
+every N tile, and group_m is the largest count whose bands fit half the chip's L2 (all of
+A, and B streams from HBM once, whenever A fits). HBM reads are then about
+|A| + |B| * ceil(mt / group_m) instead of the logical nt * |A| + mt * |B|.
 """
 
 from __future__ import annotations
@@ -50,6 +59,8 @@ from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
     activation_of,
+    await_slot,
+    await_tile,
     blended_transfer,
     chunk_loop,
     concrete,
@@ -58,6 +69,7 @@ from autofusion.lowering.cube_common import (
     emit_fitting,
     epilogue_io,
     epilogue_ub,
+    epilogue_unique_read,
     epilogue_work,
     free,
     kernel_entry,
@@ -71,8 +83,10 @@ from autofusion.lowering.cube_common import (
     round_up,
     runtime_dim,
     shape,
+    slot_read,
     split_group,
     sub_blocks,
+    tile_written,
     tiling_function,
     width,
 )
@@ -207,6 +221,7 @@ PARAMS = (
     "tile_stride",
     "er",
     "ws_bytes",
+    "group_m",
 )
 
 
@@ -227,6 +242,8 @@ def gemm_tiling(
     align: int,
     max_tile_elems: int,
     ws_width: int,
+    a_row_bytes: int = 0,
+    l2_budget: int = 0,
 ) -> GemmTiling[V]:
     """The runtime tiling of a [batch x M x N] output over K (module docstring)."""
     c = ops.const
@@ -249,8 +266,14 @@ def gemm_tiling(
         tm, ops.max(c(FRACTAL), ops.round_down(ops.floordiv(c(max_tile_elems), stride), FRACTAL))
     )
     ws = ops.mul(ops.mul(blocks, c(2 * ws_width)), ops.mul(tm, tn))
+    # tile order: groups of group_m M tiles, M fastest within a group (module docstring)
+    band = ops.max(c(1), ops.mul(ops.mul(tm, k), c(a_row_bytes)))
+    group_m = ops.max(c(1), ops.min(mt, ops.floordiv(c(l2_budget), band)))
     values = dict(
-        zip(PARAMS, (m, n, k, tm, tn, tk, kl1, mt, nt, k_stages, tiles, per_core, stride, er, ws))
+        zip(
+            PARAMS,
+            (m, n, k, tm, tn, tk, kl1, mt, nt, k_stages, tiles, per_core, stride, er, ws, group_m),
+        )
     )
     return GemmTiling(values, blocks)
 
@@ -401,9 +424,20 @@ class MatmulTemplate(KernelTemplate):
         transfer = blended_transfer(
             [(a_bytes, tm * kl1 * w), (b_bytes, kl1 * tn * w), (read + write + 2 * ws, chunk)]
         )
+        # HBM (tile order, module docstring): the group's A bands stay in L2, each B band
+        # comes once per group; a whole operand that fits the budget is read once; the
+        # workspace slots are rewritten in place and never leave L2
+        budget = l2_budget(chip)
+        sweeps = -(-t["mt"] // t["group_m"])
+        a_whole, b_whole = _operand_bytes(p.a, dims), _operand_bytes(p.b, dims)
+        hbm_a = a_whole if a_whole <= budget else batch * m * k * w
+        hbm_b = b_whole if b_whole <= budget else min(b_bytes, batch * k * n * w * sweeps)
+        epilogue_in = epilogue_unique_read(p.rows, external, dims)
         return KernelCost(
             gm_read_bytes=a_bytes + b_bytes + read + ws,
             gm_write_bytes=write + ws,
+            hbm_read_bytes=hbm_a + hbm_b + min(read, epilogue_in),
+            hbm_write_bytes=write,
             vector_work=epilogue_work(p.rows, p.root, rows * n),
             cube_flops=2.0
             * batch
@@ -477,6 +511,11 @@ class MatmulTemplate(KernelTemplate):
         return HostLaunch(dims, [], output_dims(p.parts.outputs, anchor, len(out)))
 
 
+def _operand_bytes(v: SSAValue, dims: Sequence[int] | None) -> int:
+    """Bytes of a whole operand tensor (dynamic dims from `dims`, else 1)."""
+    return (si.num_elements(concrete(shape(v), dims)) or 0) * width(elt(v))
+
+
 def _sizes(p: MatmulPlan, dims: Sequence[int] | None) -> tuple[int, int, int, int]:
     """(M, N, K, batch) with dynamic dims taken from `dims` in order (output dims, then
     K), else 1."""
@@ -484,6 +523,25 @@ def _sizes(p: MatmulPlan, dims: Sequence[int] | None) -> tuple[int, int, int, in
     k = p.mnk()[2]
     sized = concrete([*out, k], dims)
     return sized[-3], sized[-2], sized[-1], si.num_elements(sized[:-3]) or 1
+
+
+def l2_budget(chip: ChipSpec) -> int:
+    """L2 bytes a matmul may keep its re-read A bands in (half: the rest holds the B
+    bands in flight, the output and other kernels' data)."""
+    return chip.l2_bytes // 2
+
+
+def tile_coords(ops: IndexOps[V], tile: V, t: dict[str, V]) -> tuple[V, V, V]:
+    """(batch, M tile, N tile) of output tile `tile` in the grouped order: per batch,
+    groups of `group_m` M tiles; within a group M is fastest, then N."""
+    per_batch = ops.mul(t["mt"], t["nt"])
+    ob = ops.floordiv(tile, per_batch)
+    tb = ops.rem(tile, per_batch)
+    group = ops.mul(t["group_m"], t["nt"])
+    first_m = ops.mul(ops.floordiv(tb, group), t["group_m"])
+    rows = ops.min(t["group_m"], ops.sub(t["mt"], first_m))
+    local = ops.rem(tb, group)
+    return ob, ops.add(first_m, ops.rem(local, rows)), ops.floordiv(local, rows)
 
 
 def _tiling(
@@ -501,6 +559,8 @@ def _tiling(
         rows.align_elems if rows is not None else 8,
         rows.max_tile_elems if rows is not None else p.tiles.tm * p.tiles.tn,
         width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0,
+        width(p.in_elt),
+        l2_budget(chip),
     )
 
 
@@ -609,10 +669,7 @@ class MatmulKernel:
         with kb.loop(first, last, "tile") as tile:
             if row is not None:
                 row.start_pool(cast(Operation, kb.entry.last_op))
-            ni = idx.rem(tile, t["nt"])
-            rest = idx.floordiv(tile, t["nt"])
-            mi = idx.rem(rest, t["mt"])
-            ob = idx.floordiv(rest, t["mt"])
+            ob, mi, ni = tile_coords(idx, tile, t)
             m0 = idx.mul(mi, t["tm"])
             n0 = idx.mul(ni, t["tn"])
             nrows = idx.min(t["tm"], idx.sub(t["M"], m0))
@@ -641,18 +698,21 @@ class MatmulKernel:
                 elif ws is not None:
                     slot = idx.rem(idx.sub(tile, first), idx.const(2))
                     base = idx.mul(idx.add(idx.mul(bid, idx.const(2)), slot), tm_tn)
+                    await_slot(kb, tile, first)
                     kb.insert(buffer.CopyOp(c, kb.view(ws, base), nrows, ncols, ncols, t["tn"]))
                     free(kb, qc, c)
+                    tile_written(kb)
                 else:
                     kb.insert(buffer.EnqueOp(qc, c))
             if row is not None:
-                self._epilogue(row, tile, first, bid, ob, m0, n0, nrows, ncols, qc, ws)
+                self._epilogue(row, tile, first, last, bid, ob, m0, n0, nrows, ncols, qc, ws)
 
     def _epilogue(
         self,
         row: RowKernel,
         tile: SSAValue,
         first: SSAValue,
+        last: SSAValue,
         bid: SSAValue,
         ob: SSAValue,
         m0: SSAValue,
@@ -669,6 +729,8 @@ class MatmulKernel:
         cd = None
         if ws is None:
             cd = kb.insert(buffer.DequeOp(qc, f32), "c_out").results[0]
+        else:
+            await_tile(kb)
         chunks = idx.ceildiv(nrows, t["er"])
         with chunk_loop(kb, chunks, sub_blocks(self.chip, ws is not None)) as e:
             r_off = idx.mul(e, t["er"])
@@ -685,6 +747,8 @@ class MatmulKernel:
             row.emit_tile(r0, n0, ner, ncols)
         if cd is not None:
             free(kb, qc, cd)
+        else:
+            slot_read(kb, tile, last)
 
     def _k_loop(
         self,

@@ -11,6 +11,7 @@ Reciprocal, tanh from sigmoid, erf with Abramowitz & Stegun 7.1.26 (|error| < 1.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from autofusion.dialects import buffer, graph
 from autofusion.dialects import shape_inference as si
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
-from autofusion.lowering.row_plan import F32, RowPlan
+from autofusion.lowering.row_plan import F32, InputView, RowPlan
 from autofusion.lowering.row_tiling import ROW_TILING_PARAMS
 
 # Abramowitz & Stegun 7.1.26: erf(z) = 1 - (a1 t + ... + a5 t^5) e^{-z^2}, t = 1/(1 + p z)
@@ -124,7 +125,9 @@ class RowKernel:
         self.locs: dict[SSAValue, Loc] = {}
         self._narrow: dict[tuple[str, str], SSAValue] = {}
         # group inputs that are splat constants become scalars, not kernel arguments
-        self.kernel_inputs = [v for v in plan.inputs if plan.values[v].constant is None]
+        self.kernel_inputs = plan.gm_inputs
+        # the values streamed through VECIN queues: inputs, and views of inputs
+        self.streamed = [v for v in plan.inputs if plan.values[v].constant is None]
         self.sources = list(sources)
         self.preset = list(preset)
         self.emitters: dict[Operation, Emitter] = dict(emitters or {})
@@ -211,7 +214,7 @@ class RowKernel:
         self.kb = kb
         self.gm = dict(gm)
         self.t = dict(t)
-        self._setup()
+        self._setup(staged=True)
 
     def start_pool(self, before: Operation) -> None:
         """Working buffers are allocated before `before` (the host kernel's outer loop)."""
@@ -244,7 +247,10 @@ class RowKernel:
         with kb.stage("copy_out"):
             self._copy_out()
 
-    def _setup(self) -> None:
+    def _setup(self, staged: bool = False) -> None:
+        """Queues, residents and scratch buffers. `staged`: the residents load in a
+        stage of their own (a host cube kernel's vector side: on split chips only the
+        AIVs run it)."""
         kb, idx, t, plan = self.kb, self.kb.idx, self.t, self.plan
         tile_elems = idx.mul(t["tile_rows"], t["tile_stride"])
         col_elems = idx.round_up(t["tile_rows"], 8)
@@ -256,7 +262,7 @@ class RowKernel:
 
         # queues for GM traffic, sized by the runtime tile, bounded by the plan's tile
         self.in_queues: dict[SSAValue, SSAValue] = {}
-        for v in self.kernel_inputs:
+        for v in self.streamed:
             if v in self.preset:
                 continue
             info, w = plan.values[v], _width(v)
@@ -290,7 +296,7 @@ class RowKernel:
             self.out_queues[v] = kb.queue(
                 "vecout", plan.out_depth, nbytes(elems, w), bound * w, _elt(v), f"q_out{i}"
             )
-        self.residents = self._load_residents()
+        self.residents = self._load_residents(staged)
         self.red_dst = kb.tbuf(idx.const(32), 32, f32, "red_dst") if plan.has_reduction else None
         self.red_tmp = (
             kb.tbuf(nbytes(t["tile_stride"], F32), max_tile * F32, f32, "red_tmp")
@@ -311,26 +317,33 @@ class RowKernel:
 
     # ---- residents: per-row operands kept whole in UB, runtime scalars -------------
 
-    def _load_residents(self) -> dict[SSAValue, SSAValue]:
+    def _load_residents(self, staged: bool = False) -> dict[SSAValue, SSAValue]:
         kb, idx, plan = self.kb, self.kb.idx, self.plan
         residents: dict[SSAValue, SSAValue] = {}
+        loads: list[tuple[SSAValue, SSAValue, SSAValue | None, int]] = []
         for v in self.gm_inputs:
-            info = plan.values[v]
-            if info.kind not in ("mapped_column", "scalar"):
+            info = plan.values.get(v)  # None: an input read only through views
+            if info is None or info.kind not in ("mapped_column", "scalar"):
                 continue
             n = si.num_elements(info.outer_shape) if info.kind == "mapped_column" else 1
             assert n is not None
             w = _width(v)
             raw_bytes = -(-n * w // 32) * 32
             raw = kb.tbuf(idx.const(raw_bytes), raw_bytes, _elt(v), f"res{len(residents)}")
-            kb.copy_1d(self.gm[v], raw, idx.const(n))
-            if _elt(v) == f32:
-                residents[v] = raw
-                continue
-            wide_bytes = -(-n * F32 // 32) * 32
-            wide = kb.tbuf(idx.const(wide_bytes), wide_bytes, f32, f"res{len(residents)}_f32")
-            kb.cast(wide, raw, idx.const(n), "none")
-            residents[v] = wide
+            wide = None
+            if _elt(v) != f32:
+                wide_bytes = -(-n * F32 // 32) * 32
+                wide = kb.tbuf(idx.const(wide_bytes), wide_bytes, f32, f"res{len(residents)}_f32")
+            residents[v] = wide if wide is not None else raw
+            loads.append((v, raw, wide, n))
+        if not loads:
+            return residents
+        stage = kb.stage("copy_in") if staged else contextlib.nullcontext()
+        with stage:
+            for v, raw, wide, n in loads:
+                kb.copy_1d(self.gm[v], raw, idx.const(n))
+                if wide is not None:
+                    kb.cast(wide, raw, idx.const(n), "none")
         return residents
 
     # ---- the three stages ---------------------------------------------------------
@@ -343,6 +356,8 @@ class RowKernel:
             if v in self.source_views:
                 src, stride = self.source_views[v]
                 kb.copy(src, slot, self.nrows, self.ncols, stride, t["tile_stride"])
+            elif v in plan.views:
+                self._copy_view(plan.views[v], slot)
             elif info.kind == "full":
                 src = kb.view(self.gm[v], idx.add(self.row_base, self.c0))
                 kb.copy(src, slot, self.nrows, self.ncols, self.row_stride, t["tile_stride"])
@@ -413,6 +428,44 @@ class RowKernel:
             else:
                 kb.copy_1d(slot, kb.view(self.gm[v], self.r0), self.nrows)
             kb.insert(buffer.QueueFreeOp(q, slot))
+
+    def _copy_view(self, view: InputView, slot: SSAValue) -> None:
+        """The tile of a strided input view (row_plan.InputView): one strided copy, or
+        one per run of rows that share the run stride."""
+        kb, idx, t = self.kb, self.kb.idx, self.t
+        gm = self.gm[view.source]
+        c = idx.const
+        if view.run == 0:
+            start = idx.add(c(view.offset), idx.add(idx.mul(self.r0, c(view.row_stride)), self.c0))
+            kb.copy(
+                kb.view(gm, start),
+                slot,
+                self.nrows,
+                self.ncols,
+                c(view.row_stride),
+                t["tile_stride"],
+            )
+            return
+        run = c(view.run)
+        first = idx.floordiv(self.r0, run)
+        end = idx.add(idx.floordiv(idx.sub(idx.add(self.r0, self.nrows), c(1)), run), c(1))
+        with kb.loop(first, end, "run") as h:
+            lo = idx.max(self.r0, idx.mul(h, run))
+            hi = idx.min(idx.add(self.r0, self.nrows), idx.mul(idx.add(h, c(1)), run))
+            within = idx.sub(lo, idx.mul(h, run))
+            start = idx.add(
+                idx.add(c(view.offset), idx.mul(h, c(view.run_stride))),
+                idx.add(idx.mul(within, c(view.row_stride)), self.c0),
+            )
+            dst = kb.view(slot, idx.mul(idx.sub(lo, self.r0), t["tile_stride"]))
+            kb.copy(
+                kb.view(gm, start),
+                dst,
+                idx.sub(hi, lo),
+                self.ncols,
+                c(view.row_stride),
+                t["tile_stride"],
+            )
 
     # ---- helpers --------------------------------------------------------------------
 

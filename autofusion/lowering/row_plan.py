@@ -16,6 +16,16 @@ Groups with reductions reduce exactly the inner block (axes p..rank), so tiles h
 rows; pure elementwise groups may also split the columns. Which values exist, their kinds
 and their buffers are static; the tile sizes are computed from runtime shapes by
 `rows_tiling` (autofusion/lowering/row_tiling.py).
+
+Input views. A group may read an input through view ops (`VIEW_OPS`: unit-step slices
+and reshapes, e.g. the Q columns of a merged QKV projection reshaped to heads): the
+kernel then streams the view's rows straight from the input's GM buffer with strided
+copies (DataCopyPad with a source stride, ascend.md 2.7) and the view is never
+materialized. The view must be a full tile of the anchor whose inner block is
+contiguous in the input, with at most two strides over its rows after merging
+contiguous outer dims: row r is at offset + (r // run) * run_stride + (r % run) *
+row_stride (`InputView`). Views need DataCopyPad (no 910/310P); a view op inside a
+kernel must read an input or another view op. A kernel of view ops alone is a copy.
 """
 
 from __future__ import annotations
@@ -83,6 +93,8 @@ ROW_REDUCTIONS = (
     graph.AddLayerNormOp,
     graph.AddRmsNormOp,
 )
+# view ops a kernel reads its inputs through (strided reads; see "Input views" above)
+VIEW_OPS = (graph.SliceOp, graph.ReshapeOp)
 # norm "apply" halves: elementwise on the row view, but they take an axis
 ROW_APPLIES = (graph.LayerNormApplyOp, graph.RmsNormApplyOp)
 # pow exponents the template computes exactly (others would need exp(b ln a), wrong for a < 0)
@@ -100,6 +112,125 @@ class ValueInfo:
     is_input: bool = False
     is_output: bool = False
     constant: float | None = None  # the value of a splat constant input
+
+
+@dataclass(frozen=True)
+class Strided:
+    """A strided view of a contiguous tensor: element (i_0, ..., i_n-1) is at
+    offset + sum(i_d * strides[d]). Only the leading dim may be dynamic (DYN)."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int = 0
+
+    @staticmethod
+    def contiguous(shape: Sequence[int]) -> Strided | None:
+        if any(d == DYN for d in shape[1:]):
+            return None
+        strides = [1] * len(shape)
+        for d in range(len(shape) - 2, -1, -1):
+            strides[d] = strides[d + 1] * shape[d + 1]
+        return Strided(tuple(shape), tuple(strides))
+
+    def sliced(self, op: graph.SliceOp) -> Strided | None:
+        """The view of a unit-step slice (on static axes), or None."""
+        p = graph.Props(op.properties, op.name)
+        shape, offset = list(self.shape), self.offset
+        rank = len(shape)
+        for start, end, axis, step in zip(
+            p.integers("starts"), p.integers("ends"), p.integers("axes"), p.integers("steps")
+        ):
+            ax = si.normalize_axis(axis, rank)
+            if step != 1 or shape[ax] == DYN:
+                return None
+            lo, hi, _ = slice(start, end).indices(shape[ax])
+            offset += lo * self.strides[ax]
+            shape[ax] = max(0, hi - lo)
+        return Strided(tuple(shape), self.strides, offset)
+
+    def reshaped(self, new: Sequence[int]) -> Strided | None:
+        """The same elements as shape `new` without moving them (numpy's no-copy rule:
+        merged dims must be contiguous among themselves), or None."""
+        old, strides = list(self.shape), list(self.strides)
+        new = list(new)
+        lead = 0
+        if old and new and old[0] == DYN and new[0] == DYN:
+            lead = 1  # the dynamic batch dim stays as it is
+        elif DYN in old or DYN in new:
+            return None
+        ob = [(d, st) for d, st in zip(old[lead:], strides[lead:]) if d != 1]
+        nb = [d for d in new[lead:] if d != 1]
+        if si.num_elements([d for d, _ in ob]) != si.num_elements(nb):
+            return None
+        out: list[int] = []
+        oi = ni = 0
+        while oi < len(ob) and ni < len(nb):
+            np_, op_ = nb[ni], ob[oi][0]
+            nj, oj = ni + 1, oi + 1
+            while np_ != op_:
+                if np_ < op_:
+                    np_ *= nb[nj]
+                    nj += 1
+                else:
+                    op_ *= ob[oj][0]
+                    oj += 1
+            for k in range(oi, oj - 1):
+                if ob[k][1] != ob[k + 1][0] * ob[k + 1][1]:
+                    return None  # merging dims that are not contiguous
+            group = [ob[oj - 1][1]]
+            for k in range(nj - 1, ni, -1):
+                group.insert(0, group[0] * nb[k])
+            out += group
+            oi, ni = oj, nj
+        it = iter(out)
+        rest = [1 if d == 1 else next(it) for d in new[lead:]]
+        return Strided(tuple(new), tuple(strides[:lead] + rest), self.offset)
+
+
+@dataclass(frozen=True)
+class InputView:
+    """How a kernel streams a view value from the GM tensor `source`: row r of the
+    view's rows x columns layout starts at element
+    offset + (r // run) * run_stride + (r % run) * row_stride (run = 0: every row
+    row_stride apart); its columns are contiguous."""
+
+    source: SSAValue
+    offset: int
+    run: int
+    row_stride: int
+    run_stride: int
+
+
+def input_view(
+    source: SSAValue, view: Strided, anchor: Sequence[int], split: int
+) -> InputView | None:
+    """The rows x columns access of `view` in the view (anchor, split), or None when
+    its inner block is not contiguous or its rows need more than two strides."""
+    if tuple(view.shape) != tuple(anchor):
+        return None
+    expect = 1
+    for d in range(len(anchor) - 1, split - 1, -1):
+        if anchor[d] == DYN:
+            return None
+        if anchor[d] != 1 and view.strides[d] != expect:
+            return None
+        expect *= anchor[d]
+    groups: list[list[int]] = []  # [size, stride] of merged outer dims
+    for d in range(split):
+        size, stride = anchor[d], view.strides[d]
+        if size == 1:
+            continue
+        if groups and groups[-1][0] != DYN and size != DYN and groups[-1][1] == stride * size:
+            groups[-1] = [groups[-1][0] * size, stride]
+            continue
+        groups.append([size, stride])
+    if not groups:
+        return InputView(source, view.offset, 0, expect, 0)
+    if len(groups) == 1:
+        return InputView(source, view.offset, 0, groups[0][1], 0)
+    if len(groups) > 2 or groups[1][0] == DYN:
+        return None
+    return InputView(source, view.offset, groups[1][0], groups[1][1], groups[0][1])
 
 
 @dataclass
@@ -121,6 +252,20 @@ class RowPlan(Plan):
     column_bytes_per_row: int = 0  # UB bytes per row for column buffers
     max_tile_elems: int = 0  # T_max: the largest tile (rows x padded columns) that fits
     parts: GroupParts | None = None
+    # inputs read through view ops: the view value -> where its rows are in GM
+    views: dict[SSAValue, InputView] = field(default_factory=dict)
+    view_ops: list[Operation] = field(default_factory=list)
+
+    @property
+    def gm_inputs(self) -> list[SSAValue]:
+        """The kernel's GM input tensors: each input, or the source of each view, once
+        (splat constants are scalars, not GM inputs)."""
+        out = [
+            self.views[v].source if v in self.views else v
+            for v in self.inputs
+            if self.values[v].constant is None
+        ]
+        return list(dict.fromkeys(out))
 
     @property
     def outer(self) -> tuple[int, ...]:
@@ -224,6 +369,19 @@ def plan_rows(
     `queue_slots` is the chip's limit of TQue buffers per position (VECIN, VECOUT);
     without `data_copy_pad` (Ascend910, 310P) every transfer must be a 32-byte multiple.
     """
+    found_views = _view_chains(ops, inputs, outputs)
+    if isinstance(found_views, Refusal):
+        return found_views
+    strided, view_ops, terminal = found_views
+    if view_ops:
+        if not data_copy_pad:
+            return Refusal("strided input views need DataCopyPad, which the chip lacks")
+        ops = [op for op in ops if op not in view_ops]
+        used = {v for op in ops for v in op.operands}
+        inputs = [
+            *(v for v in inputs if v in used or v in outputs),
+            *terminal,
+        ]
     for op in ops:
         why = _supported(op)
         if why is not None:
@@ -254,10 +412,72 @@ def plan_rows(
         )
         if isinstance(plan, RowPlan) and not data_copy_pad:
             plan = _aligned_transfers(plan)
+        if isinstance(plan, RowPlan) and view_ops:
+            plan = _attach_views(plan, strided, view_ops)
         if isinstance(plan, RowPlan):
             return plan
         last = plan
     return last
+
+
+def _view_chains(
+    ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
+) -> tuple[dict[SSAValue, tuple[SSAValue, Strided]], list[Operation], list[SSAValue]] | Refusal:
+    """The group's view ops: each result's (source input, strided view), the ops, and
+    the views the kernel streams (read by a compute op, or a group output)."""
+    strided: dict[SSAValue, tuple[SSAValue, Strided]] = {}
+    view_ops: list[Operation] = []
+    for op in ops:
+        if not isinstance(op, VIEW_OPS):
+            continue
+        x = op.operands[0]
+        if _elt(x) not in FLOAT_TYPES:
+            return Refusal(f"{op.name} works on {_elt(x)}; vector kernels compute floats")
+        if x in strided:
+            source, base = strided[x]
+        elif x in inputs:
+            start = Strided.contiguous(_shape(x))
+            if start is None:
+                return Refusal(f"{op.name} of an input with dynamic inner dims")
+            source, base = x, start
+        else:
+            return Refusal(
+                f"{op.name} inside a kernel must read a kernel input (a strided view of it)"
+            )
+        view = (
+            base.sliced(op)
+            if isinstance(op, graph.SliceOp)
+            else base.reshaped(_shape(op.results[0]))
+        )
+        if view is None:
+            return Refusal(f"{op.name} is not a strided view of the kernel's input")
+        strided[op.results[0]] = (source, view)
+        view_ops.append(op)
+    inside = set(ops) - set(view_ops)
+    terminal = [v for v in strided if v in outputs or any(u.operation in inside for u in v.uses)]
+    return strided, view_ops, terminal
+
+
+def _attach_views(
+    plan: RowPlan,
+    strided: dict[SSAValue, tuple[SSAValue, Strided]],
+    view_ops: list[Operation],
+) -> RowPlan | Refusal:
+    for v in plan.inputs:
+        if v not in strided:
+            continue
+        source, view = strided[v]
+        if plan.values[v].kind != "full":
+            return Refusal(f"a strided input view of shape {si.fmt(_shape(v))} is not a full tile")
+        found = input_view(source, view, plan.anchor, plan.split)
+        if found is None:
+            return Refusal(
+                f"the input view of shape {si.fmt(_shape(v))} needs more than two row strides "
+                f"or non-contiguous columns in the view split at {plan.split}"
+            )
+        plan.views[v] = found
+    plan.view_ops = list(view_ops)
+    return plan
 
 
 def _row_apply_ok(op: Operation, split: int) -> bool:
@@ -290,6 +510,12 @@ def _plan_for_split(
             return Refusal(f"{op.name} normalizes other axes than the kernel's rows")
         if isinstance(op, graph.RopeOp) and split != rank - 1:
             return Refusal("rope needs the last dim as the kernel's columns")
+        if isinstance(op, graph.RopeOp) and anchor[-1] != DYN and (anchor[-1] // 2 * F32) % 32:
+            # the rotation copies half rows within UB, whose addresses are 32-byte aligned
+            return Refusal(
+                f"rope over {anchor[-1]} columns: its half rows of float32 are not 32-byte "
+                "aligned (the head dim must be a multiple of 16)"
+            )
     all_values: list[SSAValue] = list(inputs)
     for op in ops:
         all_values.extend(op.results)
@@ -338,6 +564,17 @@ def _plan_for_split(
     _budget(plan, ub_bytes)
     if plan.max_tile_elems < plan.align_elems:
         return Refusal("not even one padded row segment of the group's buffers fits UB")
+    cols = si.num_elements(plan.inner)
+    if has_reduction and cols is not None:
+        # a reduction keeps whole rows in UB (row_tiling.py): a row that does not fit
+        # would fail at run time, so refuse it here (dynamic rows are checked by the
+        # kernel when it starts)
+        row = -(-cols // plan.align_elems) * plan.align_elems
+        if row > plan.max_tile_elems:
+            return Refusal(
+                f"a reduced row of {cols} elements does not fit UB (at most "
+                f"{plan.max_tile_elems} with this group's buffers)"
+            )
     return plan
 
 

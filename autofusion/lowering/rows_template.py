@@ -113,11 +113,14 @@ class RowsTemplate(KernelTemplate):
             p.has_reduction,
         )
         row_tiles = -(-rows // t.tile_rows) if rows else 0
-        read = write = 0
+        read = write = unique = 0
         for v, info in p.values.items():
             width = dtypes.byte_width(cast(TensorType, v.type).element_type)
             if info.is_input and info.constant is None:
                 own = si.num_elements(concrete(cast(TensorType, v.type).get_shape(), dims)) or 0
+                # re-reads (a row vector per tile, mapped rows, residents per core) hit
+                # L2 while the input fits in half of it
+                before = read
                 if info.kind == "rowvec":
                     read += row_tiles * cols * width  # each row tile reads its columns again
                 elif info.kind == "mapped_rows":
@@ -126,6 +129,8 @@ class RowsTemplate(KernelTemplate):
                     read += t.blocks * own * width  # resident on every core
                 else:
                     read += own * width
+                fits = own * width <= chip.l2_bytes // 2
+                unique += own * width if fits else read - before
             if info.is_output:
                 write += rows * (cols if info.kind == "full" else 1) * width
         work = 0.0
@@ -152,6 +157,7 @@ class RowsTemplate(KernelTemplate):
             transfer_bytes=max(transfer, 1),
             ub_bytes=min(ub, chip.ub_bytes),
             vector_cores_used=t.blocks,
+            hbm_read_bytes=min(read, unique),
         )
 
     # ---- lowering -----------------------------------------------------------------

@@ -57,6 +57,18 @@ class KernelCost:
     cube_cores_used: int = 0
     vector_cores_used: int = 0
     notes: list[str] = field(default_factory=list)
+    # the part of gm_read/gm_write that reaches HBM when the kernel runs alone on a cold
+    # L2: its own re-reads (and workspace round trips) hit L2 when its traversal keeps
+    # them resident (None: all of it, no reuse modelled). See docs/ub-fusion.md.
+    hbm_read_bytes: int | None = None
+    hbm_write_bytes: int | None = None
+    launches: int = 1  # 0 for a view op: no kernel runs
+
+    @property
+    def hbm_bytes(self) -> int:
+        read = self.gm_read_bytes if self.hbm_read_bytes is None else self.hbm_read_bytes
+        write = self.gm_write_bytes if self.hbm_write_bytes is None else self.hbm_write_bytes
+        return read + write
 
 
 @dataclass

@@ -117,7 +117,7 @@ def lower_group(
         [r.type for r in group.outputs],
     )
     launch.location = group.location
-    launch.attributes[REPORT_ATTR] = entry_attribute(entry)
+    launch.attributes[REPORT_ATTR] = entry_attribute(entry, launch_inputs, list(group.outputs))
     b.insert(launch)
     for old, new in zip(group.outputs, launch.outputs):
         old.replace_all_uses_with(new)

@@ -17,6 +17,12 @@ Ascend's UB capacity as a hard constraint checked while grouping:
 4. only positive benefits are merged. Every rejected candidate keeps its reason
    (`remarks=true` prints them; the statistics record them).
 
+Views. A reshape moves no data (cost_model.is_view): it never becomes a kernel of its
+own, and a producer and a consumer with reshapes between them are still a candidate
+pair; merged, the reshapes go into the kernel, which reads through them (the rows
+template's input views, row_plan.py). A reshape between two kernels, or read by more
+than the consumer's kernel, stays outside as a free view of its input's bytes.
+
 Determinism: candidates are ordered by (benefit, op order); nothing depends on hashes.
 """
 
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -34,7 +40,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from autofusion.cost_model import kernel_time
+from autofusion.cost_model import is_view, kernel_time
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph
 from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
@@ -180,6 +186,9 @@ class Partitioner:
 
     def seed(self) -> None:
         for op in self.ops:
+            if is_view(op):
+                self.result.library_ops.append((op, "a view of its input (no kernel, no bytes)"))
+                continue
             planned = self.plan([op])
             if isinstance(planned, Refusal):
                 self.result.library_ops.append((op, planned.reason))
@@ -191,31 +200,61 @@ class Partitioner:
 
     # ---- candidates -------------------------------------------------------------------
 
+    def _free_view(self, op: Operation) -> bool:
+        """An ungrouped view op of this function: candidates pairs are found through it."""
+        return op not in self.group_of and op in self.index and is_view(op)
+
     def consumers(self, g: Group) -> list[Group]:
         out: dict[int, Group] = {}
-        for op in g.ops:
-            for r in op.results:
-                for use in r.uses:
-                    other = self.group_of.get(use.operation)
-                    if other is not None and other is not g and other.alive:
-                        out[other.gid] = other
+        stack = [use.operation for op in g.ops for r in op.results for use in r.uses]
+        while stack:
+            user = stack.pop()
+            if self._free_view(user):
+                stack.extend(use.operation for r in user.results for use in r.uses)
+                continue
+            other = self.group_of.get(user)
+            if other is not None and other is not g and other.alive:
+                out[other.gid] = other
         return [out[k] for k in sorted(out)]
 
     def producers(self, g: Group) -> list[Group]:
         out: dict[int, Group] = {}
         for op in g.ops:
             for v in op.operands:
-                other = self.group_of.get(v.owner) if isinstance(v.owner, Operation) else None
+                owner = v.owner
+                while isinstance(owner, Operation) and self._free_view(owner):
+                    owner = owner.operands[0].owner
+                other = self.group_of.get(owner) if isinstance(owner, Operation) else None
                 if other is not None and other is not g and other.alive:
                     out[other.gid] = other
         return [out[k] for k in sorted(out)]
 
-    def creates_cycle(self, p: Group, c: Group) -> bool:
+    def bridge(self, p: Group, c: Group) -> list[Operation] | Refusal:
+        """The ungrouped view ops between p's results and c's operands, which a merged
+        kernel reads through; a refusal if one of them is read outside the merge too."""
+        views: list[Operation] = []
+        for op in c.ops:
+            for v in op.operands:
+                chain: list[Operation] = []
+                owner = v.owner
+                while isinstance(owner, Operation) and self._free_view(owner):
+                    chain.append(owner)
+                    owner = owner.operands[0].owner
+                if chain and isinstance(owner, Operation) and self.group_of.get(owner) is p:
+                    views += [o for o in chain if o not in views]
+        inside = {*p.ops, *c.ops, *views}
+        for view in views:
+            if any(u.operation not in inside for r in view.results for u in r.uses):
+                return Refusal(f"the view between them ({view.name}) is also read elsewhere")
+        return sorted(views, key=self.index.__getitem__)
+
+    def creates_cycle(self, p: Group, c: Group, views: Sequence[Operation] = ()) -> bool:
         """Whether some path leaves p, passes through an op outside p and c, and reaches c.
 
         A group runs as one kernel, so a path that enters any of its ops continues from
         all of its outputs. Ops after c's last op cannot reach c (program order is a
-        topological order), which bounds the walk.
+        topological order), which bounds the walk. `views` (the bridge between p and c,
+        `bridge`) are inside the union.
         """
         limit = max(self.index[op] for op in c.ops)
         stack = [
@@ -223,9 +262,9 @@ class Partitioner:
             for op in p.ops
             for r in op.results
             for u in r.uses
-            if self.group_of.get(u.operation) not in (p, c)
+            if self.group_of.get(u.operation) not in (p, c) and u.operation not in views
         ]
-        seen: set[Operation] = set()
+        seen: set[Operation] = set(views)
         expanded: set[int] = set()
         while stack:
             op = stack.pop()
@@ -249,13 +288,16 @@ class Partitioner:
     ) -> tuple[float, tuple[KernelTemplate, Plan], tuple[str, ...]] | Refusal:
         if not self.switch.is_on(UB_FUSION, AUTOMATIC_UB_FUSION):
             return Refusal(f"{AUTOMATIC_UB_FUSION} is off")
-        ops = sorted({*p.ops, *c.ops}, key=self.index.__getitem__)
+        views = self.bridge(p, c)
+        if isinstance(views, Refusal):
+            return views
+        ops = sorted({*p.ops, *c.ops, *views}, key=self.index.__getitem__)
         parts = self.parts(ops)
         needed = rules_needed(ops, len(parts.outputs) > 1)
         off = [r for r in needed if not self.switch.is_on(UB_FUSION, r)]
         if off:
             return Refusal(f"UBFusion rule {off[0]} is off")
-        if self.creates_cycle(p, c):
+        if self.creates_cycle(p, c, views):
             return Refusal("fusing them would create a cycle through another kernel")
         planned = self.plan(ops)
         if isinstance(planned, Refusal):
@@ -301,6 +343,10 @@ class Partitioner:
                 push(other, merged)
             for other in self.consumers(merged):
                 push(merged, other)
+        # views merged into a kernel are no longer library ops
+        self.result.library_ops = [
+            (op, why) for op, why in self.result.library_ops if op not in self.group_of
+        ]
         self.explain_final()
 
     def explain_final(self) -> None:
@@ -326,7 +372,9 @@ class Partitioner:
     def merge(
         self, p: Group, c: Group, template: KernelTemplate, plan: Plan, rules: tuple[str, ...]
     ) -> Group:
-        ops = sorted({*p.ops, *c.ops}, key=self.index.__getitem__)
+        views = self.bridge(p, c)
+        assert not isinstance(views, Refusal), "merging a refused candidate"
+        ops = sorted({*p.ops, *c.ops, *views}, key=self.index.__getitem__)
         keep, gone = (p, c) if p.gid < c.gid else (c, p)
         gone.alive = False
         keep.ops = ops

@@ -2,7 +2,8 @@
  * afc_emu_launch.h: run an emulated kernel launch in a child process (POSIX).
  *
  * Like CANN's CPU twin (ascend.md 2.13), a launch forks: GM buffers live in shared
- * mappings (as GmAlloc's are), the child runs the blocks one after another and exits,
+ * mappings (as GmAlloc's are), the child runs the blocks one after another (a mix
+ * kernel's block as its AIC and AIVs, interleaved at their cross-core flags) and exits,
  * and the parent copies GM back. An assertion of the emulation, a crash or a timeout
  * in the kernel ends the child only; the parent returns a one-line message. This is
  * what afc's generated harness calls from Python through ctypes.
@@ -49,7 +50,7 @@ inline void* SharedMap(size_t bytes)
 }
 
 // Returns 0 on success, else writes one line into `error` and returns non-zero.
-inline int LaunchForked(const ChipConfig& chip, int64_t blocks, int64_t numGm, void* const* gm,
+inline int LaunchForked(const ChipConfig& chip, int64_t blocks, int mixAivs, int64_t numGm, void* const* gm,
                         const int64_t* gmBytes, size_t workspaceBytes, const void* tiling, size_t tilingBytes,
                         KernelThunk thunk, unsigned timeoutSeconds, char* error, size_t errorLen)
 {
@@ -102,12 +103,12 @@ inline int LaunchForked(const ChipConfig& chip, int64_t blocks, int64_t numGm, v
         }
         RegisterGm(tilingCopy, tilingBytes);
         if (workspace != nullptr) {
-            RegisterGm(workspace, workspaceBytes);
+            RegisterGm(workspace, workspaceBytes, true);
         }
         if (timeoutSeconds > 0) {
             alarm(timeoutSeconds);
         }
-        RunBlocks(blocks, [&]() { thunk(shared.data(), workspace, tilingCopy); });
+        RunBlocks(blocks, [&]() { thunk(shared.data(), workspace, tilingCopy); }, mixAivs);
         _exit(0);
     }
     int status = 0;

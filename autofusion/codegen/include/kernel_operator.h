@@ -22,6 +22,7 @@
 #define AFC_ASCENDC_EMU_KERNEL_OPERATOR_H
 
 #include <cmath>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +31,8 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -377,12 +380,24 @@ struct Allocation {
     SlotState state;
     uint64_t lastWrite[kPipes];
     uint64_t lastRead[kPipes];
+    // what the queue's hand-over tells the slot's next user (its hidden events)
+    uint64_t handoff[kPipes];
 };
 
 struct EventSnapshot {
     bool pending;
     uint64_t known[kPipes];
 };
+
+// the cores of one block of a mix kernel on a split chip: AIVs 0..n-1, then the AIC
+constexpr int kMaxAiv = 2;
+constexpr int kGroupCores = kMaxAiv + 1;
+constexpr int kCrossCoreFlags = 11;  // flag ids 0..10 (asc-devkit CrossCoreSetFlag.md)
+
+// AICORE: the one core of a coupled chip, or of a vector-only/cube-only launch
+enum class CoreKind : int { AICORE = 0, AIC, AIV };
+
+struct CoreGroup;
 
 struct BlockState {
     int64_t idx = 0;
@@ -396,17 +411,32 @@ struct BlockState {
     uint64_t known[kPipes][kPipes] = {};
     std::map<std::pair<int, int>, EventSnapshot> events;
     int nextEvent = 0;
+    // in a mix group: which core this is, and what it knows of the other cores' pipes
+    // (from the cross-core flags it consumed)
+    CoreKind core = CoreKind::AICORE;
+    int coreIndex = 0;
+    int subBlockIdx = 0;
+    CoreGroup* group = nullptr;
+    uint64_t crossKnown[kGroupCores][kPipes] = {};
 };
+
+// the running core's state: one core runs at a time (mix groups hand over explicitly)
+inline BlockState*& CurrentState()
+{
+    static BlockState single;
+    static BlockState* current = &single;
+    return current;
+}
 
 inline BlockState& State()
 {
-    static BlockState state;
-    return state;
+    return *CurrentState();
 }
 
 struct GmRegion {
     const uint8_t* begin;
     size_t bytes;
+    bool shared;  // the workspace: the cores of a mix group exchange data through it
 };
 
 inline std::vector<GmRegion>& GmRegions()
@@ -434,7 +464,16 @@ inline FailureHandler& OnFailure()
     std::vsnprintf(body, sizeof(body), format, args);
     va_end(args);
     char message[1700];
-    if (State().running) {
+    if (State().running && State().core != CoreKind::AICORE) {
+        char core[8];
+        if (State().core == CoreKind::AIC) {
+            std::snprintf(core, sizeof(core), "aic");
+        } else {
+            std::snprintf(core, sizeof(core), "aiv%d", State().subBlockIdx);
+        }
+        std::snprintf(message, sizeof(message), "block %lld of %lld (%s): %s", static_cast<long long>(State().idx),
+                      static_cast<long long>(State().num), core, body);
+    } else if (State().running) {
         std::snprintf(message, sizeof(message), "block %lld of %lld: %s", static_cast<long long>(State().idx),
                       static_cast<long long>(State().num), body);
     } else {
@@ -495,6 +534,30 @@ inline Space SpaceOf(TPosition p)
     Fail("position %s has no on-chip buffer on %s", PositionName(p), Chip().name);
 }
 
+inline bool CoreHasSpace(CoreKind core, Space space)
+{
+    if (core == CoreKind::AIV) {
+        return space == Space::UB || space == Space::GM;
+    }
+    if (core == CoreKind::AIC) {
+        return space != Space::UB;
+    }
+    return true;
+}
+
+// the buffer of a position on the running core: the AIV of a split chip has only UB,
+// the AIC no UB (ascend.md 1.1)
+inline Space SpaceOnCore(TPosition p)
+{
+    const Space space = SpaceOf(p);
+    if (!CoreHasSpace(State().core, space)) {
+        Fail("position %s (%s) does not exist on the %s of %s: %s", PositionName(p), SpaceName(space),
+             State().core == CoreKind::AIV ? "AIV" : "AIC", Chip().name,
+             State().core == CoreKind::AIV ? "an AIV has only UB" : "an AIC has no UB");
+    }
+    return space;
+}
+
 // Start a block: fresh, poisoned on-chip memories (0xFF bytes read as NaN in half,
 // bfloat16 and float), no allocations, no events
 inline void BeginBlock(int64_t idx, int64_t num)
@@ -504,7 +567,8 @@ inline void BeginBlock(int64_t idx, int64_t num)
     s.num = num;
     s.running = true;
     for (int i = 0; i < kSpaces; ++i) {
-        s.memory[i].assign(static_cast<size_t>(Chip().capacity[i]), 0xFF);
+        const bool has = CoreHasSpace(s.core, static_cast<Space>(i));
+        s.memory[i].assign(has ? static_cast<size_t>(Chip().capacity[i]) : 0, 0xFF);
     }
     s.allocations.clear();
     s.pipe = nullptr;
@@ -532,23 +596,169 @@ inline void EndBlock()
     s.running = false;
 }
 
+// ---- mix groups: the AIC and AIVs of one block, run as coroutines -------------------
+
+// what a cross-core flag carries: the setter's knowledge of every core's pipes
+struct CrossSnapshot {
+    uint64_t known[kGroupCores][kPipes];
+};
+
+// Each core is a thread; only the one whose turn it is runs. A core hands the turn over
+// when it waits for a flag that has not been set (to the next core in order that can
+// run: AIV 0, AIV 1, AIC) or when it returns. A wait no core can satisfy is a deadlock.
+struct CoreGroup {
+    int nAiv = 0;
+    int turn = 0;
+    std::mutex mutex;
+    std::condition_variable cv;
+    BlockState states[kGroupCores];
+    bool done[kGroupCores] = {};
+    int waiting[kGroupCores] = {-1, -1, -1};
+    // sets not consumed yet: from the AIC to AIV i, and from AIV i to the AIC
+    std::deque<CrossSnapshot> toAiv[kMaxAiv][kCrossCoreFlags];
+    std::deque<CrossSnapshot> toAic[kMaxAiv][kCrossCoreFlags];
+    // GM shadow of the shared regions, per 32-byte granule: last writer, last readers
+    struct Mark {
+        int8_t core = -1;
+        uint8_t pipe = 0;
+        uint64_t clock = 0;
+    };
+    std::vector<Mark> writes;
+    std::vector<Mark> reads[kGroupCores];
+
+    int Cores() const
+    {
+        return nAiv + 1;
+    }
+
+    bool Ready(int i) const
+    {
+        const int flag = waiting[i];
+        if (flag < 0) {
+            return true;
+        }
+        if (i < nAiv) {
+            return !toAiv[i][flag].empty();
+        }
+        for (int a = 0; a < nAiv; ++a) {
+            if (toAic[a][flag].empty()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    // with the mutex held: run the next core that can
+    void PassTurn(int i)
+    {
+        for (int step = 1; step <= Cores(); ++step) {
+            const int j = (i + step) % Cores();
+            if (!done[j] && Ready(j)) {
+                turn = j;
+                cv.notify_all();
+                return;
+            }
+        }
+        for (int j = 0; j < Cores(); ++j) {
+            if (!done[j]) {
+                CurrentState() = &states[j];
+                Fail("CrossCoreWaitFlag(%d) without a matching CrossCoreSetFlag: the core would wait forever",
+                     waiting[j]);
+            }
+        }
+        turn = -1;
+        cv.notify_all();
+    }
+};
+
+inline const char* CoreName(const BlockState& s)
+{
+    return s.core == CoreKind::AIC ? "AIC" : (s.core == CoreKind::AIV ? "AIV" : "AI Core");
+}
+
 template <typename F>
-inline void RunBlocks(int64_t blocks, F&& body)
+inline void RunGroup(int64_t b, int64_t blocks, int nAiv, F& body)
+{
+    CoreGroup group;
+    group.nAiv = nAiv;
+    for (int i = 0; i <= nAiv; ++i) {
+        BlockState& s = group.states[i];
+        s.core = i < nAiv ? CoreKind::AIV : CoreKind::AIC;
+        s.coreIndex = i;
+        s.subBlockIdx = i < nAiv ? i : 0;
+        s.group = &group;
+    }
+    for (const auto& r : GmRegions()) {
+        if (r.shared) {
+            const size_t granules = (r.bytes + 31) / 32;
+            group.writes.assign(granules, CoreGroup::Mark{});
+            for (auto& reads : group.reads) {
+                reads.assign(granules, CoreGroup::Mark{});
+            }
+        }
+    }
+    BlockState* const outer = CurrentState();
+    std::vector<std::thread> threads;
+    for (int i = 0; i <= nAiv; ++i) {
+        threads.emplace_back([&group, &body, i, b, blocks]() {
+            {
+                std::unique_lock<std::mutex> lock(group.mutex);
+                group.cv.wait(lock, [&]() { return group.turn == i; });
+                CurrentState() = &group.states[i];
+            }
+            BeginBlock(b, blocks);
+            body();
+            EndBlock();
+            std::unique_lock<std::mutex> lock(group.mutex);
+            group.done[i] = true;
+            group.PassTurn(i);
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    CurrentState() = &group.states[nAiv];
+    for (int a = 0; a < nAiv; ++a) {
+        for (int f = 0; f < kCrossCoreFlags; ++f) {
+            if (!group.toAiv[a][f].empty()) {
+                group.states[nAiv].running = true;
+                Fail("CrossCoreSetFlag(%d) from the AIC was never waited for by AIV %d", f, a);
+            }
+            if (!group.toAic[a][f].empty()) {
+                group.states[nAiv].running = true;
+                Fail("CrossCoreSetFlag(%d) from AIV %d was never waited for by the AIC", f, a);
+            }
+        }
+    }
+    CurrentState() = outer;
+}
+
+// run the blocks one after another; `mixAivs` > 0: a mix kernel on a split chip, each
+// block one AIC and that many AIVs
+template <typename F>
+inline void RunBlocks(int64_t blocks, F&& body, int mixAivs = 0)
 {
     if (blocks < 1 || blocks > 65535) {
         Fail("kernel launched on %lld blocks: numBlocks must be in [1, 65535] (ascend.md 2.3)",
              static_cast<long long>(blocks));
     }
+    if (mixAivs > kMaxAiv) {
+        Fail("a mix launch with %d AIVs per block: the emulation has at most %d", mixAivs, kMaxAiv);
+    }
     for (int64_t b = 0; b < blocks; ++b) {
+        if (mixAivs > 0) {
+            RunGroup(b, blocks, mixAivs, body);
+            continue;
+        }
         BeginBlock(b, blocks);
         body();
         EndBlock();
     }
 }
 
-inline void RegisterGm(const void* begin, size_t bytes)
+inline void RegisterGm(const void* begin, size_t bytes, bool shared = false)
 {
-    GmRegions().push_back(GmRegion{static_cast<const uint8_t*>(begin), bytes});
+    GmRegions().push_back(GmRegion{static_cast<const uint8_t*>(begin), bytes, shared});
 }
 
 inline void UnregisterGm(const void* begin)
@@ -579,11 +789,73 @@ inline void CheckGm(const char* api, const void* p, uint64_t bytes)
          static_cast<unsigned long long>(bytes), p);
 }
 
+// A GM access of the running core of a mix group to a shared region (the workspace):
+// data another core of the group wrote (or, for a write, read) must be ordered before
+// it by a cross-core flag set after that access's pipe finished it
+inline void GmAccess(const char* api, const void* p, uint64_t bytes, int pipe, bool write)
+{
+    BlockState& s = State();
+    CoreGroup* g = s.group;
+    if (g == nullptr || bytes == 0 || !Chip().checkRaces) {
+        return;
+    }
+    const uint8_t* begin = static_cast<const uint8_t*>(p);
+    for (const auto& r : GmRegions()) {
+        if (!r.shared || begin < r.begin || begin + bytes > r.begin + r.bytes) {
+            continue;
+        }
+        const size_t first = static_cast<size_t>(begin - r.begin) / 32;
+        const size_t last = static_cast<size_t>(begin + bytes - 1 - r.begin) / 32;
+        const int me = s.coreIndex;
+        const uint64_t now = s.clock[pipe];
+        auto check = [&](const CoreGroup::Mark& m, const char* what) {
+            if (m.core >= 0 && m.core != me && m.clock > s.crossKnown[m.core][m.pipe]) {
+                const BlockState& other = g->states[m.core];
+                char who[16];
+                if (other.core == CoreKind::AIC) {
+                    std::snprintf(who, sizeof(who), "the AIC");
+                } else {
+                    std::snprintf(who, sizeof(who), "AIV %d", other.subBlockIdx);
+                }
+                Fail("%s: the %s %s workspace bytes %s %s on PIPE_%s without a cross-core flag: "
+                     "CrossCoreSetFlag<2, PIPE_%s> there and CrossCoreWaitFlag here",
+                     api, CoreName(s), write ? "writes" : "reads", who, what, PipeName(static_cast<Pipe>(m.pipe)),
+                     PipeName(static_cast<Pipe>(m.pipe)));
+            }
+        };
+        for (size_t i = first; i <= last; ++i) {
+            check(g->writes[i], "wrote");
+            if (write) {
+                for (int c = 0; c < g->Cores(); ++c) {
+                    check(g->reads[c][i], "read");
+                }
+                g->writes[i] = CoreGroup::Mark{static_cast<int8_t>(me), static_cast<uint8_t>(pipe), now};
+            } else {
+                g->reads[me][i] = CoreGroup::Mark{static_cast<int8_t>(me), static_cast<uint8_t>(pipe), now};
+            }
+        }
+        return;
+    }
+}
+
 // ---- pipes: vector clocks over the 7 pipes, checked at every buffer access ----------
 
 inline void SetKernelType(int type)
 {
     State().kernelType = type;
+    const bool mix = type == KERNEL_TYPE_MIX_AIC_1_2 || type == KERNEL_TYPE_MIX_AIC_1_1;
+    if (!Chip().coupled && mix != (State().group != nullptr)) {
+        Fail("KERNEL_TASK_TYPE_DEFAULT: the kernel is %s but was launched %s", mix ? "mixed" : "not mixed",
+             State().group != nullptr ? "on an AIC and its AIVs" : "on single cores");
+    }
+    if (type == KERNEL_TYPE_MIX_AIC_1_1 && State().group != nullptr && State().group->nAiv != 1) {
+        Fail("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_1) launched with %d AIVs per AIC",
+             State().group->nAiv);
+    }
+    if (type == KERNEL_TYPE_MIX_AIC_1_2 && State().group != nullptr && State().group->nAiv != 2) {
+        Fail("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2) launched with %d AIVs per AIC",
+             State().group->nAiv);
+    }
 }
 
 inline bool IsCubeOnly(int type)
@@ -603,6 +875,9 @@ inline void RequireCube(const char* api)
         Fail("%s: cube instruction in a vector-only (KERNEL_TYPE_AIV_ONLY) kernel: AIV cores of %s have no cube unit",
              api, Chip().name);
     }
+    if (State().core == CoreKind::AIV) {
+        Fail("%s: cube instruction on an AIV of a mix kernel: guard it with ASCEND_IS_AIC", api);
+    }
 }
 
 inline void RequireVector(const char* api)
@@ -610,6 +885,9 @@ inline void RequireVector(const char* api)
     if (!Chip().coupled && IsCubeOnly(State().kernelType)) {
         Fail("%s: vector instruction in a cube-only (KERNEL_TYPE_AIC_ONLY) kernel: AIC cores of %s have no vector unit",
              api, Chip().name);
+    }
+    if (State().core == CoreKind::AIC) {
+        Fail("%s: vector instruction on the AIC of a mix kernel: guard it with ASCEND_IS_AIV", api);
     }
 }
 
@@ -638,6 +916,12 @@ inline void Access(const char* api, int32_t id, Pipe pipe, bool write)
     const int q = static_cast<int>(pipe);
     s.clock[q] += 1;
     s.known[q][q] = s.clock[q];
+    for (int p = 0; p < kPipes; ++p) {
+        if (a.handoff[p] > s.known[q][p]) {
+            s.known[q][p] = a.handoff[p];
+        }
+        a.handoff[p] = 0;
+    }
     if (Chip().checkRaces) {
         for (int p = 0; p < kPipes; ++p) {
             if (p == q) {
@@ -661,10 +945,24 @@ inline void Access(const char* api, int32_t id, Pipe pipe, bool write)
     }
 }
 
-// the queue framework synchronises a slot it hands out: forget the slot's history
+// the queue framework synchronises a slot it hands out (its EnQue/DeQue and
+// FreeTensor/AllocTensor are events): the next user knows the slot's past accesses
 inline void Handover(int32_t id)
 {
-    Allocation& a = State().allocations[static_cast<size_t>(id)];
+    BlockState& s = State();
+    Allocation& a = s.allocations[static_cast<size_t>(id)];
+    // what the pipes that used the slot knew (transitively) when they handed it over
+    std::memset(a.handoff, 0, sizeof(a.handoff));
+    for (int q = 0; q < kPipes; ++q) {
+        if (a.lastWrite[q] == 0 && a.lastRead[q] == 0) {
+            continue;
+        }
+        for (int p = 0; p < kPipes; ++p) {
+            if (s.known[q][p] > a.handoff[p]) {
+                a.handoff[p] = s.known[q][p];
+            }
+        }
+    }
     std::memset(a.lastWrite, 0, sizeof(a.lastWrite));
     std::memset(a.lastRead, 0, sizeof(a.lastRead));
 }
@@ -969,6 +1267,7 @@ public:
     __aicore__ inline T GetValue(const uint64_t offset) const
     {
         Check("GlobalTensor::GetValue", offset);
+        emu::GmAccess("GlobalTensor::GetValue", addr_ + offset, sizeof(T), static_cast<int>(emu::Pipe::S), false);
         T value;
         std::memcpy(&value, addr_ + offset, sizeof(T));
         return value;
@@ -977,6 +1276,7 @@ public:
     __aicore__ inline void SetValue(const uint64_t offset, const T value) const
     {
         Check("GlobalTensor::SetValue", offset);
+        emu::GmAccess("GlobalTensor::SetValue", addr_ + offset, sizeof(T), static_cast<int>(emu::Pipe::S), true);
         std::memcpy(addr_ + offset, &value, sizeof(T));
     }
 
@@ -1326,7 +1626,7 @@ private:
     int32_t Allocate(const char* api, TPosition pos, uint32_t bytes, const void* owner, int slot,
                      emu::SlotState state)
     {
-        const emu::Space space = emu::SpaceOf(pos);
+        const emu::Space space = emu::SpaceOnCore(pos);
         const int s = static_cast<int>(space);
         buffers_ += 1;
         if (buffers_ > emu::Chip().maxBuffersPerPipe) {
@@ -1366,14 +1666,139 @@ inline TPipe* GetTPipePtr()
 // Blocks, kernel type, synchronisation (ascend.md 2.3, 2.9)
 // ------------------------------------------------------------------------------------
 
+// in a mix kernel an AIV's block index counts vector cores: block * AIVs + sub-block
+// (ascend.md 2.3); GetTaskRation is the AIVs per block there, 1 elsewhere
 __aicore__ inline int64_t GetBlockIdx()
 {
-    return emu::State().idx;
+    const emu::BlockState& s = emu::State();
+    if (s.core == emu::CoreKind::AIV) {
+        return s.idx * s.group->nAiv + s.subBlockIdx;
+    }
+    return s.idx;
 }
 
 __aicore__ inline int64_t GetBlockNum()
 {
     return emu::State().num;
+}
+
+__aicore__ inline int64_t GetTaskRation()
+{
+    const emu::BlockState& s = emu::State();
+    return s.core == emu::CoreKind::AIV ? s.group->nAiv : 1;
+}
+
+__aicore__ inline int64_t GetSubBlockIdx()
+{
+    return emu::State().subBlockIdx;
+}
+
+__aicore__ inline int64_t GetSubBlockNum()
+{
+    const emu::BlockState& s = emu::State();
+    return s.core == emu::CoreKind::AIV ? s.group->nAiv : 1;
+}
+
+namespace emu {
+
+inline void CheckCrossCore(const char* api, int mode, int flagId)
+{
+    if (State().group == nullptr) {
+        Fail("%s outside a mix kernel on a split chip (it synchronises an AIC with its AIVs)", api);
+    }
+    if (mode != 2) {
+        Fail("%s: mode %d is not emulated (mode 2 synchronises the AIC and the AIVs of a block)", api, mode);
+    }
+    if (flagId < 0 || flagId >= kCrossCoreFlags) {
+        Fail("%s: flag id %d is not in [0, %d]", api, flagId, kCrossCoreFlags - 1);
+    }
+}
+
+// what the setter knows once `pipe` has finished its work so far, of every core
+inline CrossSnapshot Publish(int pipe)
+{
+    const BlockState& s = State();
+    CrossSnapshot snap{};
+    for (int c = 0; c < kGroupCores; ++c) {
+        for (int p = 0; p < kPipes; ++p) {
+            snap.known[c][p] = s.crossKnown[c][p];
+        }
+    }
+    for (int p = 0; p < kPipes; ++p) {
+        snap.known[s.coreIndex][p] = s.known[pipe][p];
+    }
+    snap.known[s.coreIndex][pipe] = s.clock[pipe];
+    return snap;
+}
+
+inline void Learn(const CrossSnapshot& snap)
+{
+    BlockState& s = State();
+    for (int c = 0; c < kGroupCores; ++c) {
+        for (int p = 0; p < kPipes; ++p) {
+            if (snap.known[c][p] > s.crossKnown[c][p]) {
+                s.crossKnown[c][p] = snap.known[c][p];
+            }
+        }
+    }
+}
+
+}  // namespace emu
+
+// mode 2: a set on the AIC counts for each AIV of the block, the AIC's wait needs a set
+// from every AIV; a flag counts at most 15 sets (asc-devkit CrossCoreSetFlag.md)
+template <uint8_t modeId, pipe_t pipe>
+__aicore__ inline void CrossCoreSetFlag(uint16_t flagId)
+{
+    const char* api = "CrossCoreSetFlag";
+    emu::CheckCrossCore(api, modeId, flagId);
+    if (pipe == PIPE_ALL) {
+        emu::Fail("%s: PIPE_ALL is not a pipe to wait for", api);
+    }
+    emu::BlockState& s = emu::State();
+    emu::CoreGroup& g = *s.group;
+    const emu::CrossSnapshot snap = emu::Publish(static_cast<int>(pipe));
+    std::unique_lock<std::mutex> lock(g.mutex);
+    auto push = [&](std::deque<emu::CrossSnapshot>& counter) {
+        if (counter.size() >= 15) {
+            emu::Fail("%s(%u): the flag's counter already holds 15 sets (nobody waits for them)", api, flagId);
+        }
+        counter.push_back(snap);
+    };
+    if (s.core == emu::CoreKind::AIC) {
+        for (int a = 0; a < g.nAiv; ++a) {
+            push(g.toAiv[a][flagId]);
+        }
+    } else {
+        push(g.toAic[s.subBlockIdx][flagId]);
+    }
+}
+
+template <uint8_t modeId = 0, pipe_t pipe = PIPE_S>
+__aicore__ inline void CrossCoreWaitFlag(uint16_t flagId)
+{
+    const char* api = "CrossCoreWaitFlag";
+    emu::CheckCrossCore(api, 2, flagId);
+    emu::BlockState* s = &emu::State();
+    emu::CoreGroup& g = *s->group;
+    const int me = s->coreIndex;
+    std::unique_lock<std::mutex> lock(g.mutex);
+    g.waiting[me] = flagId;
+    while (!g.Ready(me)) {
+        g.PassTurn(me);
+        g.cv.wait(lock, [&]() { return g.turn == me; });
+        emu::CurrentState() = s;
+    }
+    g.waiting[me] = -1;
+    if (s->core == emu::CoreKind::AIV) {
+        emu::Learn(g.toAiv[me][flagId].front());
+        g.toAiv[me][flagId].pop_front();
+    } else {
+        for (int a = 0; a < g.nAiv; ++a) {
+            emu::Learn(g.toAic[a][flagId].front());
+            g.toAic[a][flagId].pop_front();
+        }
+    }
 }
 
 template <HardEvent event>
@@ -2161,6 +2586,17 @@ inline uint64_t StridedElements(const DataCopyParams& p, size_t width, bool dstS
     return ((p.blockCount - 1) * (len + gap) + len) / width;
 }
 
+// the GM blocks of a strided DataCopy (the GM side's gaps are not accessed)
+inline void StridedGmAccess(const char* api, const void* gm, const DataCopyParams& p, bool dstSide, int pipe,
+                            bool write)
+{
+    const uint64_t len = static_cast<uint64_t>(p.blockLen) * 32;
+    const uint64_t gap = static_cast<uint64_t>(dstSide ? p.dstStride : p.srcStride) * 32;
+    for (uint64_t i = 0; i < p.blockCount; ++i) {
+        GmAccess(api, static_cast<const uint8_t*>(gm) + i * (len + gap), len, pipe, write);
+    }
+}
+
 inline void CheckParams(const char* api, const DataCopyParams& p)
 {
     if (p.blockCount < 1 || p.blockCount > 4095) {
@@ -2181,6 +2617,7 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     src.Check(api, bytes / sizeof(T) == 0 ? 0 : bytes / sizeof(T) - 1);
     emu::CheckGmAlignment(api, src.addr_, sizeof(T));
     T* d = emu::Operand(api, "dst", dst, bytes / sizeof(T), pipe, true);
+    emu::GmAccess(api, src.addr_, bytes, static_cast<int>(pipe), false);
     std::memcpy(d, src.addr_, bytes);
 }
 
@@ -2195,6 +2632,7 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
     dst.Check(api, bytes / sizeof(T) == 0 ? 0 : bytes / sizeof(T) - 1);
     emu::CheckGmAlignment(api, dst.addr_, sizeof(T));
     const T* s = emu::Operand(api, "src", src, bytes / sizeof(T), pipe, false);
+    emu::GmAccess(api, dst.addr_, bytes, static_cast<int>(pipe), true);
     std::memcpy(dst.addr_, s, bytes);
 }
 
@@ -2225,6 +2663,7 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     src.Check(api, srcElems == 0 ? 0 : srcElems - 1);
     emu::CheckGm(api, src.addr_, srcElems * sizeof(T));
     T* d = emu::Operand(api, "dst", dst, emu::StridedElements(repeatParams, sizeof(T), true), pipe, true);
+    emu::StridedGmAccess(api, src.addr_, repeatParams, false, static_cast<int>(pipe), false);
     emu::StridedCopy<T>(api, reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(src.addr_), repeatParams);
 }
 
@@ -2240,6 +2679,7 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
     dst.Check(api, dstElems == 0 ? 0 : dstElems - 1);
     emu::CheckGm(api, dst.addr_, dstElems * sizeof(T));
     const T* s = emu::Operand(api, "src", src, emu::StridedElements(repeatParams, sizeof(T), false), pipe, false);
+    emu::StridedGmAccess(api, dst.addr_, repeatParams, true, static_cast<int>(pipe), true);
     emu::StridedCopy<T>(api, reinterpret_cast<uint8_t*>(dst.addr_), reinterpret_cast<const uint8_t*>(s), repeatParams);
 }
 
@@ -2304,6 +2744,9 @@ __aicore__ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor
                                                          pipe, true));
     const uint8_t* s = reinterpret_cast<const uint8_t*>(src.addr_);
     for (uint64_t i = 0; i < n; ++i) {
+        emu::GmAccess(api, s + i * srcPitch, len, static_cast<int>(pipe), false);
+    }
+    for (uint64_t i = 0; i < n; ++i) {
         uint8_t* block = d + i * dstPitch;
         if (padParams.isPad) {
             T* lanes = reinterpret_cast<T*>(block);
@@ -2339,6 +2782,7 @@ __aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor
         emu::Operand(api, "src", src, ((n - 1) * srcPitch + len) / sizeof(T), emu::Pipe::MTE3, false));
     uint8_t* d = reinterpret_cast<uint8_t*>(dst.addr_);
     for (uint64_t i = 0; i < n; ++i) {
+        emu::GmAccess(api, d + i * dstPitch, len, static_cast<int>(emu::Pipe::MTE3), true);
         std::memcpy(d + i * dstPitch, s + i * srcPitch, len);
     }
 }
@@ -2413,6 +2857,12 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     src.Check(api, srcElems == 0 ? 0 : srcElems - 1);
     emu::CheckGm(api, src.addr_, srcElems * sizeof(T));
     T* d = emu::Operand(api, "dst", dst, emu::Nd2NzDstElements<T>(intriParams), emu::Pipe::MTE2, true);
+    for (uint64_t nd = 0; nd < intriParams.ndNum; ++nd) {
+        for (uint64_t r = 0; r < intriParams.nValue; ++r) {
+            const uint64_t at = nd * intriParams.srcNdMatrixStride + r * intriParams.srcDValue;
+            emu::GmAccess(api, src.addr_ + at, intriParams.dValue * sizeof(T), static_cast<int>(emu::Pipe::MTE2), false);
+        }
+    }
     emu::Nd2Nz<T>(api, reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(src.addr_), intriParams);
 }
 
@@ -2438,36 +2888,33 @@ struct LoadData2DParams {
     uint8_t addrMode = 0;
 };
 
-// L1 -> L0A / L0B, one 512-byte fractal per repeat (ascend.md 2.10)
+namespace emu {
+
+// `repeat` 512-byte fractals from L1 (start, start + srcStride, ...) to L0A/L0B, each
+// transposed as a 16x16 matrix of 16-bit elements if `transpose`
 template <typename T>
-__aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src,
-                                const LoadData2DParams& loadDataParams)
+inline void LoadFractals(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, uint64_t start,
+                         uint64_t repeat, uint64_t srcStride, uint64_t dstGap, bool transpose)
 {
-    const char* api = "LoadData";
-    emu::RequireCube(api);
-    emu::RequireTypeOnChip<T>(api);
-    emu::RequireSpace(api, "src", src, emu::Space::L1);
-    if (dst.space_ != emu::Space::L0A && dst.space_ != emu::Space::L0B) {
-        emu::Fail("%s: dst is in %s, LoadData writes L0A or L0B", api, emu::SpaceName(dst.space_));
+    RequireCube(api);
+    RequireTypeOnChip<T>(api);
+    RequireSpace(api, "src", src, Space::L1);
+    if (dst.space_ != Space::L0A && dst.space_ != Space::L0B) {
+        Fail("%s: dst is in %s, it writes L0A or L0B", api, SpaceName(dst.space_));
     }
-    const LoadData2DParams& p = loadDataParams;
-    if (p.repeatTimes < 1) {
-        emu::Fail("%s: repeatTimes must be at least 1", api);
-    }
-    // ifTranspose only on A1->A2 / B1->B2 and for uint16_t/int16_t/half (asc-devkit Load2D.md)
-    if (p.ifTranspose && !emu::IsOneOf<T, half, int16_t, uint16_t>::value) {
-        emu::Fail("%s: ifTranspose takes half, int16_t or uint16_t, not %s", api, emu::TypeName<T>());
+    if (repeat < 1) {
+        Fail("%s: repeatTimes must be at least 1", api);
     }
     constexpr uint64_t fractal = 512;
-    const uint64_t srcEnd = (p.startIndex + static_cast<uint64_t>(p.repeatTimes - 1) * p.srcStride + 1) * fractal;
-    const uint64_t dstEnd = (static_cast<uint64_t>(p.repeatTimes - 1) * (1 + p.dstGap) + 1) * fractal;
-    const uint8_t* s = reinterpret_cast<const uint8_t*>(emu::Operand(api, "src", src, srcEnd / sizeof(T),
-                                                                     emu::Pipe::MTE1, false));
-    uint8_t* d = reinterpret_cast<uint8_t*>(emu::Operand(api, "dst", dst, dstEnd / sizeof(T), emu::Pipe::MTE1, true));
-    for (uint64_t i = 0; i < p.repeatTimes; ++i) {
-        const uint8_t* from = s + (p.startIndex + i * p.srcStride) * fractal;
-        uint8_t* to = d + i * (1 + p.dstGap) * fractal;
-        if (!p.ifTranspose) {
+    const uint64_t srcEnd = (start + (repeat - 1) * srcStride + 1) * fractal;
+    const uint64_t dstEnd = ((repeat - 1) * (1 + dstGap) + 1) * fractal;
+    const uint8_t* s = reinterpret_cast<const uint8_t*>(Operand(api, "src", src, srcEnd / sizeof(T), Pipe::MTE1,
+                                                                false));
+    uint8_t* d = reinterpret_cast<uint8_t*>(Operand(api, "dst", dst, dstEnd / sizeof(T), Pipe::MTE1, true));
+    for (uint64_t i = 0; i < repeat; ++i) {
+        const uint8_t* from = s + (start + i * srcStride) * fractal;
+        uint8_t* to = d + i * (1 + dstGap) * fractal;
+        if (!transpose) {
             std::memmove(to, from, fractal);
             continue;
         }
@@ -2481,6 +2928,152 @@ __aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>&
         }
         std::memcpy(to, out, fractal);
     }
+}
+
+}  // namespace emu
+
+// L1 -> L0A / L0B, one 512-byte fractal per repeat (ascend.md 2.10)
+template <typename T>
+__aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                                const LoadData2DParams& loadDataParams)
+{
+    const LoadData2DParams& p = loadDataParams;
+    // ifTranspose only on A1->A2 / B1->B2 and for uint16_t/int16_t/half (asc-devkit Load2D.md)
+    if (p.ifTranspose && !emu::IsOneOf<T, half, int16_t, uint16_t>::value) {
+        emu::Fail("LoadData: ifTranspose takes half, int16_t or uint16_t, not %s", emu::TypeName<T>());
+    }
+    emu::LoadFractals("LoadData", dst, src, p.startIndex, p.repeatTimes, p.srcStride, p.dstGap, p.ifTranspose);
+}
+
+// L1 -> L0A / L0B transposing one 16x16 fractal of a 16-bit type per repeat
+// (asc-devkit LoadDataWithTranspose.md; 8- and 32-bit types pair two fractals into one
+// square, which afc does not emit)
+struct LoadData2dTransposeParams {
+    uint16_t startIndex = 0;
+    uint8_t repeatTimes = 1;
+    uint16_t srcStride = 1;
+    uint16_t dstGap = 0;
+    uint16_t dstFracGap = 0;
+    uint8_t addrMode = 0;
+};
+
+template <typename T>
+__aicore__ inline void LoadDataWithTranspose(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                                             const LoadData2dTransposeParams& params)
+{
+    static_assert(sizeof(T) == 2, "LoadDataWithTranspose is emulated for 16-bit types");
+    const LoadData2dTransposeParams& p = params;
+    emu::LoadFractals("LoadDataWithTranspose", dst, src, p.startIndex, p.repeatTimes, p.srcStride, p.dstGap, true);
+}
+
+// Load3Dv2 (image to column, asc-devkit Load3D): the source in L1 is an NC1HWC0 feature
+// map of channelSize channels (C1 = channelSize / C0 groups of C0 contiguous channels),
+// l1H rows and l1W columns. The im2col matrix has one row per output pixel (oh, ow) and
+// one column per tap k = ((c1 * filterH + r) * filterW + s) * C0 + c0, reading
+// fmap[c, oh*strideH + r*dilationH - padTop, ow*strideW + s*dilationW - padLeft], and
+// padValue outside the map (padList = {left, right, top, bottom}). The load writes rows
+// mStartPt.. (mExtension, a multiple of 16) and columns kStartPt.. (kExtension, a
+// multiple of C0): into L0A as Zz [pixels x taps]; into L0B as Zn with the pixels along
+// K and the taps along N (so a 1x1 load of a [K x N] Nz matrix gives its Zn, the
+// asc-devkit sample mmad_s8_f16_f32 case 3.3).
+template <typename T>
+struct LoadData3DParamsV2 {
+    uint8_t padList[4] = {0, 0, 0, 0};
+    uint16_t l1H = 0;
+    uint16_t l1W = 0;
+    uint16_t channelSize = 0;
+    uint16_t kExtension = 0;
+    uint16_t mExtension = 0;
+    uint16_t kStartPt = 0;
+    uint16_t mStartPt = 0;
+    uint8_t strideW = 1;
+    uint8_t strideH = 1;
+    uint8_t filterW = 1;
+    uint8_t filterH = 1;
+    uint8_t dilationFilterW = 1;
+    uint8_t dilationFilterH = 1;
+    bool enTranspose = false;
+    bool enSmallK = false;
+    T padValue = T(0);
+    bool filterSizeW = false;
+    bool filterSizeH = false;
+    bool fMatrixCtrl = false;
+};
+
+template <typename T>
+__aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                                const LoadData3DParamsV2<T>& loadDataParams)
+{
+    const char* api = "LoadData(LoadData3DParamsV2)";
+    emu::RequireCube(api);
+    emu::RequireTypeOnChip<T>(api);
+    emu::RequireSpace(api, "src", src, emu::Space::L1);
+    const bool toA = dst.space_ == emu::Space::L0A;
+    if (!toA && dst.space_ != emu::Space::L0B) {
+        emu::Fail("%s: dst is in %s, Load3Dv2 writes L0A or L0B", api, emu::SpaceName(dst.space_));
+    }
+    // A2: A1/A2 take 8-bit, half, bfloat16, 32-bit types; B1/B2 half, bfloat16, 32-bit
+    if (!toA && sizeof(T) == 1) {
+        emu::Fail("%s: B1 -> B2 takes half, bfloat16_t and 32-bit types, not %s", api, emu::TypeName<T>());
+    }
+    const LoadData3DParamsV2<T>& p = loadDataParams;
+    constexpr uint64_t c0 = 32 / sizeof(T);
+    if (p.enTranspose && toA) {
+        emu::Fail("%s: enTranspose into L0A is not emulated", api);
+    }
+    if (p.mExtension == 0 || p.mExtension % 16 != 0 || p.kExtension == 0 || p.kExtension % c0 != 0 ||
+        p.kStartPt % c0 != 0) {
+        emu::Fail("%s: mExtension %u must be a positive multiple of 16, kExtension %u and kStartPt %u multiples "
+                  "of %llu",
+                  api, p.mExtension, p.kExtension, p.kStartPt, static_cast<unsigned long long>(c0));
+    }
+    if (p.channelSize == 0 || p.channelSize % c0 != 0 || p.l1H == 0 || p.l1W == 0) {
+        emu::Fail("%s: channelSize %u must be a positive multiple of C0 = %llu and l1H, l1W positive", api,
+                  p.channelSize, static_cast<unsigned long long>(c0));
+    }
+    if (p.strideW < 1 || p.strideH < 1 || p.filterW < 1 || p.filterH < 1 || p.dilationFilterW < 1 ||
+        p.dilationFilterH < 1) {
+        emu::Fail("%s: strides, filter sizes and dilations must be at least 1", api);
+    }
+    const int64_t kh = p.filterH, kw = p.filterW;
+    const int64_t left = p.padList[0], right = p.padList[1], top = p.padList[2], bottom = p.padList[3];
+    const int64_t ow = (p.l1W + left + right - p.dilationFilterW * (kw - 1) - 1) / p.strideW + 1;
+    const int64_t oh = (p.l1H + top + bottom - p.dilationFilterH * (kh - 1) - 1) / p.strideH + 1;
+    const uint64_t taps = static_cast<uint64_t>(p.channelSize) * kh * kw;
+    if (ow < 1 || oh < 1) {
+        emu::Fail("%s: the filter does not fit the padded %ux%u map", api, p.l1H, p.l1W);
+    }
+    if (static_cast<uint64_t>(p.kStartPt) + p.kExtension > taps) {
+        emu::Fail("%s: columns %u..%u exceed the %llu taps of the map", api, p.kStartPt,
+                  p.kStartPt + p.kExtension, static_cast<unsigned long long>(taps));
+    }
+    const uint64_t mapElems = static_cast<uint64_t>(p.channelSize) * p.l1H * p.l1W;
+    const T* s = emu::Operand(api, "src", src, mapElems, emu::Pipe::MTE1, false);
+    const uint64_t m1 = p.mExtension / 16;
+    const uint64_t kGroups = toA ? p.kExtension / c0 : (p.kExtension + 15) / 16;
+    const uint64_t dstElems = toA ? m1 * kGroups * 16 * c0 : (p.mExtension + c0 - 1) / c0 * kGroups * 16 * c0;
+    std::vector<T> out(dstElems);
+    for (uint64_t m = 0; m < p.mExtension; ++m) {
+        const int64_t pixel = static_cast<int64_t>(p.mStartPt + m);
+        const int64_t y = pixel / ow, x = pixel % ow;
+        for (uint64_t k = 0; k < p.kExtension; ++k) {
+            const uint64_t tap = p.kStartPt + k;
+            const uint64_t cc0 = tap % c0, rest = tap / c0;
+            const int64_t sx = static_cast<int64_t>(rest % kw), r = static_cast<int64_t>(rest / kw % kh);
+            const uint64_t c1 = rest / (kw * kh);
+            const int64_t ih = y * p.strideH + r * p.dilationFilterH - top;
+            const int64_t iw = x * p.strideW + sx * p.dilationFilterW - left;
+            T v = p.padValue;
+            if (y < oh && ih >= 0 && ih < p.l1H && iw >= 0 && iw < p.l1W) {
+                v = s[((c1 * p.l1H + static_cast<uint64_t>(ih)) * p.l1W + static_cast<uint64_t>(iw)) * c0 + cc0];
+            }
+            const uint64_t at = toA ? ((m / 16) * kGroups + k / c0) * 16 * c0 + (m % 16) * c0 + k % c0
+                                    : ((m / c0) * kGroups + k / 16) * 16 * c0 + (k % 16) * c0 + m % c0;
+            out[at] = v;
+        }
+    }
+    T* d = emu::Operand(api, "dst", dst, dstElems, emu::Pipe::MTE1, true);
+    std::memcpy(static_cast<void*>(d), out.data(), dstElems * sizeof(T));
 }
 
 struct MmadParams {
@@ -2613,6 +3206,9 @@ __aicore__ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>&
     dst.Check(api, dstElems - 1);
     emu::CheckGm(api, dst.addr_, dstElems * sizeof(T));
     for (uint64_t i = 0; i < p.mSize; ++i) {
+        emu::GmAccess(api, dst.addr_ + i * p.dstStride, p.nSize * sizeof(T), static_cast<int>(emu::Pipe::FIX), true);
+    }
+    for (uint64_t i = 0; i < p.mSize; ++i) {
         for (uint64_t j = 0; j < p.nSize; ++j) {
             U v = c[((j / 16) * p.srcStride + i) * 16 + j % 16];
             if (p.reluEn && v < 0) {
@@ -2676,6 +3272,10 @@ __aicore__ inline void LoadTilingData(T* dst, const uint8_t* src)
 }
 
 }  // namespace AscendC
+
+// the core a section of a mix kernel runs on (ascend.md 2.2): `if ASCEND_IS_AIV { ... }`
+#define ASCEND_IS_AIC (::AscendC::emu::State().core != ::AscendC::emu::CoreKind::AIV)
+#define ASCEND_IS_AIV (::AscendC::emu::State().core != ::AscendC::emu::CoreKind::AIC)
 
 // KERNEL_TASK_TYPE_DEFAULT records the kernel type: cube instructions in an AIV-only
 // kernel (and vector ones in an AIC-only kernel) abort on split chips

@@ -25,8 +25,9 @@ from autofusion.passes.rules.layout_folding import (
 from autofusion.passes.rules.norm_split import SplitLayerNorm, SplitRmsNorm
 from autofusion.passes.rules.norms import FuseLayerNorm, FuseRmsNorm
 from autofusion.passes.rules.producer_duplicate import DuplicateProducer
-from autofusion.passes.rules.rope import FuseRope
+from autofusion.passes.rules.rope import FuseRope, SinkTransposeThroughRope
 from autofusion.passes.rules.silu import FuseSilu, FuseSwiGlu
+from autofusion.passes.rules.split_slices import SplitIntoSlices
 
 GRAPH_FUSION_RULES: list[type[FusionRule]] = [
     # folding first: a constant or a shorter layout chain is what the recognisers expect
@@ -47,6 +48,7 @@ GRAPH_FUSION_RULES: list[type[FusionRule]] = [
     FuseSilu,
     FuseSwiGlu,
     FuseRope,
+    SinkTransposeThroughRope,
     # attention traces q/k/v only to the projections' head reshapes, so the QKV merge
     # (anchored on the projections, which the walk meets first) leaves it recognisable
     FuseFlashAttention,
@@ -62,5 +64,6 @@ SPLIT_FUSION_RULES: list[type[FusionRule]] = [
     SplitRmsNorm,
     SplitConvConcat,
     SplitMatMulConcat,
+    SplitIntoSlices,
     DuplicateProducer,
 ]

@@ -22,12 +22,16 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
 - grouped-query attention: transformers' repeat_kv (reshape to [B,Hkv,1,S,D], expand
   to [B,Hkv,n,S,D], reshape to [B,Hkv*n,S,D]) on both k and v is removed, since query
   head h reads key/value head h // n in graph.flash_attention;
+- a softmax computed in float32 by an f16/bf16 model, `cast(softmax(cast(s, f32)), T)`
+  with T the scores' type (HF's eager attention does this): the cast pair is absorbed,
+  since graph.flash_attention computes the scores and the softmax in float32 anyway
+  (its docstring and interpreter) and rounds only its result, where the decomposed
+  form also rounds the scores and the probabilities to T;
 - the torch frontend's guard for fully masked rows, `where(max(s) == -inf, 0, p)` after
-  the softmax: graph.flash_attention gives NaN for such a row (softmax of all -inf, see
-  its docstring and interpreter) where the guard gives 0. The guard is absorbed only
-  when the masks are constants with no fully masked row (then it never fires);
-  otherwise the rule refuses. Absorbing it always would need graph.flash_attention to
-  define a fully masked row as 0, as torch SDPA and FlashAttention kernels do.
+  the softmax: graph.flash_attention defines such a row as 0 too (as torch SDPA and
+  FlashAttention kernels do; its docstring and interpreter), so the guard is always
+  absorbed. Without the guard the decomposed softmax of an all -inf row is NaN, which
+  the fused op refines to 0.
 
 Preconditions (refused with the reason otherwise): softmax over the last axis; 4-D
 operands; scale factors are splat constants and their product is > 0; an additive mask
@@ -36,9 +40,10 @@ the scores; Kᵀ is a transpose that swaps exactly the sequence and head-dim axe
 BNSD or BSND key; the P·V and Q·Kᵀ matmuls have no epilogue (bias only as above);
 the scores and probabilities have no other user. A transpose, scale or repeat_kv on
 q, k or v that has other users is not absorbed; it stays, and the operand is taken
-after it. Not recognised: a cast around the softmax (f16 models that softmax in f32),
-rank-3 attention (batched over B*H), bottom-right aligned causal masks (they stay a
-mask operand).
+after it. A cast pair around the softmax must widen the scores' type to f32 and narrow
+back to it (other casts change what P·V multiplies; refused). Not recognised: rank-3
+attention (batched over B*H), bottom-right aligned causal masks (they stay a mask
+operand).
 
 The operands are traced back to the head reshapes of the projections, never into the
 projections, so HorizontalMatMulFusionPass (QKV merge, whose split outputs feed those
@@ -326,7 +331,7 @@ def _cost(q: Operand, k: Operand, v: Operand, layout: str, out_t: graph.Transpos
 
 
 # --------------------------------------------------------------------------------------
-# Masks: causal, no-op and fully masked rows
+# Masks: causal and no-op
 # --------------------------------------------------------------------------------------
 
 
@@ -371,24 +376,6 @@ def _is_causal(mask: Mask, sq: int, skv: int) -> bool:
     return True
 
 
-def _fully_masked_row_possible(masks: list[Mask], causal: bool, sq: int, skv: int) -> bool:
-    """Whether some row of the scores may be all -inf (where the guard would fire)."""
-    keep = np.ones((sq, skv), bool)
-    if causal:
-        keep = np.tril(keep)
-    for mask in masks:
-        if mask.kind == "fill":
-            continue  # the lowest finite value never makes a row all -inf
-        k = _keep(mask, sq, skv)
-        if k is None:
-            return True
-        if mask.kind == "add":
-            arr = np.broadcast_to(m.constant_array(mask.value), k.shape)  # type: ignore[arg-type]
-            k = arr != -np.inf
-        keep = keep & k
-    return bool(np.any(~keep.any(axis=-1)))
-
-
 # --------------------------------------------------------------------------------------
 # The guard and the rule
 # --------------------------------------------------------------------------------------
@@ -414,6 +401,31 @@ def _guard(probs: SSAValue) -> tuple[SSAValue, list[Operation]] | None:
         ):
             return where.false_value, [where, equal, reduce]
     return None
+
+
+def _float32_softmax(
+    probs: SSAValue,
+) -> tuple[graph.SoftmaxOp, SSAValue, list[Operation]] | Refusal | None:
+    """(softmax, scores, [cast, cast]) if `probs` is cast(softmax(cast(scores, f32)), T)
+    with T the scores' element type: a softmax in float32 of f16/bf16 scores."""
+    narrow = m.producer(probs, graph.CastOp)
+    if narrow is None:
+        return None
+    softmax = m.producer(narrow.input, graph.SoftmaxOp)
+    widen = m.producer(softmax.input, graph.CastOp) if softmax is not None else None
+    if softmax is None or widen is None:
+        return None
+    scores_t = dtypes.type_name(m.tensor_type(widen.input).element_type)
+    soft_t = dtypes.type_name(m.tensor_type(softmax.input).element_type)
+    out_t = dtypes.type_name(m.tensor_type(probs).element_type)
+    if soft_t != "f32" or scores_t not in ("f16", "bf16", "f32") or out_t != scores_t:
+        return Refusal(
+            f"the softmax runs in {soft_t} between casts from {scores_t} and to {out_t}; "
+            "only a float32 softmax of scores cast back to their own type is absorbed"
+        )
+    if not widen.output.has_one_use() or not narrow.input.has_one_use():
+        return Refusal("a cast around the softmax has other users")
+    return softmax, widen.input, [narrow, widen]
 
 
 def _flash_type(
@@ -484,9 +496,7 @@ def _operands(op: graph.MatmulOp, qk: graph.MatmulOp) -> tuple[Operand, Operand,
     return q, k, v
 
 
-def _mask_plan(
-    masks: list[Mask], guarded: bool, sq: int, skv: int
-) -> tuple[Mask | None, bool] | Refusal:
+def _mask_plan(masks: list[Mask], sq: int, skv: int) -> tuple[Mask | None, bool] | Refusal:
     """(the mask operand, causal): no-op masks dropped, the causal one made a flag."""
     causal = False
     kept: list[Mask] = []
@@ -499,11 +509,6 @@ def _mask_plan(
         kept.append(mask)
     if len(kept) > 1:
         return Refusal(f"{len(kept)} masks apply; graph.flash_attention takes one")
-    if guarded and (sq < 0 or skv < 0 or _fully_masked_row_possible(kept, causal, sq, skv)):
-        return Refusal(
-            "a row may be fully masked: the softmax guard gives 0 there but "
-            "graph.flash_attention gives NaN (its semantics would have to define 0)"
-        )
     return (kept[0] if kept else None), causal
 
 
@@ -517,7 +522,7 @@ def _mask_type(mask: Mask | None, scores: SSAValue) -> Attribute | None:
 
 class FuseFlashAttention(FusionRule[Attention]):
     rule_name = "FlashAttentionFusionPass"
-    pattern = "MatMul(Q,K^T)->[Mul|Div]->[Add|Where mask]->Softmax->MatMul(V)"
+    pattern = "MatMul(Q,K^T)->[Mul|Div]->[Add|Where mask]->[Cast]->Softmax->[Cast]->MatMul(V)"
     anchors = (graph.MatmulOp,)
 
     def match(self, op: Operation) -> Attention | Refusal | None:
@@ -525,9 +530,16 @@ class FuseFlashAttention(FusionRule[Attention]):
         guard = _guard(op.lhs)
         probs, guard_ops = guard if guard is not None else (op.lhs, [])
         softmax = m.producer(probs, graph.SoftmaxOp)
-        if softmax is None:
+        scores = softmax.input if softmax is not None else None
+        casts: list[Operation] = []
+        if softmax is None and guard is None:
+            widened = _float32_softmax(probs)
+            if widened is None or isinstance(widened, Refusal):
+                return widened
+            softmax, scores, casts = widened
+        if softmax is None or scores is None:
             return None
-        found = _scores(softmax.input)
+        found = _scores(scores)
         if found is None or isinstance(found, Refusal):
             return found
         if (refusal := _structure_refusal(op, softmax, guard_ops, found)) is not None:
@@ -542,7 +554,7 @@ class FuseFlashAttention(FusionRule[Attention]):
             return Refusal(f"the softmax scale {scale} is not positive")
         masks = [*found.masks, *([Mask("add", qk.bias)] if qk.bias is not None else [])]
         _, _, sq, skv = m.shape(softmax.input)
-        plan = _mask_plan(masks, bool(guard_ops), sq, skv)
+        plan = _mask_plan(masks, sq, skv)
         if isinstance(plan, Refusal):
             return plan
         mask, causal = plan
@@ -559,13 +571,23 @@ class FuseFlashAttention(FusionRule[Attention]):
             "layout": StringAttr(layout),
         }
         try:
-            out = _flash_type(q, k, v, _mask_type(mask, softmax.input), props, layout)
+            out = _flash_type(q, k, v, _mask_type(mask, scores), props, layout)
         except ShapeError as e:
             return Refusal(f"graph.flash_attention does not fit: {e}")
         replaced = out_t.output if out_t is not None else op.output
         if tuple(out[p] for p in _output_perm(layout, out_t)) != m.shape(replaced):
             return Refusal("the fused result would not have the attention's shape")
-        ops: list[Operation] = [op, softmax, *guard_ops, *found.ops, qk, *q.ops, *k.ops, *v.ops]
+        ops: list[Operation] = [
+            op,
+            *casts,
+            softmax,
+            *guard_ops,
+            *found.ops,
+            qk,
+            *q.ops,
+            *k.ops,
+            *v.ops,
+        ]
         if out_t is not None:
             ops.append(out_t)
         return Attention(op, q, k, v, scale, mask, causal, layout, out_t, ops)

@@ -4,7 +4,7 @@
     ->  y = x @ concat(W_1..W_n) + concat(b_1..b_n);  y_1..y_n = split(y, last axis)
 
 This is QKV merging (the Q, K and V projections of an attention read the same hidden
-state) and also merges a gated MLP's gate and up projections. The input is read from GM
+state); a gated MLP's gate and up projections are left apart (below). The input is read from GM
 once instead of n times, and one larger cube op tiles better than n small ones. Each
 output column is the same dot product as before, so the numbers do not change.
 
@@ -19,6 +19,14 @@ over the columns) or the op's single user when that is an add of a constant over
 last axis (which MatMulBiasAddFusionPass would fold, but only after this rule has
 merged the siblings, since the walk meets the matmuls first); siblings without one get
 zeros. The merged bias is a constant too.
+
+Not merged: siblings whose products all meet in one elementwise op and nowhere else
+(a gated MLP's swiglu(x @ W_gate, x @ W_up)). Apart, that op is the epilogue of the
+later matmul, which reads the earlier product once; merged, it is a vector kernel of
+its own that reads the whole merged output back, a live intermediate twice the size
+(the Qwen2.5-7B FFN: 155 MB instead of 78 MB, in a 192 MB L2 that the weights stream
+through; docs/ub-fusion.md). The shared input's second read is all the merge would
+save, and it comes from L2.
 
 Interaction with FlashAttentionFusionPass: attention operands are traced back from the
 attention to the head reshape of each projection, never into the projection itself, so
@@ -172,6 +180,26 @@ def _sibling(op: CubeOp, concat_axis: int) -> Sibling | Refusal:
     return Sibling(op, weight, columns, bias, scale, add)
 
 
+def _joined_by_one_op(siblings: list[Sibling]) -> Operation | None:
+    """The elementwise/broadcast op where every sibling's product ends up, through
+    single-use elementwise/broadcast chains of a few ops (swiglu(gate, up), or silu(gate)
+    * up before SwiGluFusionPass has run), if there is one."""
+    vector = (graph.FusionKind.ELEMENTWISE, graph.FusionKind.BROADCAST)
+    reach: list[list[Operation]] = []
+    for s in siblings:
+        chain: list[Operation] = []
+        v = s.result
+        for _ in range(4):
+            user = m.sole_user(v)
+            if user is None or graph.fusion_kind(user) not in vector or len(user.results) != 1:
+                break
+            chain.append(user)
+            v = user.results[0]
+        reach.append(chain)
+    common = [op for op in reach[0] if all(op in r for r in reach[1:])]
+    return common[0] if common else None
+
+
 class MergeSiblingMatMuls(FusionRule[Merge]):
     rule_name = "HorizontalMatMulFusionPass"
     pattern = "MatMul|Gemm x N (one input, constant weights)->MatMul+Split"
@@ -208,6 +236,12 @@ class MergeSiblingMatMuls(FusionRule[Merge]):
             if isinstance(sib, Refusal):
                 return sib
             siblings.append(sib)
+        joined = _joined_by_one_op(siblings)
+        if joined is not None:
+            return Refusal(
+                f"the products meet only in one {joined.name}: apart, it is the later "
+                "matmul's epilogue; merged, a kernel re-reading the whole merged output"
+            )
         return Merge(siblings, axis)
 
     def rewrite(self, op: Operation, match: Merge, rewriter: PatternRewriter) -> None:

@@ -11,6 +11,20 @@ builds from the RotaryMul op; CANN has no pass from the decomposed form.
 Preconditions: the halves split the last axis, which is static and even, exactly at
 D/2 (a refusal names a wrong split point); cos and sin broadcast to x without changing
 its shape; the slices, neg, concat and products have no users outside the pattern.
+
+RopeTransposeSinkPass moves a transpose that keeps the last axis from before a rope to
+after it, so the rope runs on the tensor as the projection wrote it:
+
+    rope(transpose(x, p), cos, sin) = transpose(rope(x, cos', sin'), p)
+
+with cos' = transpose(cos, p^-1) (padded to x's rank), which is a reshape when p moves
+only cos's size-1 axes (cos [S, D] of BNSD q [B, N, S, D] is [1, S, 1, D] for the BSND
+x = [B, S, N, D]). Rope rotates within the last axis and is elementwise elsewhere, so
+permuting the other axes commutes with it. The transpose then meets the attention's
+layout: FlashAttentionFusionPass absorbs it into layout BSND (or CascadeTransposeRemove
+cancels it), where before it stayed a library op moving the whole tensor. Preconditions:
+the transpose keeps the last axis, has no other user, and cos and sin need no data
+movement (only size-1 axes move). Named in GE's style (afc's).
 """
 
 from __future__ import annotations
@@ -134,3 +148,76 @@ class FuseRope(FusionRule[Rope]):
     def rewrite(self, op: Operation, match: Rope, rewriter: PatternRewriter) -> None:
         rope = graph.RopeOp.make([match.x, match.cos, match.sin], {"interleaved": False})
         m.replace_pattern(rewriter, match.ops, [rope])
+
+
+@dataclass
+class TransposedRope:
+    transpose: graph.TransposeOp
+    perm: tuple[int, ...]
+    # the reshape shape of cos and sin in x's layout
+    shapes: tuple[list[int], list[int]]
+
+
+def _in_source_layout(v: SSAValue, perm: tuple[int, ...]) -> list[int] | None:
+    """v's shape (padded to len(perm)) transposed by perm^-1, if that moves only size-1
+    axes (then a reshape gives it); None otherwise."""
+    rank = len(perm)
+    shape = m.shape(v)
+    if len(shape) > rank:
+        return None
+    padded = (1,) * (rank - len(shape)) + tuple(shape)
+    inverse = [0] * rank
+    for i, q in enumerate(perm):
+        inverse[q] = i
+    moved = [padded[inverse[j]] for j in range(rank)]
+    order = [inverse[j] for j in range(rank) if padded[inverse[j]] != 1]
+    if order != sorted(order) or si.DYN in padded:
+        return None
+    return moved
+
+
+class SinkTransposeThroughRope(FusionRule[TransposedRope]):
+    rule_name = "RopeTransposeSinkPass"
+    pattern = "Transpose(last axis kept)->Rope"
+    anchors = (graph.RopeOp,)
+
+    def match(self, op: Operation) -> TransposedRope | Refusal | None:
+        assert isinstance(op, graph.RopeOp)
+        t = m.producer(op.input, graph.TransposeOp)
+        if t is None:
+            return None
+        perm = graph.Props(t.properties, t.name).integers("perm")
+        if perm[-1] != len(perm) - 1:
+            return Refusal("the transpose moves the last axis, which rope rotates")
+        if not t.output.has_one_use():
+            return Refusal("the transpose has other users")
+        shapes = [_in_source_layout(v, perm) for v in (op.cos, op.sin)]
+        if shapes[0] is None or shapes[1] is None:
+            return Refusal("cos or sin would need a transpose that moves data")
+        return TransposedRope(t, perm, (shapes[0], shapes[1]))
+
+    def rewrite(self, op: Operation, match: TransposedRope, rewriter: PatternRewriter) -> None:
+        assert isinstance(op, graph.RopeOp)
+        new_ops: list[Operation] = []
+        tables = []
+        for v, shape in zip((op.cos, op.sin), match.shapes):
+            if list(m.shape(v)) == shape:
+                tables.append(v)
+                continue
+            r = graph.ReshapeOp.make([v], {"shape": shape})
+            if v.name_hint is not None:
+                r.results[0].name_hint = f"{v.name_hint}_{'x'.join(map(str, shape))}"
+            new_ops.append(r)
+            tables.append(r.results[0])
+        rope = graph.RopeOp.make(
+            [match.transpose.input, *tables],
+            {"interleaved": graph.Props(op.properties, op.name).flag("interleaved")},
+        )
+        back = graph.TransposeOp.make([rope.results[0]], {"perm": list(match.perm)})
+        new_ops += [rope, back]
+        location = m.fused_location([match.transpose, op])
+        for new in new_ops:
+            new.location = location
+        back.results[0].name_hint = op.output.name_hint
+        rewriter.replace(op, new_ops, [back.results[0]])
+        rewriter.erase(match.transpose)

@@ -56,3 +56,62 @@ buffer.kernel @chip(%x: memref<?xf32, #buffer.space<gm>>) attributes {chip = "As
   buffer.return
 }
 // CHECK: kernel @chip: unknown chip 'Ascend999'; known chips: Ascend310P3, Ascend910, Ascend910B1, Ascend910B2, Ascend910B3, Ascend910B4
+
+// -----
+
+buffer.kernel @flag_in_vector_kernel() attributes {chip = "Ascend910B1", template = "rows", core_type = "aiv", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  buffer.cross_core_set 0 from "aiv" after "mte3"
+  buffer.return
+}
+// CHECK: kernel @flag_in_vector_kernel: buffer.cross_core_set exists only in mix kernels on split chips (AIC + AIV)
+
+// -----
+
+buffer.kernel @flag_on_coupled_chip() attributes {chip = "Ascend910", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %sb = buffer.sub_block_idx
+  buffer.return
+}
+// CHECK: kernel @flag_on_coupled_chip: buffer.sub_block_idx exists only in mix kernels on split chips (AIC + AIV)
+
+// -----
+
+buffer.kernel @flag_id() attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  buffer.cross_core_wait 11 on "aic"
+  buffer.return
+}
+// CHECK: cross-core flag ids are 0..10, got 11
+
+// -----
+
+buffer.kernel @flag_core() attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  buffer.stage "cube" {
+    buffer.cross_core_set 0 from "aiv" after "mte3"
+  }
+  buffer.return
+}
+// CHECK: buffer.cross_core_set on the aiv inside a 'cube' stage, which runs on the aic
+
+// -----
+
+// a mix kernel on a split chip states the core of every op on on-chip buffers
+buffer.kernel @unstaged(%x: memref<?xf32, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix", num_inputs = 1 : i64, num_outputs = 0 : i64} {
+  %z = arith.constant 0.0 : f32
+  %u = buffer.alloc_buf "veccalc" %n max_bytes 4096 -> memref<?xf32, #buffer.space<ub>>
+  buffer.vdup %u, %z, %n : memref<?xf32, #buffer.space<ub>>, f32
+  buffer.return
+}
+// CHECK: kernel @unstaged: buffer.vdup touches AIV buffers outside a buffer.stage; in a mix kernel on a split chip every such op is in a stage of its core
+
+// -----
+
+buffer.kernel @wrong_stage(%n: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %f = arith.constant false
+  %a = buffer.alloc_buf "a2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0b>>
+  %c = buffer.alloc_buf "co1" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0c>>
+  buffer.stage "compute" {
+    buffer.mmad %c, %a, %b, %n, %n, %n, %f : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  }
+  buffer.return
+}
+// CHECK: kernel @wrong_stage: buffer.mmad touches AIC buffers inside a 'compute' stage, which runs on the AIV

@@ -66,3 +66,35 @@ func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
   %y = buffer.launch @add_relu blocks(%blocks) (%x) tiling(%n, %tile) dims(%n) : (tensor<?xf32>) -> tensor<?xf32>
   func.return %y : tensor<?xf32>
 }
+
+// A mix kernel on a split chip: the AIC writes a tile into the workspace and says so;
+// each AIV waits for it, reads its sub-block's half and frees the slot.
+// CHECK-LABEL: buffer.kernel @handover
+// CHECK:         %sb = buffer.sub_block_idx
+// CHECK:         buffer.stage "cube" {
+// CHECK:           buffer.cross_core_set 0 from "aic" after "fix"
+// CHECK:         buffer.cross_core_wait 0 on "aiv"
+// CHECK:         buffer.cross_core_set 1 from "aiv" after "mte2"
+// CHECK:         buffer.cross_core_wait 1 on "aic"
+// CHECK-GENERIC: "buffer.cross_core_set"() <{flag = 0 : i64, core = "aic", pipe = "fix"}> : () -> ()
+// CHECK-GENERIC: "buffer.cross_core_wait"() <{flag = 0 : i64, core = "aiv"}> : () -> ()
+buffer.kernel @handover(%y: memref<?xf32, #buffer.space<gm>>, %bytes: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 1 : i64} {
+  %c16 = arith.constant 16 : index
+  %ws = buffer.workspace %bytes : memref<?xf32, #buffer.space<gm>>
+  %c = buffer.alloc_buf "co1" %bytes max_bytes 1024 -> memref<?xf32, #buffer.space<l0c>>
+  %u = buffer.alloc_buf "veccalc" %bytes max_bytes 1024 -> memref<?xf32, #buffer.space<ub>>
+  %sb = buffer.sub_block_idx
+  %row = arith.muli %sb, %c16 : index
+  buffer.stage "cube" {
+    buffer.copy %c to %ws blocks %c16 x %c16 strides %c16, %c16 : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
+    buffer.cross_core_set 0 from "aic" after "fix"
+  }
+  buffer.cross_core_wait 0 on "aiv"
+  buffer.stage "copy_in" {
+    %src = buffer.view %ws[%row] : memref<?xf32, #buffer.space<gm>>
+    buffer.copy %src to %u blocks %c16 x %c16 strides %c16, %c16 : memref<?xf32, #buffer.space<gm>> to memref<?xf32, #buffer.space<ub>>
+  }
+  buffer.cross_core_set 1 from "aiv" after "mte2"
+  buffer.cross_core_wait 1 on "aic"
+  buffer.return
+}

@@ -187,8 +187,8 @@ func.func @bsnd_inputs_bnsd_result(%q: tensor<1x5x2x8xf32>, %k: tensor<1x5x2x8xf
 
 // -----
 
-// The torch frontend's guard for fully masked rows is absorbed when a constant mask
-// masks no row fully (the guard never fires).
+// The torch frontend's guard for fully masked rows is absorbed: graph.flash_attention
+// gives 0 for such a row too.
 // CHECK-LABEL: func.func @guard_constant_mask
 // CHECK-NEXT:    %m = graph.constant
 // CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v, %m {causal = false, layout = "BNSD", scale = 1.000000e+00}
@@ -210,11 +210,11 @@ func.func @guard_constant_mask(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>,
 
 // -----
 
-// Negative: the guard with a runtime mask. A fully masked row gives 0 through the guard
-// but NaN in graph.flash_attention, so nothing is fused.
+// The guard with a runtime mask, which may mask a row fully: absorbed as well.
 // CHECK-LABEL: func.func @guard_runtime_mask
-// CHECK-NOT:     graph.flash_attention
-// CHECK:         graph.softmax
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v, %m {causal = false, layout = "BNSD", scale = 1.000000e+00}
+// CHECK-NEXT:    func.return %[[A]]
+// CHECK-NOT:     graph.softmax
 func.func @guard_runtime_mask(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>, %v: tensor<1x1x3x4xf32>, %m: tensor<3x3xi1>) -> tensor<1x1x3x4xf32> {
   %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
   %zero = graph.constant dense<0.0> : tensor<f32>
@@ -290,4 +290,56 @@ func.func @not_attention(%x: tensor<4x6xf32>, %w: tensor<6x3xf32>) -> tensor<4x3
   %p = graph.softmax %x {axis = -1} : tensor<4x6xf32>
   %o = graph.matmul %p, %w : (tensor<4x6xf32>, tensor<6x3xf32>) -> tensor<4x3xf32>
   func.return %o : tensor<4x3xf32>
+}
+
+// -----
+
+// Qwen2/Llama in f16, as HF's eager attention writes it: the causal mask is a runtime
+// i1 input (key position > query position), applied as where(future, -inf, s); the
+// softmax runs in float32 between casts; repeat_kv on k and v. The cast pair is
+// absorbed (graph.flash_attention computes the softmax in float32 and rounds only its
+// result), the inverted mask gets a graph.not and repeat_kv goes.
+// CHECK-LABEL: func.func @float32_softmax_runtime_mask
+// CHECK:         %[[F:.*]] = graph.greater %kpos, %qpos
+// CHECK-NEXT:    %[[M:.*]] = graph.not %[[F]] : tensor<6x6xi1>
+// CHECK-NEXT:    %{{.*}} = graph.flash_attention %q, %k, %v, %[[M]] {causal = false, layout = "BNSD", scale = 0.353515625} : (tensor<1x4x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<6x6xi1>) -> tensor<1x4x6x8xf16>
+// CHECK-NOT:     graph.softmax
+// CHECK-NOT:     graph.cast
+func.func @float32_softmax_runtime_mask(%q: tensor<1x4x6x8xf16>, %k: tensor<1x2x6x8xf16>, %v: tensor<1x2x6x8xf16>, %pos: tensor<6xi64>) -> tensor<1x4x6x8xf16> {
+  %kpos = graph.reshape %pos {shape = [1, -1]} : tensor<6xi64> -> tensor<1x6xi64>
+  %qpos = graph.reshape %pos {shape = [-1, 1]} : tensor<6xi64> -> tensor<6x1xi64>
+  %future = graph.greater %kpos, %qpos : (tensor<1x6xi64>, tensor<6x1xi64>) -> tensor<6x6xi1>
+  %k5 = graph.reshape %k {shape = [0, 2, 1, -1, 8]} : tensor<1x2x6x8xf16> -> tensor<1x2x1x6x8xf16>
+  %ke = graph.expand %k5 {shape = [1, 2, 2, 1, 8]} : tensor<1x2x1x6x8xf16> -> tensor<1x2x2x6x8xf16>
+  %kr = graph.reshape %ke {shape = [0, 4, -1, 8]} : tensor<1x2x2x6x8xf16> -> tensor<1x4x6x8xf16>
+  %v5 = graph.reshape %v {shape = [0, 2, 1, -1, 8]} : tensor<1x2x6x8xf16> -> tensor<1x2x1x6x8xf16>
+  %ve = graph.expand %v5 {shape = [1, 2, 2, 1, 8]} : tensor<1x2x1x6x8xf16> -> tensor<1x2x2x6x8xf16>
+  %vr = graph.reshape %ve {shape = [0, 4, -1, 8]} : tensor<1x2x2x6x8xf16> -> tensor<1x4x6x8xf16>
+  %kt = graph.transpose %kr {perm = [0, 1, 3, 2]} : tensor<1x4x6x8xf16> -> tensor<1x4x8x6xf16>
+  %s = graph.matmul %q, %kt : (tensor<1x4x6x8xf16>, tensor<1x4x8x6xf16>) -> tensor<1x4x6x6xf16>
+  %c = graph.constant dense<0.353553385> : tensor<f16>
+  %ss = graph.mul %s, %c : (tensor<1x4x6x6xf16>, tensor<f16>) -> tensor<1x4x6x6xf16>
+  %ninf = graph.constant dense<"0x00FC"> : tensor<f16>
+  %sm = graph.where %future, %ninf, %ss : (tensor<6x6xi1>, tensor<f16>, tensor<1x4x6x6xf16>) -> tensor<1x4x6x6xf16>
+  %s32 = graph.cast %sm : tensor<1x4x6x6xf16> -> tensor<1x4x6x6xf32>
+  %p32 = graph.softmax %s32 {axis = -1} : tensor<1x4x6x6xf32>
+  %p = graph.cast %p32 : tensor<1x4x6x6xf32> -> tensor<1x4x6x6xf16>
+  %o = graph.matmul %p, %vr : (tensor<1x4x6x6xf16>, tensor<1x4x6x8xf16>) -> tensor<1x4x6x8xf16>
+  func.return %o : tensor<1x4x6x8xf16>
+}
+
+// -----
+
+// Negative: the float32 softmax's probabilities are cast to another type than the
+// scores' (f16 scores, bf16 probabilities): P·V would multiply other values.
+// CHECK-LABEL: func.func @softmax_cast_to_another_type
+// CHECK:         graph.softmax
+func.func @softmax_cast_to_another_type(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x4x8xf16>, %v: tensor<1x2x4x8xbf16>) -> tensor<1x2x4x8xbf16> {
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x4x8xf16> -> tensor<1x2x8x4xf16>
+  %s = graph.matmul %q, %kt : (tensor<1x2x4x8xf16>, tensor<1x2x8x4xf16>) -> tensor<1x2x4x4xf16>
+  %s32 = graph.cast %s : tensor<1x2x4x4xf16> -> tensor<1x2x4x4xf32>
+  %p32 = graph.softmax %s32 {axis = -1} : tensor<1x2x4x4xf32>
+  %p = graph.cast %p32 : tensor<1x2x4x4xf32> -> tensor<1x2x4x4xbf16>
+  %o = graph.matmul %p, %v : (tensor<1x2x4x4xbf16>, tensor<1x2x4x8xbf16>) -> tensor<1x2x4x8xbf16>
+  func.return %o : tensor<1x2x4x8xbf16>
 }

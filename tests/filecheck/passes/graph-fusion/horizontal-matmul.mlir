@@ -1,4 +1,5 @@
 // RUN: afc-opt %s --split-input-file -p 'graph-fusion{only=HorizontalMatMulFusionPass}' | filecheck %s
+// RUN: afc-opt %s --split-input-file -p 'graph-fusion{only=HorizontalMatMulFusionPass log=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=LOG
 
 // Q, K and V projections of one hidden state (GQA widths 4, 2, 2) with bias adds (V has
 // none: zeros) become one matmul with the merged bias and a split, in block order.
@@ -78,4 +79,24 @@ func.func @refusals(%x: tensor<2x4xf32>, %r: tensor<4x4xf32>) -> (tensor<2x4xf32
   %g = graph.matmul %t, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
   %h = graph.matmul %t, %w3 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
   func.return %a, %b, %c, %d, %w, %e, %f, %g, %h : tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<4x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// Negative: a gated MLP, silu(x @ wg) * (x @ wu). The products meet only in the mul
+// (a swiglu once SwiGluFusionPass has run): apart, it is the up projection's epilogue,
+// reading the gate's product once; merged, a kernel of its own would read the whole
+// merged output back.
+// CHECK-LABEL: func.func @gated_mlp
+// CHECK-COUNT-2: graph.matmul %x, %w
+// CHECK-NOT:     graph.split
+// LOG: not applied to graph.matmul %g: the products meet only in one graph.mul: apart, it is the later matmul's epilogue; merged, a kernel re-reading the whole merged output
+func.func @gated_mlp(%x: tensor<1x16x64xf16>) -> tensor<1x16x64xf16> {
+  %wg = graph.constant {name = "mlp.gate_proj.weight"} shape_only : tensor<64x64xf16>
+  %wu = graph.constant {name = "mlp.up_proj.weight"} shape_only : tensor<64x64xf16>
+  %g = graph.matmul %x, %wg : (tensor<1x16x64xf16>, tensor<64x64xf16>) -> tensor<1x16x64xf16>
+  %u = graph.matmul %x, %wu : (tensor<1x16x64xf16>, tensor<64x64xf16>) -> tensor<1x16x64xf16>
+  %s = graph.silu %g : tensor<1x16x64xf16>
+  %y = graph.mul %s, %u : tensor<1x16x64xf16>
+  func.return %y : tensor<1x16x64xf16>
 }

@@ -27,7 +27,9 @@
 // CHECK:                 buffer.im2col %b2, %b1_1 fmap(%{{.*}}, %h_rows, %c32) pads(%{{.*}}, %c1) out_width %c16 pixels(%{{.*}}, %ncols) k(%{{.*}}, %{{.*}}) {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0b>>
 // CHECK:                 buffer.mmad %c, %a2_1, %b2_1, %m, %ncols
 // CHECK:             buffer.copy %c to %{{.*}} : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
-// CHECK:           scf.for %sub = %c0 to %c2 step %c1 {
+// CHECK:             buffer.cross_core_set 0 from "aic" after "fix"
+// CHECK:           buffer.cross_core_wait 0 on "aiv"
+// CHECK:           %sub = buffer.sub_block_idx
 // CHECK:               buffer.stage "compute" {
 // CHECK:                 buffer.vscalar "adds"
 // CHECK:                 buffer.vunary "relu"

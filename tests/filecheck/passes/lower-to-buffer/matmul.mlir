@@ -10,8 +10,9 @@
 
 // The cube path: A and B stages in L1 (double buffered), L0A/L0B tiles, an f32 L0C
 // accumulator; then, on 910B (split), Fixpipe to a per-core GM workspace that the two
-// AIVs of each AIC read back in row chunks for the vector epilogue.
-// CHECK:       buffer.kernel @bias_gelu_kernel0(%in0: memref<?xf16, #buffer.space<gm>>, %in1: memref<?xf16, #buffer.space<gm>>, %in2: memref<?xf16, #buffer.space<gm>>, %out0: memref<?xf16, #buffer.space<gm>>, %M: index, %N: index, %K: index, %tm: index, %tn: index, %tk: index, %kl1: index, %mt: index, %nt: index, %k_stages: index, %tiles: index, %per_core: index, %tile_stride: index, %er: index, %ws_bytes: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix"
+// AIVs of each AIC read back in row chunks for the vector epilogue (every other chunk
+// per sub-block), with cross-core flags for a written tile (0) and a freed slot (1).
+// CHECK:       buffer.kernel @bias_gelu_kernel0(%in0: memref<?xf16, #buffer.space<gm>>, %in1: memref<?xf16, #buffer.space<gm>>, %in2: memref<?xf16, #buffer.space<gm>>, %out0: memref<?xf16, #buffer.space<gm>>, %M: index, %N: index, %K: index, %tm: index, %tn: index, %tk: index, %kl1: index, %mt: index, %nt: index, %k_stages: index, %tiles: index, %per_core: index, %tile_stride: index, %er: index, %ws_bytes: index, %group_m: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix"
 // CHECK:         %ws = buffer.workspace %ws_bytes : memref<?xf32, #buffer.space<gm>>
 // CHECK:         %q_a1 = buffer.alloc_queue %{{.*}} buffers 2 max_bytes 65536 of f16 : !buffer.queue<a1>
 // CHECK:         %q_b1 = buffer.alloc_queue %{{.*}} buffers 2 max_bytes 131072 of f16 : !buffer.queue<b1>
@@ -29,8 +30,12 @@
 // CHECK:                 buffer.copy %{{.*}} to %b2 {{.*}} : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0b>>
 // CHECK:                 %acc = arith.cmpi ne
 // CHECK:                 buffer.mmad %c, %a2_1, %b2_1, %m, %ncols, %{{.*}}, %acc
+// CHECK:             scf.if %{{.*}} {
+// CHECK-NEXT:          buffer.cross_core_wait 1 on "aic"
 // CHECK:             buffer.copy %c to %{{.*}} blocks %m x %ncols strides %ncols, %tn : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
-// CHECK:           scf.for %sub = %c0 to %c2 step %c1 {
+// CHECK:             buffer.cross_core_set 0 from "aic" after "fix"
+// CHECK:           buffer.cross_core_wait 0 on "aiv"
+// CHECK:           %sub = buffer.sub_block_idx
 // CHECK:             scf.for %chunk =
 // CHECK:               buffer.stage "copy_in" {
 // CHECK:                 buffer.copy %{{.*}} to %slot blocks %nrows x %ncols strides %tn, %tile_stride : memref<?xf32, #buffer.space<gm>> to memref<?xf32, #buffer.space<ub>>
@@ -39,7 +44,8 @@
 // CHECK:                 buffer.vcast %y, %{{.*}} round "rint"
 // CHECK:               buffer.stage "copy_out" {
 // CHECK:                 buffer.copy %{{.*}} to %{{.*}} blocks %nrows x %ncols strides %tile_stride, %N : memref<?xf16, #buffer.space<ub>> to memref<?xf16, #buffer.space<gm>>
-// CHECK:           } {afc.sub_blocks = 2 : i64}
+// CHECK:           scf.if %{{.*}} {
+// CHECK-NEXT:        buffer.cross_core_set 1 from "aiv" after "mte2"
 // CHECK:       func.func private @bias_gelu_kernel0_tiling(%M: index, %N: index, %K: index)
 
 // Ascend910 (coupled): no workspace; the epilogue reads L0C directly (CO2 is UB).
