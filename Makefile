@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $@
 
 run: $(STAMP)
-	$(BIN)/afc run examples/mlp.mlir --random-inputs 0
+	$(BIN)/afc compile examples/llama_layer.afc --chip Ascend910B1 -o build/llama_layer --check
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

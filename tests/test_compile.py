@@ -240,3 +240,17 @@ def test_debug_maps_generated_statements_to_source(norm_model: Path) -> None:
     # the residual add (line 5) is part of graph.add_layer_norm; the gelu is line 10
     assert f'// graph.add_layer_norm "h" at {norm_model}:5:' in text
     assert f'// graph.gelu "out" at {norm_model}:10:' in text
+
+
+def test_make_run_example_compiles_and_checks(tmp_path: Path) -> None:
+    """`make run`: the bundled Llama-style layer, every kernel generated, numbers checked."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "llama_layer.afc"
+    c = compile_model(str(example), CompileOptions(check=True))
+    assert c.check is not None and c.check["ok"], c.check["verdict"]
+    rewrites = {a.rule for a in c.statistics.applications}
+    assert {"FlashAttentionFusionPass", "RmsNormFusionPass", "SwiGluFusionPass"} <= rewrites
+    assert c.after is not None
+    templates = {k.template for k in c.after.kernels}
+    assert {"attention", "matmul", "rows"} <= templates
+    cpp = [f for f in c.files if f.startswith("kernels/op_kernel/")]
+    assert len(cpp) == sum(1 for k in c.after.kernels if k.kind == "fused")
