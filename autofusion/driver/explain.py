@@ -53,6 +53,16 @@ def _all_names(module: ModuleOp) -> list[str]:
     return names
 
 
+def _brief(description: str) -> str:
+    """A describe_op() string with a long list of fused source names cut to the first:
+    `graph.gelu @ a+b+c+d` -> `graph.gelu @ a (+3 more)`."""
+    head, at, where = description.partition(" @ ")
+    names = where.split("+")
+    if not at or len(names) <= 2:
+        return description
+    return f"{head} @ {names[0]} (+{len(names) - 1} more)"
+
+
 def _listing(items: list[str]) -> str:
     shown = ", ".join(items[:SHOWN])
     return shown + (f", and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
@@ -81,7 +91,8 @@ def explain(c: Compilation, name: str) -> list[str]:
             others = [s for s in app.sources if s != name]
             with_ = f" together with {_listing(others)}" if others else ""
             lines.append(
-                f"  graph fusion: {app.rule} rewrote it{with_} into {_listing(list(app.created))}"
+                f"  graph fusion: {app.rule} rewrote it{with_} into "
+                f"{_listing([_brief(d) for d in app.created])}"
             )
     for kind_rules in c.statistics.rules.values():
         for rule, stats in sorted(kind_rules.items()):
@@ -99,31 +110,35 @@ def explain(c: Compilation, name: str) -> list[str]:
         parent = op.parent_op()
         if isinstance(parent, graph.FusionGroupOp):
             members = [
-                describe_op(o)
+                _brief(describe_op(o))
                 for o in parent.block.ops
                 if not isinstance(o, graph.ConstantOp | graph.YieldOp)
             ]
+            me = _brief(describe_op(op))
             template = parent.attributes.get("afc.template")
             tname = getattr(template, "data", "?")
             if len(members) == 1:
                 lines.append(
-                    f"  UB fusion: {describe_op(op)} is a kernel of its own, "
-                    f"{kernels[parent]} ({tname})"
+                    f"  UB fusion: {me} is a kernel of its own, {kernels[parent]} ({tname})"
                 )
             else:
                 rules = parent.attributes.get("afc.rules")
                 by = f" by {getattr(rules, 'data', '')}" if rules is not None else ""
+                others = [m for m in members if m != me]
                 lines.append(
-                    f"  UB fusion: {describe_op(op)} is in {kernels[parent]} ({tname}){by} with "
-                    f"{len(members) - 1} other ops: {_listing([m for m in members if m != describe_op(op)])}"
+                    f"  UB fusion: {me} is in {kernels[parent]} ({tname}){by} with "
+                    f"{len(others)} other ops: {_listing(others)}"
                 )
         elif op in library:
-            lines.append(f"  UB fusion: {describe_op(op)} stays a library op: {library[op]}")
+            lines.append(
+                f"  UB fusion: {_brief(describe_op(op))} stays a library op: {library[op]}"
+            )
         else:
-            lines.append(f"  UB fusion: {describe_op(op)} is outside every kernel")
+            lines.append(f"  UB fusion: {_brief(describe_op(op))} is outside every kernel")
     for remark in c.ub_result.remarks:
         if _mentions(remark.producer, name) or _mentions(remark.consumer, name):
             lines.append(
-                f"  UB fusion: not fused {remark.producer} -> {remark.consumer}: {remark.reason}"
+                f"  UB fusion: not fused {_brief(remark.producer)} -> {_brief(remark.consumer)}: "
+                f"{remark.reason}"
             )
     return lines
