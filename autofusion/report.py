@@ -22,7 +22,7 @@ data and run no kernel: the tensor they produce is their input's bytes.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from xdsl.dialects import func
@@ -41,6 +41,7 @@ from autofusion.cost_model import is_view, kernel_time, lower_bound_bytes, op_co
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.graph_base import FusionKind, fusion_kind
 from autofusion.hardware import ChipSpec
+from autofusion.lowering.l2_hint import l2_bypass
 from autofusion.passes.fusion_statistics import describe_op
 from autofusion.traffic_model import TrafficKernel, simulate_l2
 
@@ -275,13 +276,16 @@ def group_entry(
     reads = _merge([(tensor_key(v), read_bytes(v, dynamic_size)) for v in streamed])
     hbm_read = cost.gm_read_bytes if cost.hbm_read_bytes is None else cost.hbm_read_bytes
     hot, transient = access_roles(plan, chip, dynamic_size)
+    # inputs read past L2: what lower-to-buffer records on the kernel (lowering/l2_hint.py)
+    bypass = frozenset(tensor_key(v) for v in l2_bypass(group, template, plan, chip))
     traffic = TrafficKernel(
         name,
         reads,
         _merge(_tensors(list(group.outputs), dynamic_size)),
         max(0, hbm_read - sum(n for _, n in reads)),
-        frozenset(tensor_key(v) for v in hot),
-        frozenset(tensor_key(v) for v in transient),
+        frozenset(tensor_key(v) for v in hot) - bypass,
+        frozenset(tensor_key(v) for v in transient) - bypass,
+        bypass,
     )
     return KernelEntry(
         name=name,
@@ -454,7 +458,11 @@ def _decode(attr: Attribute, launch: buffer.LaunchOp, name: str) -> list[Traffic
     return kernels
 
 
-def _from_attribute(name: str, attr: Attribute, launch: buffer.LaunchOp) -> KernelEntry:
+def _from_attribute(
+    name: str, attr: Attribute, launch: buffer.LaunchOp, kernel: buffer.KernelOp | None
+) -> KernelEntry:
+    """The entry lower-to-buffer recorded on `launch`; the inputs its `kernel` reads past
+    L2 (its `l2_bypass` attribute, what codegen emits) go to the traffic model."""
     d = cast(DictionaryAttr, attr).data
 
     def integer(key: str) -> int:
@@ -464,6 +472,11 @@ def _from_attribute(name: str, attr: Attribute, launch: buffer.LaunchOp) -> Kern
         return cast(FloatAttr, d[key]).value.data
 
     fused = _decode(d["traffic"], launch, name) if "traffic" in d else []
+    if fused and kernel is not None and buffer.L2_BYPASS_ATTR in kernel.attributes:
+        indices = cast(ArrayAttr[IntegerAttr], kernel.attributes[buffer.L2_BYPASS_ATTR])
+        bypass = frozenset(tensor_key(launch.inputs[i.value.data]) for i in indices.data)
+        k = fused[0]
+        fused[0] = replace(k, hot=k.hot - bypass, transient=k.transient - bypass, bypass=bypass)
     return KernelEntry(
         name=name,
         kind="fused",
@@ -513,6 +526,7 @@ def build_report(module: ModuleOp, chip: ChipSpec, dynamic_size: int = 128) -> F
     bound_values: list[SSAValue] = []
     outputs: set[Hashable] = set()
     counter = 0
+    kernels = {k.sym_name.data: k for k in module.ops if isinstance(k, buffer.KernelOp)}
     for f in module.ops:
         if not isinstance(f, func.FuncOp) or not f.body.blocks:
             continue
@@ -535,8 +549,9 @@ def build_report(module: ModuleOp, chip: ChipSpec, dynamic_size: int = 128) -> F
                     if isinstance(inner, graph.ConstantOp) and _is_weight(inner):
                         bound_values.append(inner.result)
             elif isinstance(op, buffer.LaunchOp) and REPORT_ATTR in op.attributes:
+                name = op.kernel.string_value()
                 report.kernels.append(
-                    _from_attribute(op.kernel.string_value(), op.attributes[REPORT_ATTR], op)
+                    _from_attribute(name, op.attributes[REPORT_ATTR], op, kernels.get(name))
                 )
             elif is_view(op):
                 report.view_ops += 1

@@ -27,7 +27,10 @@ streamed read and write. Per kernel:
    does for operands that are not re-read (MatMulV3's tiling disables L2 for A or B
    unless the other dimension is split across cores, hicann/ops-nn
    matmul_v3_l2_cache.cpp; pypto's CachePolicy.NONE_CACHEABLE for weights read once,
-   hicann/pypto docs/api/tensor/pypto-Tensor-set_cache_policy.md).
+   hicann/pypto docs/api/tensor/pypto-Tensor-set_cache_policy.md). afc's kernels ask
+   for that only for weights (`bypass`, below); for an intermediate read for the last
+   time it is an assumption (no hint can bypass data that may be dirty in L2, and a
+   real L2 would keep such a miss as a clean line until it is evicted).
 3. Writes allocate dirty granules, most recently used.
 4. Eviction. While L2 holds more than `capacity`, the least recently used granule
    leaves; a dirty one is written back to HBM if its tensor is still live (read by this
@@ -35,6 +38,18 @@ streamed read and write. Per kernel:
 5. After the kernel, tensors that are dead (no later reader, not an output) leave L2
    without a write-back when `drop_dead` (below). At the end, the graph outputs' dirty
    granules are written back.
+
+Bypass. A kernel input in `bypass` is read through a GlobalTensor whose L2 cache mode
+is disabled (`SetL2CacheHint(CacheMode::CACHE_MODE_DISABLE)`, asc-devkit docs
+atlasascendc_api_07_00033; lowering/l2_hint.py decides which inputs, and the buffer
+kernel's `l2_bypass` attribute records it): its bytes come straight from HBM and
+allocate nothing in L2, under every variant below. On 2201 (910B) the hint is an address
+alias (asc-devkit kernel_operator L2CacheAlter adds the runtime's `l2Cacheoffset` to the
+GM address), so a bypassed read does not look in L2 either: it is only correct for data
+that no dirty L2 line can hold newer, and the model refuses a bypassed read of a tensor
+with dirty granules in L2. Each bypassed byte is read from HBM as often as the kernel
+reads it; afc bypasses only inputs its tiling reads once, so the model takes a bypassed
+input to be neither hot nor transient (it refuses one that is).
 
 Streams. Under LRU a matmul's B bands (a weight read once from HBM, then again by
 the group's next M tiles) displace older data as they pass, intermediates written
@@ -73,8 +88,9 @@ class TrafficKernel:
 
     `reads` and `writes` name each tensor once: (tensor, bytes the kernel reads or
     writes of it, each byte once). `hot` inputs are re-read throughout the kernel,
-    `transient` ones briefly (see the module docstring). `extra_read` is HBM traffic of
-    the kernel's own re-reads that L2 cannot serve (its template's estimate)."""
+    `transient` ones briefly, `bypass` ones are read past L2 (see the module
+    docstring). `extra_read` is HBM traffic of the kernel's own re-reads that L2 cannot
+    serve (its template's estimate)."""
 
     name: str
     reads: list[tuple[Hashable, int]] = field(default_factory=list)
@@ -82,6 +98,7 @@ class TrafficKernel:
     extra_read: int = 0
     hot: frozenset[Hashable] = frozenset()
     transient: frozenset[Hashable] = frozenset()
+    bypass: frozenset[Hashable] = frozenset()  # inputs read past L2 (module docstring)
 
 
 @dataclass
@@ -195,9 +212,14 @@ def simulate_l2(
         hbm_write = 0
         hot: list[_Access] = []
         streams: list[_Access] = []
+        bypassed: list[_Access] = []
         for t, b in k.reads:
             size = max(sizes.get(t, b), b, 1)
             part = b / size
+            if t in k.bypass:
+                bypassed.append(_bypass(k, t, granules(size, granule), part, l2))
+                hbm_read += b  # straight from HBM, nothing allocated or looked up
+                continue
             again = last_use.get(t, -1) > i or t in k.hot
             again = again or (t in k.transient and not scan_resistant)
             access = _Access(t, granules(size, granule), part, part >= 1.0 and again)
@@ -228,7 +250,7 @@ def simulate_l2(
                             l2.insert((a.tensor, j), a.sizes[j], False)
             hbm_write += l2.evict(live)
         if drop_dead:
-            for a in (*hot, *streams):
+            for a in (*hot, *streams, *bypassed):
                 if last_use.get(a.tensor, -1) <= i:
                     l2.drop(a.tensor, len(a.sizes))
         reads.append(round(hbm_read))
@@ -239,3 +261,12 @@ def simulate_l2(
         if dirty and (t in outputs or not drop_dead)
     )
     return HbmTraffic(reads, writes, final)
+
+
+def _bypass(k: TrafficKernel, t: Hashable, sizes: list[int], part: float, l2: _L2) -> _Access:
+    """A bypassed read of `t` by `k`, checked against the model's preconditions."""
+    if t in k.hot or t in k.transient:
+        raise ValueError(f"{k.name}: a bypassed input is read once, it cannot be hot or transient")
+    if any(l2.lines.get((t, j), (0, False))[1] for j in range(len(sizes))):
+        raise ValueError(f"{k.name}: a bypassed read of data dirty in L2 would read stale HBM")
+    return _Access(t, sizes, part, allocate=False)

@@ -1075,6 +1075,27 @@ static void CastHalfToBf16() {
     Duplicate(a.Get<half>(), half(1.0f), 16);
     Cast(b.Get<bfloat16_t>(), a.Get<half>(), RoundMode::CAST_RINT, 16);
 }
+static void L2HintOn910() {
+    emu::ChipConfig c = emu::Chip(); c.name = "Ascend910"; c.arch = 1001; emu::SetChipConfig(c);
+    float* g = static_cast<float*>(GmAlloc(64 * sizeof(float)));
+    GlobalTensor<float> gt; gt.SetGlobalBuffer(g); gt.SetL2CacheHint(CacheMode::CACHE_MODE_DISABLE);
+}
+static void L2HintBeforeBuffer() { GlobalTensor<float> gt; gt.SetL2CacheHint(CacheMode::CACHE_MODE_DISABLE); }
+static void L2HintPersistent() {
+    float* g = static_cast<float*>(GmAlloc(64 * sizeof(float)));
+    GlobalTensor<float> gt; gt.SetGlobalBuffer(g); gt.SetL2CacheHint(CacheMode::CACHE_MODE_PERSISTENT);
+}
+static void L2Bypass() {  // a hinted view reads the same values
+    float* g = static_cast<float*>(GmAlloc(64 * sizeof(float)));
+    for (int i = 0; i < 64; ++i) { g[i] = static_cast<float>(i); }
+    GlobalTensor<float> gt; gt.SetGlobalBuffer(g, 64); gt.SetL2CacheHint(CacheMode::CACHE_MODE_DISABLE);
+    TPipe pipe; TBuf<QuePosition::VECCALC> b; pipe.InitBuffer(b, 256);
+    LocalTensor<float> t = b.Get<float>();
+    DataCopy(t, gt[8], 8);
+    SetFlag<HardEvent::MTE2_S>(0); WaitFlag<HardEvent::MTE2_S>(0);
+    for (int i = 0; i < 8; ++i) { std::printf("%g ", static_cast<double>(t.GetValue(i))); }
+    std::printf("\n");
+}
 static void CompareNot256() {
     emu::ChipConfig c = emu::Chip(); c.strictTruncation = true; emu::SetChipConfig(c);
     TPipe pipe; TBuf<QuePosition::VECCALC> a, m; pipe.InitBuffer(a, 256); pipe.InitBuffer(m, 32);
@@ -1107,7 +1128,8 @@ int main(int argc, char** argv)
     CASE(EnqueTwice) CASE(UseAfterFree) CASE(UseWhileQueued) CASE(Unaligned) CASE(PartialOverlap) CASE(Race)
     CASE(Synced) CASE(WaitWithoutSet) CASE(SetNeverWaited) CASE(QueueBuffersPerPosition) CASE(TooManyBuffers)
     CASE(SecondPipe) CASE(GmOutOfBounds) CASE(TruncatedCopy) CASE(DataCopyPadOn910) CASE(CubeOnVectorCore)
-    CASE(CastHalfToBf16) CASE(CompareNot256)
+    CASE(CastHalfToBf16) CASE(CompareNot256) CASE(L2HintOn910) CASE(L2HintBeforeBuffer) CASE(L2HintPersistent)
+    CASE(L2Bypass)
     std::fprintf(stderr, "unknown case %s\n", name.c_str());
     return 2;
 }
@@ -1135,6 +1157,9 @@ MISUSE_CASES = {
     "CubeOnVectorCore": r"Mmad: cube instruction in a vector-only \(KERNEL_TYPE_AIV_ONLY\) kernel",
     "CastHalfToBf16": r"Cast from half to bfloat16_t with RoundMode::CAST_RINT is not supported",
     "CompareNot256": r"Compare of 40 elements \(160 bytes\) is not a multiple of 256 bytes",
+    "L2HintOn910": r"GlobalTensor::SetL2CacheHint is not available on Ascend910 \(Atlas A2/A3 only\)",
+    "L2HintBeforeBuffer": r"SetL2CacheHint before SetGlobalBuffer",
+    "L2HintPersistent": r"CacheMode 4 is not CACHE_MODE_DISABLE or CACHE_MODE_NORMAL on Ascend910B1",
 }
 
 
@@ -1194,6 +1219,13 @@ def test_emulator_accepts_synchronised_access_and_truncates_like_the_hardware(
     )
     # 10 floats are 40 bytes; DataCopy moves 32 of them: elements 8 and 9 keep their value
     assert done.stdout.split() == ["0", "1", "2", "3", "4", "5", "6", "7", "-1", "-1"]
+
+
+def test_emulator_reads_through_an_l2_bypass_hint_unchanged(misuse_program: Path) -> None:
+    done = subprocess.run(
+        [str(misuse_program), "L2Bypass"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == [str(i) for i in range(8, 16)]
 
 
 def test_half_and_bfloat16_round_to_nearest_even(misuse_program: Path, tmp_path: Path) -> None:

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,9 +84,18 @@ def T(shape: tuple[int, ...], elt: str) -> str:
 def matmul_cases(e: str) -> dict[str, str]:
     """matmul + bias + gelu (M/N/K tails over 4 output tiles and 5 L1 stages); gemm with
     transposed B, alpha/beta, bias, relu and a residual; a matmul whose activation
-    property is silu; a batched matmul broadcasting its weight."""
+    property is silu; a batched matmul broadcasting its weight; a decode-sized matmul
+    (M in one tile) whose constant weight is read once, past L2."""
     m, k, n = 37, 70, 50
+    weight = _dense(np.random.default_rng(3).standard_normal((40, 72)) * 0.3)
     return {
+        "mm_decode_weight": f"""
+func.func @mm_decode_weight(%a: {T((4, 40), e)}, %r: {T((4, 72), e)}) -> {T((4, 72), e)} {{
+  %w = graph.constant dense<{weight}> : {T((40, 72), e)}
+  %mm = graph.matmul %a, %w : ({T((4, 40), e)}, {T((40, 72), e)}) -> {T((4, 72), e)}
+  %y = graph.add %mm, %r : {T((4, 72), e)}
+  func.return %y : {T((4, 72), e)}
+}}""",
         "mm_bias_gelu": f"""
 func.func @mm_bias_gelu(%a: {T((m, k), e)}, %b: {T((k, n), e)}, %c: {T((n,), e)}) -> {T((m, n), e)} {{
   %mm = graph.matmul %a, %b : ({T((m, k), e)}, {T((k, n), e)}) -> {T((m, n), e)}
@@ -159,34 +171,68 @@ def _dense(values: np.ndarray) -> str:
 
 def conv_cases(e: str) -> dict[str, str]:
     """conv + batch norm + relu (graph-fusion folds the constant batch norm into the
-    weights and a bias) and conv + bias + relu, pointwise: per image the GEMM
-    W [Cout x Cin] @ X [Cin x H*W] (several pixel tiles with a tail, output channels
-    with a tail). A conv with a larger kernel needs LoadData3DV2 (see the error test)."""
+    weights and a bias; the relu becomes the conv's activation) and conv + bias + relu:
+
+    * pointwise (1x1, unit strides): per image the GEMM W [Cout x Cin] @ X [Cin x H*W];
+    * every other conv on 910B: the AIVs gather each output tile's X_col into a
+      workspace slot (explicit im2col), the AIC multiplies it: 3x3 stride 1 with the
+      folded batch norm (two images, 90 pixels and 40 channels: pixel and channel
+      tails over several cores), 3x3 stride 2, 5x5, dilation 2 with two groups,
+      depthwise, and a 1x1 stride-2 projection (a ResNet shortcut)."""
     rng = np.random.default_rng(15)
-    w = _dense(rng.standard_normal((40, 24, 1, 1)) * 0.3)
-    scale, shift = _dense(rng.uniform(0.5, 2, 40)), _dense(rng.standard_normal(40))
-    mean, var = _dense(rng.standard_normal(40)), _dense(rng.uniform(0.5, 2, 40))
-    x, o, c = T((2, 24, 7, 9), e), T((2, 40, 7, 9), e), T((40,), e)
-    geometry = "strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1"
-    return {
-        "conv_bn_relu": f"""
-func.func @conv_bn_relu(%x: {x}) -> {o} {{
-  %w = graph.constant dense<{w}> : {T((40, 24, 1, 1), e)}
+
+    def bn_relu(
+        name: str, x: tuple[int, ...], w: tuple[int, ...], o: tuple[int, ...], geometry: str
+    ) -> str:
+        co = w[0]
+        c = T((co,), e)
+        weights = _dense(rng.standard_normal(w) * 0.3)
+        scale, shift = _dense(rng.uniform(0.5, 2, co)), _dense(rng.standard_normal(co))
+        mean, var = _dense(rng.standard_normal(co)), _dense(rng.uniform(0.5, 2, co))
+        return f"""
+func.func @{name}(%x: {T(x, e)}) -> {T(o, e)} {{
+  %w = graph.constant dense<{weights}> : {T(w, e)}
   %s = graph.constant dense<{scale}> : {c}
   %b = graph.constant dense<{shift}> : {c}
   %mu = graph.constant dense<{mean}> : {c}
   %v = graph.constant dense<{var}> : {c}
-  %cv = graph.conv2d %x, %w {{{geometry}}} : ({x}, {T((40, 24, 1, 1), e)}) -> {o}
-  %n = graph.batch_norm %cv, %s, %b, %mu, %v {{epsilon = 1.0e-05}} : ({o}, {c}, {c}, {c}, {c}) -> {o}
-  %y = graph.relu %n : {o}
+  %cv = graph.conv2d %x, %w {{{geometry}}} : ({T(x, e)}, {T(w, e)}) -> {T(o, e)}
+  %n = graph.batch_norm %cv, %s, %b, %mu, %v {{epsilon = 1.0e-05}} : ({T(o, e)}, {c}, {c}, {c}, {c}) -> {T(o, e)}
+  %y = graph.relu %n : {T(o, e)}
+  func.return %y : {T(o, e)}
+}}"""
+
+    def bias_relu(
+        name: str, x: tuple[int, ...], co: int, k: int, stride: int, pad: int, dil: int, group: int
+    ) -> str:
+        n, c, h, w = x
+        oh = (h + 2 * pad - dil * (k - 1) - 1) // stride + 1
+        ow = (w + 2 * pad - dil * (k - 1) - 1) // stride + 1
+        wt, b, o = T((co, c // group, k, k), e), T((co,), e), T((n, co, oh, ow), e)
+        geometry = (
+            f"strides = [{stride}, {stride}], pads = [{pad}, {pad}, {pad}, {pad}], "
+            f"dilations = [{dil}, {dil}], group = {group}"
+        )
+        return f"""
+func.func @{name}(%x: {T(x, e)}, %w: {wt}, %b: {b}) -> {o} {{
+  %cv = graph.conv2d %x, %w, %b {{{geometry}}} : ({T(x, e)}, {wt}, {b}) -> {o}
+  %y = graph.relu %cv : {o}
   func.return %y : {o}
-}}""",
-        "conv_bias_relu": f"""
-func.func @conv_bias_relu(%x: {T((1, 16, 11, 10), e)}, %w: {T((24, 16, 1, 1), e)}, %b: {T((24,), e)}) -> {T((1, 24, 11, 10), e)} {{
-  %cv = graph.conv2d %x, %w, %b {{{geometry}}} : ({T((1, 16, 11, 10), e)}, {T((24, 16, 1, 1), e)}, {T((24,), e)}) -> {T((1, 24, 11, 10), e)}
-  %y = graph.relu %cv : {T((1, 24, 11, 10), e)}
-  func.return %y : {T((1, 24, 11, 10), e)}
-}}""",
+}}"""
+
+    unit = "strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1"
+    same = "strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1"
+    return {
+        "conv_bn_relu": bn_relu("conv_bn_relu", (2, 24, 7, 9), (40, 24, 1, 1), (2, 40, 7, 9), unit),
+        "conv_bias_relu": bias_relu("conv_bias_relu", (1, 16, 11, 10), 24, 1, 1, 0, 1, 1),
+        "conv3x3_bn_relu": bn_relu(
+            "conv3x3_bn_relu", (2, 8, 9, 10), (40, 8, 3, 3), (2, 40, 9, 10), same
+        ),
+        "conv3x3_s2": bias_relu("conv3x3_s2", (1, 16, 11, 10), 24, 3, 2, 1, 1, 1),
+        "conv5x5": bias_relu("conv5x5", (1, 6, 9, 8), 12, 5, 1, 2, 1, 1),
+        "conv_dil2_grouped": bias_relu("conv_dil2_grouped", (1, 8, 12, 11), 12, 3, 1, 2, 2, 2),
+        "conv_depthwise": bias_relu("conv_depthwise", (1, 8, 9, 10), 8, 3, 1, 1, 1, 8),
+        "conv1x1_s2": bias_relu("conv1x1_s2", (2, 8, 9, 9), 16, 1, 2, 0, 1, 1),
     }
 
 
@@ -294,6 +340,28 @@ def test_mix_kernel_states_its_cores_and_flags() -> None:
         assert f"CrossCoreWaitFlag({flag});" in attention
 
 
+def test_a_weight_read_once_is_read_past_l2() -> None:
+    """M fits one tile: each band of the constant weight is read once, so the kernel
+    reads it past L2 (lowering/l2_hint.py); A, re-read for every N tile, and the
+    residual, a graph input, use L2. The attribute and the API call say the same."""
+    graph_module, lowered, kernels = library(SPLIT, "f16")
+    (kernel,) = (
+        op
+        for op in lowered.ops
+        if isinstance(op, buffer.KernelOp) and op.sym_name.data.startswith("mm_decode_weight")
+    )
+    assert str(kernel.attributes[buffer.L2_BYPASS_ATTR]) == "[1 : i64]"  # B, in1
+    # the buffer interpreter runs it as it is (the hint changes no values)
+    feeds = feeds_for(graph_module, "mm_decode_weight", seed=2)
+    want = run_function(graph_module, feeds, entry="mm_decode_weight")
+    got = run_function(lowered, feeds, entry="mm_decode_weight")
+    np.testing.assert_allclose(got["out0"], want["out0"], rtol=2e-3, atol=2e-3)
+    code = kernel_file(kernels, "mm_decode_weight")
+    assert re.findall(r"(\w+)\.SetL2CacheHint\(CacheMode::CACHE_MODE_DISABLE\);", code) == ["in1Gm"]
+    for case in ("mm_bias_gelu", "bmm_add"):  # M over several tiles, a broadcast weight
+        assert "SetL2CacheHint" not in kernel_file(kernels, case)
+
+
 def test_missing_cross_core_flag_is_caught() -> None:
     """Without the AIC's set, the AIVs' wait never returns (the interpreter and the
     emulator report it); without the AIVs' wait, or with a set that does not wait for
@@ -334,3 +402,126 @@ func.func @main(%a: {T((48, 40), "f32")}, %b: {T((48, 32), "f32")}) -> {T((40, 3
     with pytest.raises(UserError, match="a transposed float A operand") as info:
         emit_ascendc(module)
     assert "\n" not in str(info.value)
+
+
+def test_conv_im2col_on_a_coupled_chip_is_a_clear_error() -> None:
+    """Coupled chips (910, 310P) keep the LoadData3DV2-style buffer.im2col of an NCHW
+    map, which has no Ascend C form: one line naming the op."""
+    text = f"""
+func.func @main(%x: {T((1, 16, 8, 16), "f16")}, %w: {T((32, 16, 3, 3), "f16")}) -> {T((1, 32, 8, 16), "f16")} {{
+  %c = graph.conv2d %x, %w {{strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1}} : ({T((1, 16, 8, 16), "f16")}, {T((32, 16, 3, 3), "f16")}) -> {T((1, 32, 8, 16), "f16")}
+  %y = graph.relu %c : {T((1, 32, 8, 16), "f16")}
+  func.return %y : {T((1, 32, 8, 16), "f16")}
+}}"""
+    module = parse_module(default_context(), text, "t.mlir")
+    apply_pipeline(module, "ub-fusion{chip=Ascend910},lower-to-buffer{chip=Ascend910}")
+    with pytest.raises(UserError, match=r"buffer\.im2col.*has no LoadData3DV2 form") as info:
+        emit_ascendc(module)
+    assert "\n" not in str(info.value)
+
+
+GATHER = r"""
+#include <cstdio>
+#include <string>
+#include "kernel_operator.h"
+using namespace AscendC;
+
+template <int Shift>
+static void Gathers()
+{
+    TPipe pipe; TBuf<QuePosition::VECCALC> s, d, o;
+    pipe.InitBuffer(s, 64); pipe.InitBuffer(d, 64); pipe.InitBuffer(o, 64);
+    LocalTensor<float> src = s.Get<float>(), dst = d.Get<float>();
+    LocalTensor<int32_t> off = o.Get<int32_t>();
+    for (int i = 0; i < 16; ++i) { src.SetValue(i, static_cast<float>(i)); off.SetValue(i, (15 - i) * 4 + Shift); }
+    PipeBarrier<PIPE_ALL>();
+    Gather(dst, src, off.ReinterpretCast<uint32_t>(), 0, 16);
+    PipeBarrier<PIPE_ALL>();
+    for (int i = 0; i < 16; ++i) { std::printf("%g ", dst.GetValue(i)); }
+}
+
+int main(int argc, char** argv)
+{
+    const std::string name = argc > 1 ? argv[1] : "";
+    if (name == "reverse") { emu::RunBlocks(1, Gathers<0>); return 0; }
+    if (name == "unaligned") { emu::RunBlocks(1, Gathers<2>); return 0; }
+    if (name == "outside") { emu::RunBlocks(1, Gathers<4>); return 0; }
+    if (name == "on910") {
+        emu::ChipConfig c = emu::DefaultChipConfig(); c.name = "Ascend910"; c.arch = 1001; emu::SetChipConfig(c);
+        emu::RunBlocks(1, Gathers<0>); return 0;
+    }
+    return 2;
+}
+"""
+
+
+def test_emulated_gather_checks_its_offsets(tmp_path: Path) -> None:
+    """Gather (asc-devkit Gather.md): dst[i] = src at byte offset srcOffset[i]; offsets
+    that are not element multiples or leave src's buffer, and chips other than A2/A3,
+    abort the emulation."""
+    from autofusion.codegen import emulate
+
+    src, exe = tmp_path / "gather.cpp", tmp_path / "gather"
+    src.write_text(GATHER)
+    subprocess.run(
+        [emulate.CXX, *emulate.CXXFLAGS, f"-I{emulate.INCLUDE_DIR}", str(src), "-o", str(exe)],
+        check=True,
+    )
+    done = subprocess.run([str(exe), "reverse"], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [str(i) for i in range(15, -1, -1)]
+    for case, message in (
+        ("unaligned", r"Gather: srcBaseAddr \+ srcOffset\[0\] = 62 bytes is not a multiple of 4"),
+        ("outside", r"Gather: an offset reaches element 16 of src, which has 16 from its address"),
+        ("on910", r"Gather is not available on Ascend910 \(Atlas A2/A3 only"),
+    ):
+        done = subprocess.run([str(exe), case], capture_output=True, text=True, check=False)
+        assert done.returncode != 0 and re.search(message, done.stderr), done.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# A ResNet basic block end to end
+# ---------------------------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+AFC = str(Path(sys.executable).parent / "afc")
+
+
+def afc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [AFC, *args], capture_output=True, text=True, check=False, cwd=cwd, timeout=600
+    )
+
+
+def test_resnet_block_compiles_and_its_kernels_run(tmp_path: Path) -> None:
+    """examples/resnet_block.afc (3x3 stride 2, 3x3 and a 1x1 stride-2 shortcut, each
+    with its batch norm folded, ReLUs and the residual add fused) compiles with its
+    shape-only weights; with weights from an .npz, `afc run --emulate` on the buffer IR
+    it writes (three conv mix kernels) matches the interpreter on the model."""
+    done = afc("compile", str(EXAMPLES / "resnet_block.afc"), "-o", "shapes", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(list((tmp_path / "shapes" / "kernels" / "op_kernel").glob("*.cpp"))) == 3
+    rng = np.random.default_rng(3)
+    weights: dict[str, np.ndarray] = {}
+
+    def from_npz(m: re.Match[str]) -> str:
+        name, dims = m.group(1), [int(d) for d in m.group(2).split(",")]
+        if name.endswith(("_var", "_scale")):
+            weights[name] = rng.uniform(0.5, 2, dims).astype(np.float32)
+        else:
+            weights[name] = (rng.standard_normal(dims) * 0.1).astype(np.float32)
+        return f'weight {name}: f32[{m.group(2)}] from "w.npz"'
+
+    model = (EXAMPLES / "resnet_block.afc").read_text()
+    (tmp_path / "rb.afc").write_text(re.sub(r"weight (\w+): f32\[([0-9, ]+)\]", from_npz, model))
+    np.savez(tmp_path / "w.npz", **weights)  # type: ignore[arg-type]
+    done = afc("compile", "rb.afc", "-o", "out", "-q", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ir = (tmp_path / "out" / "buffer.mlir").read_text()
+    assert ir.count("buffer.launch") == 3 and ir.count("buffer.vgather") == 3
+    for args in (("out/buffer.mlir", "--emulate", "-o", "emu.npz"), ("rb.afc", "-o", "ref.npz")):
+        done = afc("run", *args, "--random-inputs", "0", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    got, want = np.load(tmp_path / "emu.npz"), np.load(tmp_path / "ref.npz")
+    y, ref = got["y"].astype(np.float64), want["y"].astype(np.float64)
+    assert y.shape == ref.shape and y.shape[1:] == (128, 28, 28)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4 * float(np.abs(ref).max()))

@@ -72,6 +72,11 @@ def test_compile_writes_every_output(norm_model: Path, tmp_path: Path) -> None:
     assert summary[0].startswith(f"afc compile {norm_model} -> {out} (Ascend910B1, -O2")
     assert any("AddLayerNormFusionPass x1" in line for line in summary)
     assert any(line.strip().startswith("check       pass") for line in summary)
+    # x, r and out (8 x 64 f32) and g (64 f32) once: the L2 keeps what the kernel re-reads
+    assert (
+        "  HBM traffic 0.006 MB -> 0.006 MB (LRU L2 192 MB; after fusion 0.006 MB to "
+        "0.006 MB, fused is 1.00x)" in summary
+    )
     # progress: one line per stage on stderr
     stages = [line for line in done.stderr.splitlines() if line.startswith("[")]
     assert [s.split()[1] for s in stages] == [
@@ -90,14 +95,23 @@ def test_compile_writes_every_output(norm_model: Path, tmp_path: Path) -> None:
     totals = report["totals"]
     assert totals["kernels_after"] == 1 and totals["ops_before"] == 10
     assert totals["gm_bytes_after"] < totals["gm_bytes_before"]
+    assert totals["gm_bytes_lower_bound"] == 3 * 8 * 64 * 4 + 64 * 4
+    hbm = ("hbm_bytes_after", "hbm_bytes_after_optimistic", "hbm_bytes_after_pessimistic")
+    assert [totals[k] for k in hbm] == [totals["gm_bytes_lower_bound"]] * 3
+    assert totals["hbm_bytes_before"] >= totals["hbm_bytes_after"]
+    assert totals["l2_bytes"] == 192 * 1024 * 1024
     assert report["graph_rewrites"] == {"AddLayerNormFusionPass": 1, "LayerNormFusionPass": 1}
     (kernel,) = report["kernels"]
     assert kernel["ops"][0].startswith("graph.add_layer_norm @ h+m+d+v+y")
+    # reads x, r and g from HBM; out stays dirty in L2 until the end (no per-kernel write)
+    assert (kernel["hbm_read_bytes"], kernel["hbm_write_bytes"]) == (2 * 8 * 64 * 4 + 64 * 4, 0)
     stats = json.loads((out / "fusion_result.json").read_text())["session_and_graph_id_0_0"]
     assert stats["graph_fusion"]["LayerNormFusionPass"]["effect_times"] == "1"
     assert stats["ub_fusion"]["AutomaticUbFusion"]["effect_times"] == "1"
     md = (out / "report.md").read_text()
     assert "| after fusion | 1 |" in md and "graph.gelu @ out" in md
+    assert "| HBM traffic | x lower bound |" in md and "| HBM read | HBM write |" in md
+    assert "| 0.008 MB | 1.28x | 0.006 MB | 1.00x |" in md
     dot = (out / "graph.dot").read_text()
     assert "subgraph cluster_b {" in dot and "subgraph cluster_ak0 {" in dot
     assert 'label="kernel 0 (rows)"; style=filled; fillcolor="#8dd3c7";' in dot

@@ -316,8 +316,11 @@ def test_conv_bias_relu(name: str, geometry: tuple, elt: str) -> None:
     n, c, hw, co, k, s, p, d, g = geometry
     text, args = conv_case(n, c, hw, co, k, s, p, d, g, elt)
     after = check(text, SPLIT, feeds_for(args, 9), elt, "conv")
-    # a pointwise conv is a plain GEMM per image: no im2col
-    assert ("buffer.im2col" in module_to_text(default_context(), after)) == (name != "1x1")
+    # a pointwise conv is a plain GEMM per image: no im2col; on a split chip the others
+    # have the AIVs gather X_col into a workspace (no LoadData3DV2 im2col in L1)
+    ir = module_to_text(default_context(), after)
+    assert ("buffer.vgather" in ir) == (name != "1x1")
+    assert "buffer.im2col" not in ir
 
 
 @pytest.mark.parametrize("chip", ["Ascend310P3", COUPLED])
@@ -336,6 +339,15 @@ def test_conv_without_epilogue_writes_through_fixpipe() -> None:
         "graph.yield %y", "graph.yield %c"
     )
     after = check(text, SPLIT, feeds_for(args, 11), "f16")
+    # the AIVs only build X_col (explicit im2col); the AIC's Fixpipe writes the output
+    assert kernel_of(after).core_type.data == "mix"
+    ir = module_to_text(default_context(), after)
+    assert "relu true : memref<?xf32, #buffer.space<l0c>> to memref<?xf16, #buffer.space<gm>>" in ir
+    pointwise, args = conv_case(1, 8, (8, 8), 16, 1, 1, 0, 1, 1, "f16", bias=False, act="relu")
+    pointwise = pointwise.replace("    %y = graph.relu %c : tensor<1x16x8x8xf16>\n", "").replace(
+        "graph.yield %y", "graph.yield %c"
+    )
+    after = check(pointwise, SPLIT, feeds_for(args, 11), "f16")
     assert kernel_of(after).core_type.data == "aic"
 
 
@@ -683,7 +695,7 @@ def test_matmul_in_groups_of_m_tiles_smaller_than_m(
     assert cost.hbm_read_bytes == m * k * 2 + 3 * k * n * 2
 
 
-# ---- the dialect additions: im2col, transposed loads, Fixpipe casts, workspaces -------------------
+# ---- the dialect additions: im2col, gathers, transposed loads, Fixpipe casts, workspaces ---------
 
 KERNEL = """
 func.func @main(%x: tensor<SRC>) -> tensor<DST> {
@@ -780,6 +792,47 @@ def test_im2col_builds_the_implicit_gemm_matrix(dest: str) -> None:
     np.testing.assert_array_equal(got, want if dest == "l0b" else want.T)
 
 
+def vgather_kernel(offsets: list[int]) -> str:
+    """GM -> UB, buffer.vgather at the given byte offsets, UB -> GM."""
+    n = len(offsets)
+    body = f"""
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant {n} : index
+  %nb = arith.constant {n * 4} : index
+  %x = buffer.alloc_buf "vecin" %nb max_bytes {n * 4} -> memref<?xf32, #buffer.space<ub>>
+  %y = buffer.alloc_buf "vecout" %nb max_bytes {n * 4} -> memref<?xf32, #buffer.space<ub>>
+  %o = buffer.alloc_buf "veccalc" %nb max_bytes {n * 4} -> memref<?xi32, #buffer.space<ub>>
+  buffer.copy %in to %x blocks %c1 x %n strides %c0, %c0 : memref<?xf32, #buffer.space<gm>> to memref<?xf32, #buffer.space<ub>>
+"""
+    for i, off in enumerate(offsets):
+        body += f"""  %i{i} = arith.constant {i} : index
+  %v{i} = arith.constant {off} : i32
+  buffer.set_value %o[%i{i}], %v{i} : memref<?xi32, #buffer.space<ub>>, i32
+"""
+    body += """  buffer.vgather %y, %x, %o, %n : memref<?xf32, #buffer.space<ub>>, memref<?xf32, #buffer.space<ub>>, memref<?xi32, #buffer.space<ub>>
+  buffer.copy %y to %out blocks %c1 x %n strides %c0, %c0 : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>"""
+    return body
+
+
+def test_vgather_picks_elements_at_byte_offsets() -> None:
+    """dst[i] = src at byte offset offsets[i] (Gather); repeated and reversed picks."""
+    x = np.arange(8, dtype=np.float32) + 1
+    picks = [7, 0, 0, 3, 6, 5, 1, 2]
+    body = vgather_kernel([4 * p for p in picks])
+    got = run_kernel(body, "8xf32", "8xf32", x)
+    np.testing.assert_array_equal(got, x[picks])
+    for bad, message in (
+        ([2] + [0] * 7, "non-negative multiples of 4"),
+        ([32] * 8, "past the end"),
+    ):
+        with pytest.raises(Exception, match=message):
+            run_kernel(vgather_kernel(bad), "8xf32", "8xf32", x)
+    # Gather exists on Atlas A2/A3 only (asc-devkit Gather.md)
+    with pytest.raises(Exception, match=r"vgather \(Gather\) is not available on Ascend910"):
+        run_kernel(body, "8xf32", "8xf32", x, chip=COUPLED)
+
+
 def test_transposed_load_and_fixpipe_bf16_cast() -> None:
     """l1 -> l0b with transpose: a [3 x 5] block lands as [5 x 3]; l0c -> gm rounds the
     float32 accumulator to bf16 (nearest even), as Fixpipe's F322BF16."""
@@ -829,6 +882,17 @@ def test_transposed_load_and_fixpipe_bf16_cast() -> None:
         (
             "%w = buffer.workspace %c32 : memref<?xf32, #buffer.space<gm>>",
             "must be a tiling argument",
+        ),
+        (
+            '%b = buffer.alloc_buf "vecin" %c32 max_bytes 32 -> memref<?xf32, #buffer.space<ub>>\n'
+            "  buffer.vgather %b, %b, %b, %c1 : memref<?xf32, #buffer.space<ub>>, memref<?xf32, #buffer.space<ub>>, memref<?xf32, #buffer.space<ub>>",
+            "vgather offsets are i32 byte offsets",
+        ),
+        (
+            '%b = buffer.alloc_buf "vecin" %c32 max_bytes 32 -> memref<?xf32, #buffer.space<ub>>\n'
+            '  %o = buffer.alloc_buf "veccalc" %c32 max_bytes 32 -> memref<?xi32, #buffer.space<ub>>\n'
+            "  buffer.vgather %b, %in, %o, %c1 : memref<?xf32, #buffer.space<ub>>, memref<?xf32, #buffer.space<gm>>, memref<?xi32, #buffer.space<ub>>",
+            "vector operand #1 is in gm, not ub",
         ),
     ],
 )

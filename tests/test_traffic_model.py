@@ -106,21 +106,66 @@ def test_a_hot_input_stays_while_an_output_streams_out() -> None:
     assert run(kernels, {"a": 20, "o": 30}, {"o"}, 30, 10) == ([20], [20], 10)
 
 
-def test_a_weight_streaming_through_l2_evicts_older_data_unless_scan_resistant() -> None:
-    # granules of 10, L2 of 40. k0 writes h; k1 streams a weight w (3 granules, re-read
-    # briefly: transient) and writes y; k2 reads h and y. Under LRU, k1's last step
-    # (w2, y1) evicts h (written back, read again by k2) and w0 (clean). With a
-    # scan-resistant L2 the weight allocates nothing and h stays.
-    kernels = [
+# the worked example of docs/ub-fusion.md: granules of 10, L2 of 40. k0 writes h; k1
+# reads a weight w (3 granules, in the given role) and writes y; k2 reads h and y.
+WORKED_SIZES = {"h": 10, "w": 30, "y": 20, "o": 10}
+
+
+def worked_example(role: str) -> list[TrafficKernel]:
+    w_role = {role: frozenset({"w"})}
+    return [
         TrafficKernel("k0", [], [("h", 10)]),
-        TrafficKernel("k1", [("w", 30)], [("y", 20)], transient=frozenset({"w"})),
+        TrafficKernel("k1", [("w", 30)], [("y", 20)], **w_role),
         TrafficKernel("k2", [("h", 10), ("y", 20)], [("o", 10)]),
     ]
-    sizes = {"h": 10, "w": 30, "y": 20, "o": 10}
-    lru = run(kernels, sizes, {"o"}, 40, 10)
+
+
+def test_a_weight_streaming_through_l2_evicts_older_data_unless_scan_resistant() -> None:
+    # w is re-read briefly (transient). Under LRU, k1's last step (w2, y1) evicts h
+    # (written back, read again by k2) and w0 (clean). With a scan-resistant L2 the
+    # weight allocates nothing and h stays.
+    kernels = worked_example("transient")
+    lru = run(kernels, WORKED_SIZES, {"o"}, 40, 10)
     assert lru == ([0, 30, 10], [0, 10, 0], 10)
-    resistant = run(kernels, sizes, {"o"}, 40, 10, scan_resistant=True)
+    resistant = run(kernels, WORKED_SIZES, {"o"}, 40, 10, scan_resistant=True)
     assert resistant == ([0, 30, 0], [0, 0, 0], 10)
+
+
+def test_a_weight_read_once_past_l2_allocates_nothing_in_every_variant() -> None:
+    # w read once (a decode-sized matmul) and bypassed: its 30 bytes come from HBM and
+    # nothing of it enters L2, so h and y stay. Pessimistically the dead h and y are
+    # written back at the end too (dirty, and kept).
+    kernels = worked_example("bypass")
+    want = ([0, 30, 0], [0, 0, 0], 10)
+    assert run(kernels, WORKED_SIZES, {"o"}, 40, 10) == want
+    assert run(kernels, WORKED_SIZES, {"o"}, 40, 10, scan_resistant=True) == want
+    pessimistic = run(kernels, WORKED_SIZES, {"o"}, 40, 10, drop_dead=False)
+    assert pessimistic == ([0, 30, 0], [0, 0, 0], 40)
+
+
+def test_a_bypassed_read_does_not_look_in_l2() -> None:
+    # k0 reads w and keeps it (k1 reads it again); k1 reads it past L2: from HBM again,
+    # as the 910B's bypass is an address alias that L2 does not serve
+    kernels = [
+        TrafficKernel("k0", [("w", 20)], [("a", 10)]),
+        TrafficKernel("k1", [("w", 20), ("a", 10)], [("o", 10)], bypass=frozenset({"w"})),
+    ]
+    sizes = {"w": 20, "a": 10, "o": 10}
+    for policy in ({}, {"scan_resistant": True}, {"drop_dead": False}):
+        assert run(kernels, sizes, {"o"}, 100, 10, **policy)[0] == [20, 20]
+
+
+def test_a_bypassed_read_must_be_read_once_and_not_dirty_in_l2() -> None:
+    sizes = {"w": 20, "a": 10}
+    hot = [TrafficKernel("k0", [("w", 20)], [("a", 10)], hot=frozenset("w"), bypass=frozenset("w"))]
+    with pytest.raises(ValueError, match="cannot be hot or transient"):
+        run(hot, sizes, {"a"}, 100, 10)
+    written = [
+        TrafficKernel("k0", [], [("w", 20)]),
+        TrafficKernel("k1", [("w", 20)], [("a", 10)], bypass=frozenset("w")),
+    ]
+    with pytest.raises(ValueError, match="dirty in L2 would read stale HBM"):
+        run(written, sizes, {"a"}, 100, 10)
 
 
 # ---- in the report -----------------------------------------------------------------------
@@ -192,3 +237,41 @@ def test_l2_sizes_of_910b(chip: str) -> None:
     assert "l2_bytes" not in get_chip(chip).estimated
     for estimated in ("Ascend910", "Ascend910B3", "Ascend310P3"):
         assert "l2_bytes" in get_chip(estimated).estimated
+
+
+# h = exp(r) (512 KiB); y = x @ w, decode-sized (M = 4: each band of the 8 MiB weight w
+# is read once); u = h @ w2. On an L2 of 2 MiB.
+DECODE = """
+func.func @main(%r: tensor<64x4096xf16>, %x: tensor<4x4096xf16>) -> (tensor<4x1024xf16>, tensor<64x64xf16>) {
+  %w = graph.constant {name = "w"} shape_only : tensor<4096x1024xf16>
+  %w2 = graph.constant {name = "w2"} shape_only : tensor<4096x64xf16>
+  %h = graph.exp %r : tensor<64x4096xf16>
+  %y = graph.matmul %x, %w : (tensor<4x4096xf16>, tensor<4096x1024xf16>) -> tensor<4x1024xf16>
+  %u = graph.matmul %h, %w2 : (tensor<64x4096xf16>, tensor<4096x64xf16>) -> tensor<64x64xf16>
+  func.return %y, %u : tensor<4x1024xf16>, tensor<64x64xf16>
+}
+"""
+
+
+@pytest.mark.parametrize("pipeline", ["ub-fusion", "ub-fusion,lower-to-buffer"])
+def test_report_reads_decode_weights_past_l2(pipeline: str) -> None:
+    """Both weights are read past L2 (at buffer level, as the kernels' l2_bypass says):
+    h stays in L2 while w streams, and every variant moves each byte once (the lower
+    bound; pessimistically the dead h is written back too). Had w allocated in L2 (a
+    transient B band), h would have been evicted: written back and read again."""
+    module = parse_module(default_context(), DECODE, "decode.mlir")
+    apply_pipeline(module, pipeline)
+    chip = dataclasses.replace(get_chip("Ascend910B1"), l2_bytes=2 << 20)
+    got = build_report(module, chip)
+    traffic = [k.traffic for k in got.kernels if k.traffic is not None]
+    assert [sorted(t.name_hint for t in k.bypass) for k in traffic] == [[], ["w"], ["w2"]]
+    totals = got.totals()
+    bound = totals["gm_bytes_lower_bound"]
+    assert bound == (512 + 32 + 8192 + 512 + 8 + 8) * 1024
+    assert totals["hbm_bytes_after"] == totals["hbm_bytes_after_optimistic"] == bound
+    assert totals["hbm_bytes_after_pessimistic"] == bound + 512 * 1024
+    cached = [dataclasses.replace(k, bypass=frozenset(), transient=k.bypass) for k in traffic]
+    sizes = {key: n for k in cached for key, n in (*k.reads, *k.writes)}  # all read whole
+    outputs = {key for key, _ in (*cached[1].writes, *cached[2].writes)}
+    lru = simulate_l2(cached, sizes, outputs, chip.l2_bytes)
+    assert lru.total == bound + 2 * 512 * 1024

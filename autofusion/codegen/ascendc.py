@@ -31,7 +31,7 @@ from typing import IO, ClassVar, cast
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
@@ -88,6 +88,14 @@ def tiling_field_names(kernel: buffer.KernelOp) -> list[str]:
     """C++ names of the kernel's tiling scalars (struct fields, Init parameters, members)."""
     namer = Namer(RESERVED)
     return [namer.fresh(arg.name_hint, "param") for arg in kernel.tiling_args]
+
+
+def l2_bypass_inputs(kernel: buffer.KernelOp) -> list[int]:
+    """The GM inputs whose GlobalTensor reads bypass L2 (the kernel's `l2_bypass`)."""
+    attr = kernel.attributes.get(buffer.L2_BYPASS_ATTR)
+    if not isinstance(attr, ArrayAttr):
+        return []
+    return [cast(IntegerAttr, a).value.data for a in attr]
 
 
 def workspace_fields(kernel: buffer.KernelOp) -> list[int]:
@@ -424,6 +432,10 @@ class KernelPrinter(ScalarPrinter):
                     f"{self.e(arg)}.{self.api.set_global_buffer}"
                     f"(({self.api.gm_qualifier} {t}*){param});"
                 )
+            for i in l2_bypass_inputs(self.kernel):
+                # read once: past L2, so it evicts nothing (lowering/l2_hint.py)
+                arg = self.kernel.gm_args[i]
+                self.w.line(f"{self.e(arg)}.{self.api.set_l2_cache_hint}({self.api.l2_disable});")
             offset = ""
             for op in self.workspaces:
                 t = self._ctype(_element(op.result))
@@ -525,6 +537,7 @@ class KernelPrinter(ScalarPrinter):
         buffer.VReduceOp: "emit_vreduce",
         buffer.VCompareOp: "emit_vcompare",
         buffer.VSelectOp: "emit_vselect",
+        buffer.VGatherOp: "emit_vgather",
         buffer.GetValueOp: "emit_get_value",
         buffer.SetValueOp: "emit_set_value",
         buffer.MmadOp: "emit_mmad",
@@ -602,11 +615,14 @@ class KernelPrinter(ScalarPrinter):
             self.line(op, text)
 
     def emit_im2col(self, op: Operation) -> None:
+        """Only coupled chips' conv kernels have buffer.im2col (split chips gather X_col
+        with the AIVs instead, conv_kernel.py); those kernels are not printed anyway
+        (their epilogue needs l0c -> ub)."""
         raise UserError(
             f"{_where(op)}: LoadData3DV2 expands an NC1HWC0 feature map with taps ordered "
             "(c1, kh, kw, c0) into a pixel-major matrix; this im2col of an NCHW map with "
             "(c, kh, kw) taps as the [taps x pixels] right operand has no LoadData3DV2 form "
-            "(only pointwise convs are printed)"
+            "(on split chips the conv template gathers X_col with the vector cores instead)"
         )
 
     def emit_alloc_queue(self, op: buffer.AllocQueueOp) -> None:
@@ -742,6 +758,19 @@ class KernelPrinter(ScalarPrinter):
         self.line(
             op,
             f"{self.api.select}({args}, {self.api.select_tensor_mode}, {self.e(op.count)});",
+        )
+
+    def emit_vgather(self, op: buffer.VGatherOp) -> None:
+        """Gather(dst, src, offsets, 0, count): the IR's i32 byte offsets are Ascend C's
+        `LocalTensor<uint32_t>` (asc-devkit Gather.md), the same bits."""
+        self._require_types(op, self.api.gather, [op.dst, op.src])
+        if _type_name(_element(op.offsets)) != "i32":
+            raise UserError(f"{_where(op)}: Gather takes its byte offsets as uint32_t (i32 here)")
+        offsets = f"{self.expr(op.offsets).at(100)}.{self.api.reinterpret_cast}<uint32_t>()"
+        self.line(
+            op,
+            f"{self.api.gather}({self.e(op.dst)}, {self.e(op.src)}, {offsets}, 0, "
+            f"{self.e(op.count)});",
         )
 
     def emit_get_value(self, op: buffer.GetValueOp) -> None:

@@ -155,6 +155,7 @@ VECTOR_TYPES: dict[str, frozenset[str]] = {
     "ReduceMin": FLOAT_TYPES,
     "Compare": frozenset({"f16", "f32", "i32"}),
     "Select": frozenset({"f16", "f32"}),
+    "Gather": frozenset({"f16", "bf16", "f32", "i32"}),
 }
 
 
@@ -201,6 +202,9 @@ class AscendCApi:
     free_tensor: str = "FreeTensor"
     tbuf_get: str = "Get"
     set_global_buffer: str = "SetGlobalBuffer"
+    # GlobalTensor L2 cache mode (Atlas A2/A3; asc-devkit docs atlasascendc_api_07_00033)
+    set_l2_cache_hint: str = "SetL2CacheHint"
+    l2_disable: str = "CacheMode::CACHE_MODE_DISABLE"
     get_value: str = "GetValue"
     set_value: str = "SetValue"
     block_idx: str = "GetBlockIdx"
@@ -222,6 +226,8 @@ class AscendCApi:
     compare: str = "Compare"
     select: str = "Select"
     select_tensor_mode: str = "SELMODE::VSEL_TENSOR_TENSOR_MODE"
+    gather: str = "Gather"
+    reinterpret_cast: str = "ReinterpretCast"
     load_data: str = "LoadData"
     load_data_with_transpose: str = "LoadDataWithTranspose"
     mmad: str = "Mmad"

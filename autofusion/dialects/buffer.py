@@ -12,7 +12,8 @@ Ascend C's vector programming model (asc-devkit docs, TPipe/TQue framework):
   FreeTensor); scratch buffers (TBuf) with `alloc_buf`;
 * copies that name their path by their memory spaces (DataCopy / DataCopyPad / LoadData /
   Fixpipe); a path the hardware does not have does not verify;
-* count-form vector ops on UB views (`buffer.vadd %dst, %a, %b, %count`), and `mmad`
+* count-form vector ops on UB views (`buffer.vadd %dst, %a, %b, %count`; `vgather`
+  picks elements at byte offsets, Gather), and `mmad`
   into L0C for cube work, fed by copies GM -> L1 -> L0A/L0B (with `transpose` for a
   transposed operand), `im2col` loads (LoadData3D) and drained by Fixpipe copies
   L0C -> GM that may convert f32 to f16/bf16; `workspace` for GM scratch (how cube and
@@ -198,6 +199,11 @@ def _index(value: SSAValue, what: str) -> None:
 # --------------------------------------------------------------------------------------
 
 
+# a buffer.kernel attribute: the GM inputs (indices) read past the L2 cache
+# (GlobalTensor::SetL2CacheHint(CacheMode::CACHE_MODE_DISABLE); lowering/l2_hint.py)
+L2_BYPASS_ATTR = "l2_bypass"
+
+
 @irdl_op_definition
 class KernelOp(IRDLOperation):
     """One Ascend kernel: GM memrefs (inputs, then outputs) and index tiling scalars.
@@ -207,6 +213,9 @@ class KernelOp(IRDLOperation):
       ...
       buffer.return
     }
+
+    Optional `l2_bypass = [i, ...]` (`L2_BYPASS_ATTR`): GM inputs whose reads bypass L2
+    (ascending indices; only on chips with the L2 cache hint). It changes no values.
     """
 
     name = "buffer.kernel"
@@ -917,6 +926,64 @@ class VSelectOp(VectorOp):
 
 
 @irdl_op_definition
+class VGatherOp(VectorOp):
+    """dst[i] = the element of `src` at byte offset offsets[i], for i < count (Gather,
+    count form, srcBaseAddr 0; asc-devkit docs/api/context/Gather.md).
+
+    The offsets are an i32 UB tensor (Ascend C's `LocalTensor<uint32_t>`) of byte
+    offsets from `src`'s address, each a multiple of the element size and inside the
+    buffer `src` views. A2 gathers 16- and 32-bit elements (half, bfloat16_t, float,
+    int32_t, ...). The conv template builds its im2col rows with it: one gather per
+    input channel picks every tap's pixels, and offsets pointing at a zero block give
+    the padding.
+
+        buffer.vgather %cols, %fmap, %offsets, %n : memref<?xf16, #buffer.space<ub>>,
+            memref<?xf16, #buffer.space<ub>>, memref<?xi32, #buffer.space<ub>>
+    """
+
+    name = "buffer.vgather"
+    dst = operand_def(MemRefType)
+    src = operand_def(MemRefType)
+    offsets = operand_def(MemRefType)
+    count = operand_def(IndexType)
+    assembly_format = (
+        "$dst `,` $src `,` $offsets `,` $count attr-dict `:` type($dst) `,` type($src) `,` "
+        "type($offsets)"
+    )
+    TYPES: ClassVar[tuple[str, ...]] = ("f16", "bf16", "f32", "i32")
+
+    def __init__(self, dst: SSAValue, src: SSAValue, offsets: SSAValue, count: SSAValue) -> None:
+        super().__init__(operands=[dst, src, offsets, count])
+
+    def verify_(self) -> None:
+        super().verify_()
+        from autofusion import dtypes
+
+        elt = cast(MemRefType, self.dst.type).element_type
+        if cast(MemRefType, self.src.type).element_type != elt:
+            raise VerifyException("vgather does not convert element types")
+        if dtypes.type_name(elt) not in self.TYPES:
+            raise VerifyException(
+                f"vgather gathers {', '.join(self.TYPES)} elements, not {dtypes.type_name(elt)}"
+            )
+        if dtypes.type_name(cast(MemRefType, self.offsets.type).element_type) != "i32":
+            raise VerifyException("vgather offsets are i32 byte offsets")
+        kernel = self.parent_op()
+        while kernel is not None and not isinstance(kernel, KernelOp):
+            kernel = kernel.parent_op()
+        if kernel is not None:
+            from autofusion.diagnostics import UserError
+            from autofusion.hardware import get_chip
+
+            try:
+                chip = get_chip(kernel.chip.data)
+            except UserError:
+                return  # the kernel's own verifier names the unknown chip
+            if chip.arch != 2201:  # the Gather doc lists Atlas A2/A3 only
+                raise VerifyException(f"vgather (Gather) is not available on {chip.name}")
+
+
+@irdl_op_definition
 class GetValueOp(IRDLOperation):
     """A scalar read from a local buffer (LocalTensor::GetValue, on the scalar pipe)."""
 
@@ -1195,6 +1262,7 @@ Buffer = Dialect(
         VReduceOp,
         VCompareOp,
         VSelectOp,
+        VGatherOp,
         GetValueOp,
         SetValueOp,
         Im2colOp,

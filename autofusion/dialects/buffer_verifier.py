@@ -8,9 +8,9 @@ has, e.g. `kernel @fused_3 needs 204800 bytes of ub, Ascend910B1 has 188160`.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from xdsl.dialects.builtin import IndexType, MemRefType
+from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
@@ -18,6 +18,7 @@ from autofusion.diagnostics import UserError
 
 if TYPE_CHECKING:
     from autofusion.dialects.buffer import KernelOp
+    from autofusion.hardware import ChipSpec
 
 # TQue slots per TPosition (hardware event IDs): 8 on A2/A3/310P/310B, 4 on 910 (A1)
 # (asc-devkit TQue简介.md)
@@ -68,6 +69,7 @@ def verify_kernel(kernel: KernelOp) -> None:
                 raise VerifyException(f"{name}: argument #{i} must be a GM memref, got {arg.type}")
         elif not isinstance(arg.type, IndexType):
             raise VerifyException(f"{name}: tiling argument #{i} must be an index, got {arg.type}")
+    _verify_l2_bypass(kernel, name, chip)
 
     for space, needed in sorted(footprint(kernel).items()):
         available = chip.capacity(space)
@@ -98,6 +100,29 @@ def verify_kernel(kernel: KernelOp) -> None:
     if total > 64:
         raise VerifyException(f"{name} uses {total} buffers, a TPipe allows 64")
     verify_cores(kernel, name, chip.mode == "split")
+
+
+def _verify_l2_bypass(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+    """`l2_bypass`: ascending GM input indices, on a chip with the L2 cache hint."""
+    from autofusion.dialects.buffer import L2_BYPASS_ATTR
+
+    attr = kernel.attributes.get(L2_BYPASS_ATTR)
+    if attr is None:
+        return
+    if not isinstance(attr, ArrayAttr) or not all(isinstance(a, IntegerAttr) for a in attr):
+        raise VerifyException(f"{name}: {L2_BYPASS_ATTR} must be an array of input indices")
+    indices = [cast(IntegerAttr, a).value.data for a in attr]
+    n_in = kernel.num_inputs.value.data
+    if not indices or indices != sorted(set(indices)) or not 0 <= indices[0] <= indices[-1] < n_in:
+        raise VerifyException(
+            f"{name}: {L2_BYPASS_ATTR} {indices} must name GM inputs (0..{n_in - 1}) once "
+            "each, in ascending order"
+        )
+    if not chip.l2_cache_hint:
+        raise VerifyException(
+            f"{name}: {chip.name} cannot read past L2 (GlobalTensor::SetL2CacheHint is "
+            f"for Atlas A2/A3), but {L2_BYPASS_ATTR} is set"
+        )
 
 
 def runs_split(kernel: KernelOp) -> bool:

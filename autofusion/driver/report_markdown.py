@@ -3,6 +3,10 @@
 "Before" is the model as imported with every op its own kernel; "after" is the fused
 graph (graph, split and UB fusion). GM bytes and times come from the fusion report
 (autofusion/report.py), so they follow the cost model's rules (docs/ub-fusion.md).
+Two traffic measures: logical GM bytes (what the kernels' DataCopies request, every byte
+through L2) and HBM bytes (the part the L2 traffic model, autofusion/traffic_model.py,
+sends to HBM: an LRU L2, bracketed by a scan-resistant one and one that writes dead dirty
+data back).
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ def compile_report_json(c: Compilation) -> dict[str, Any]:
             "gm_bytes_before": before["gm_bytes_after"],
             "gm_bytes_after": after["gm_bytes_after"],
             "gm_bytes_lower_bound": after["gm_bytes_lower_bound"],
+            "hbm_bytes_before": before["hbm_bytes_after"],
+            "hbm_bytes_after": after["hbm_bytes_after"],
+            "hbm_bytes_after_optimistic": after["hbm_bytes_after_optimistic"],
+            "hbm_bytes_after_pessimistic": after["hbm_bytes_after_pessimistic"],
+            "l2_bytes": after["l2_bytes"],
             "time_us_before": before["time_us_after"],
             "time_us_after": after["time_us_after"],
         },
@@ -58,23 +67,34 @@ def _ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "-"
 
 
+def _l2(n: int) -> str:
+    return f"{n >> 20} MB" if n % (1 << 20) == 0 else f"{n:,} B"
+
+
 def render_markdown(doc: dict[str, Any]) -> str:
     t = doc["totals"]
+    bound = t["gm_bytes_lower_bound"]
     lines = [
         f"# afc compile report: {doc['model']}",
         "",
         f"Chip {doc['chip']}, opt level {doc['opt_level']} ({doc['opt_level_summary']}).",
         "",
-        "| | kernels | GM traffic | x lower bound | est. time |",
-        "|---|---:|---:|---:|---:|",
+        "| | kernels | GM traffic | x lower bound | HBM traffic | x lower bound | est. time |",
+        "|---|---:|---:|---:|---:|---:|---:|",
         f"| before fusion (one kernel per op) | {t['kernels_before']} | "
-        f"{_mb(t['gm_bytes_before'])} | {_ratio(t['gm_bytes_before'], t['gm_bytes_lower_bound'])}"
-        f" | {t['time_us_before']:,.1f} us |",
+        f"{_mb(t['gm_bytes_before'])} | {_ratio(t['gm_bytes_before'], bound)} | "
+        f"{_mb(t['hbm_bytes_before'])} | {_ratio(t['hbm_bytes_before'], bound)} | "
+        f"{t['time_us_before']:,.1f} us |",
         f"| after fusion | {t['kernels_after']} | {_mb(t['gm_bytes_after'])} | "
-        f"{_ratio(t['gm_bytes_after'], t['gm_bytes_lower_bound'])} | "
-        f"{t['time_us_after']:,.1f} us |",
-        f"| lower bound (inputs, weights, outputs once) | | {_mb(t['gm_bytes_lower_bound'])} "
-        "| 1.00x | |",
+        f"{_ratio(t['gm_bytes_after'], bound)} | {_mb(t['hbm_bytes_after'])} | "
+        f"{_ratio(t['hbm_bytes_after'], bound)} | {t['time_us_after']:,.1f} us |",
+        f"| lower bound (inputs, weights, outputs once) | | {_mb(bound)} | 1.00x | "
+        f"{_mb(bound)} | 1.00x | |",
+        "",
+        f"HBM traffic: what reaches HBM through the {_l2(t['l2_bytes'])} L2 (an LRU model); "
+        f"after fusion {_mb(t['hbm_bytes_after_optimistic'])} to "
+        f"{_mb(t['hbm_bytes_after_pessimistic'])} between a scan-resistant L2 and one that "
+        "writes dead data back.",
         "",
     ]
     if doc["graph_rewrites"]:
@@ -84,8 +104,9 @@ def render_markdown(doc: dict[str, Any]) -> str:
     lines += [
         "## Kernels",
         "",
-        "| kernel | template | ops | GM read | GM write | UB | est. time | unfused GM |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
+        "| kernel | template | ops | GM read | GM write | HBM read | HBM write | UB | est. time "
+        "| unfused GM |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for k in doc["kernels"]:
         ops = k["ops"][:OPS_SHOWN]
@@ -94,7 +115,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
             shown += f"<br>... ({len(k['ops'])} ops)"
         lines.append(
             f"| {k['name'].replace('|', chr(92) + '|')} | {k['template']} | {shown} | "
-            f"{k['gm_read_bytes']:,} | {k['gm_write_bytes']:,} | {k['ub_bytes']:,} | "
+            f"{k['gm_read_bytes']:,} | {k['gm_write_bytes']:,} | {k['hbm_read_bytes']:,} | "
+            f"{k['hbm_write_bytes']:,} | {k['ub_bytes']:,} | "
             f"{k['time_us']:,.2f} us | {k['unfused_gm_bytes']:,} |"
         )
     lines.append("")
@@ -123,6 +145,10 @@ def summary_lines(c: Compilation, out_dir: str) -> list[str]:
         f"  GM traffic  {_mb(t['gm_bytes_before'])} -> {_mb(t['gm_bytes_after'])} "
         f"(lower bound {_mb(t['gm_bytes_lower_bound'])}, fused is "
         f"{_ratio(t['gm_bytes_after'], t['gm_bytes_lower_bound'])})",
+        f"  HBM traffic {_mb(t['hbm_bytes_before'])} -> {_mb(t['hbm_bytes_after'])} "
+        f"(LRU L2 {_l2(t['l2_bytes'])}; after fusion {_mb(t['hbm_bytes_after_optimistic'])} "
+        f"to {_mb(t['hbm_bytes_after_pessimistic'])}, fused is "
+        f"{_ratio(t['hbm_bytes_after'], t['gm_bytes_lower_bound'])})",
         f"  est. time   {t['time_us_before']:,.1f} us -> {t['time_us_after']:,.1f} us",
     ]
     top = sorted(doc["kernels"], key=lambda k: (-k["time_us"], k["name"]))[:SUMMARY_KERNELS]

@@ -47,6 +47,8 @@ class ChipSpec:
     max_queue_buffers: int
     launch_overhead_us: float
     datacopy_half_efficiency_bytes: int
+    # GlobalTensor::SetL2CacheHint exists (Atlas A2/A3): reads can bypass the L2
+    l2_cache_hint: bool = False
     estimated: tuple[str, ...] = field(default=())
 
     def capacity(self, space: str) -> int | None:

@@ -655,6 +655,27 @@ class BufferFunctions(InterpreterFunctions):
         dst[:] = np.where(mask.astype(bool), a, b)
         return ()
 
+    @impl(buffer.VGatherOp)
+    def run_vgather(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        n = int(args[3])
+        dst = self._vec(args[0], n, "vgather")
+        offsets = self._vec(args[2], n, "vgather offsets").astype(np.int64)
+        src = cast(Ref, args[1])
+        src.check_aligned("vgather")
+        if n == 0:
+            return ()
+        if (offsets < 0).any() or (offsets % src.width).any():
+            raise InterpretationError(
+                f"vgather: byte offsets must be non-negative multiples of {src.width}"
+            )
+        at = src.offset + offsets // src.width
+        if at.max() >= src.data.size:
+            raise InterpretationError(
+                f"vgather reads byte {int(offsets.max())} past the end of {src.name}"
+            )
+        dst[:] = src.data[at]
+        return ()
+
     @impl(buffer.GetValueOp)
     def run_get_value(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
         ref = cast(Ref, args[0])

@@ -75,6 +75,7 @@ from autofusion.lowering.cube_common import (
     runtime_dim,
     shape,
     split_group,
+    sub_blocks,
     tiling_function,
     width,
 )
@@ -486,7 +487,8 @@ class AttentionTemplate(KernelTemplate):
             transfer_bytes=transfer,
             ub_bytes=softmax_ub(p, p.tiles, chip) + epilogue_ub(p.rows),
             cube_cores_used=blocks,
-            vector_cores_used=blocks,
+            # split chips: both AIVs of a block work, each on half the query rows
+            vector_cores_used=blocks * sub_blocks(chip, not p.l0c_to_ub),
             notes=[f"workspace round trips {2 * ws} bytes"] if ws else [],
         )
 

@@ -8,24 +8,59 @@ Per image n and group g the convolution is the GEMM
 
 with M = Cog output channels, N = OH*OW output pixels, K = Cg*kh*kw. The weight is the
 left operand (GM -> L1 -> L0A as a plain [M x K] matrix: [Cout, Cg, kh, kw] is already
-row-major [Cout x K]); the feature map is staged in L1 as [channels x rows x W] and
-expanded by an im2col load straight into L0B (`buffer.im2col`, LoadData3DV2, ascend.md
-1.6). The L0C tile is then [channels x pixels], the NCHW output's own layout, so the
-epilogue's [N*Cout x OH*OW] view and Fixpipe's ND output need no transpose. A pointwise
-conv (1x1, unit strides, no padding) needs no im2col: its pixel tile [channels x tn] is
-loaded like a matmul's B (the form Ascend C code generation prints).
+row-major [Cout x K]). The L0C tile is [channels x pixels], the NCHW output's own
+layout, so the epilogue's [N*Cout x OH*OW] view and Fixpipe's ND output need no
+transpose. How the right operand X_col [K x pixels] reaches L0B depends on the conv and
+the chip:
+
+* pointwise (1x1, unit strides, no padding): X_col is the input itself, [Cin x H*W] per
+  image; its pixel tile is loaded like a matmul's B (GM -> L1 Nd2Nz -> L0B);
+* split chips (910B), any other conv: an **explicit im2col** by the AIVs. LoadData3DV2,
+  the cube's own im2col, reads an NC1HWC0 feature map, orders taps (c1, kh, kw, c0) and
+  makes the pixels the rows of its result (L0A) or the K of it (L0B), so for an NCHW
+  map it would need the map re-laid in NC1HWC0 (through GM: the AIV cannot write L1),
+  the weight's K permuted to (c1, kh, kw, c0), and the pixel-major result transposed
+  back to NCHW. Instead, for each output tile the block's two AIVs write the tile's
+  X_col [K x tn] into a GM workspace slot (`ws_col`, two per block), every other
+  input channel each: the channel's input rows GM -> UB (DataCopyPad), one `Gather`
+  (`buffer.vgather`) picks every tap's pixels through a table of byte offsets (padding
+  taps point at a zero block after the rows), UB -> GM. The AIC then loads the slot as
+  it loads a pointwise conv's pixels: the standard GEMM path, no special load. The AIVs
+  fill the next tile's slot while the AIC computes the current one: flag 2 (AIVs ->
+  AIC, after MTE3) says a slot is written, flag 3 (AIC -> AIVs, after MTE2) that the
+  AIC has read it (flags 0 and 1 hand the output tiles to the epilogue, cube_common);
+* coupled chips (910, 310P): the input rows staged in L1 and `buffer.im2col` into L0B
+  (interpreted; coupled cube kernels with an epilogue are not printed, docs/codegen.md).
+
+The offset table of a tile (built per tile by each AIV, i32): for tap (r, s) and pixel j
+of the tile, with (oh, ow) = divmod(p0 + j, OW), ih = oh*sh + r*dh - pt and
+iw = ow*sw + s*dw - pl,
+
+    table[r*kw + s][j] = min(row[r][j] + col[s][j], Z*w)
+    row[r][j] = (ih - a)*W*w if 0 <= ih < H and j < ncols, else Z*w
+    col[s][j] = iw*w if 0 <= iw < W, else Z*w
+
+(a: the first staged input row, Z = round_up(h_stage*W, 32 B / w): the zero block's
+element offset in the staged channel): kh + kw rows of scalar writes and two vector ops
+instead of kh*kw rows of scalar work.
 
 Tiling (static bounds from the chip, runtime values from `conv_tiling`):
 
     tm  = min(baseM, round16(Cog)); mt = ceil(Cog / tm)
     tn  = min(baseN, round16(ceil(P / clamp(ceil(cores / (N*group*mt)), 1, ceil(P/16)))))
     pt  = ceil(P / tn);  tk = min(baseK, round16(K))
-    an L1 stage holds cstep whole channels: the weight block [tm x cstep*kh*kw] and the
-    input rows a pixel tile needs, rows_out = min(OH, (tn-1) // OW + 2) output rows ->
-    h_stage = min(H, (rows_out-1)*sh + (kh-1)*dh + 1) input rows of W elements, with
+    an L1 stage holds cstep whole channels: the weight block [tm x cstep*kh*kw] and
+    * pointwise / explicit im2col: the [cstep*kh*kw x tn] block of X_col, rows padded to 16:
+        2*tm*round16(cstep*kh*kw)*w + 2*round16(cstep*kh*kw)*tn*w <= L1
+    * im2col in L1 (coupled): the input rows a pixel tile needs, rows_out =
+      min(OH, (tn-1) // OW + 2) output rows -> h_stage = min(H, (rows_out-1)*sh +
+      (kh-1)*dh + 1) input rows of W elements:
         2*tm*round16(cstep*kh*kw)*w + 2*cstep*h_stage*W*w <= L1
-        2*tm*tk*w <= L0A,  2*tk*tn*w <= L0B,  tm*tn*4 <= L0C
+    2*tm*tk*w <= L0A,  2*tk*tn*w <= L0B,  tm*tn*4 <= L0C
+    the explicit im2col's UB (2 staged channels, 2 X_col blocks [kh*kw x tn], the i32
+    tables) takes at most half the UB; the epilogue plans with the rest
     tiles = N * group * mt * pt (pixels fastest); blocks = min(tiles, cores)
+    ws_col = blocks * 2 * K * tn * w bytes (explicit im2col)
 
 For a pixel tile [p0, p0+ncols) the staged input rows are [a, a+h) with
     oh0 = p0 // OW, oh1 = (p0+ncols-1) // OW,  a = max(oh0*sh, pt) - pt,
@@ -40,12 +75,14 @@ from dataclasses import dataclass, replace
 from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.builder import Builder
-from xdsl.dialects.builtin import f32
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerAttr, f32, i32
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
+from autofusion.lowering import matmul_kernel
 from autofusion.lowering.cube_common import (
     FRACTAL,
     activation_of,
@@ -59,12 +96,13 @@ from autofusion.lowering.cube_common import (
     emit_fitting,
     epilogue_io,
     epilogue_ub,
+    epilogue_unique_read,
     epilogue_work,
     free,
     kernel_entry,
     load,
     max_epilogue_cols,
-    nonzero,
+    mmad_step,
     output_dims,
     plan_epilogue,
     pseudo_value,
@@ -81,9 +119,9 @@ from autofusion.lowering.cube_common import (
 )
 from autofusion.lowering.index_expr import IndexOps, IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder
-from autofusion.lowering.matmul_kernel import K_CANDIDATES, MN_CANDIDATES
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan
+from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import (
     GroupParts,
     HostLaunch,
@@ -95,6 +133,12 @@ from autofusion.lowering.template import (
 from autofusion.passes.fusion_rule import Refusal
 
 V = TypeVar("V")
+
+# Cross-core flags of the explicit im2col (flags 0 and 1 hand output tiles to the
+# epilogue, cube_common): the AIVs say a tile's X_col slot is written, the AIC that it
+# has read one; two slots per block
+COL_READY, COL_FREE = 2, 3
+COL_SLOTS = 2
 
 
 @dataclass(frozen=True)
@@ -138,11 +182,11 @@ class ConvGeometry:
         im2col: the input block is loaded into L0B like a matmul's B)."""
         return (self.kh, self.kw) == (1, 1) and self.strides == (1, 1) and not any(self.pads)
 
-    def b1_elems(self, cstep: int, h_stage: int, tn: int) -> int:
-        """Elements of one L1 input stage: staged input rows, or (pointwise) the pixel
-        tile's [channels x tn] block with its rows padded to a fractal."""
-        if self.pointwise:
-            return round_up(cstep, FRACTAL) * tn
+    def b1_elems(self, cstep: int, h_stage: int, tn: int, explicit: bool) -> int:
+        """Elements of one L1 input stage: staged input rows, or (pointwise, explicit
+        im2col) the [cstep*kh*kw x tn] block of X_col with its rows padded to a fractal."""
+        if self.pointwise or explicit:
+            return round_up(cstep * self.taps, FRACTAL) * tn
         return cstep * h_stage * self.w
 
     def stage_rows(self, tn: int) -> int:
@@ -150,6 +194,20 @@ class ConvGeometry:
         rows_out = min(self.oh, (tn - 1) // self.ow + 2)
         span = (rows_out - 1) * self.strides[0] + (self.kh - 1) * self.dilations[0] + 1
         return min(self.h, span)
+
+    def zero_at(self, h_stage: int, w: int) -> int:
+        """Element offset of the zero block after a staged input channel (explicit
+        im2col): the staged rows rounded up to 32 bytes."""
+        return round_up(h_stage * self.w, 32 // w)
+
+    def im2col_ub(self, tn: int, w: int) -> int:
+        """UB bytes of the explicit im2col: two staged channels (rows and zero block),
+        two X_col blocks [kh*kw x tn] and the i32 offset tables."""
+        h_stage = self.stage_rows(tn)
+        staged = round_up((self.zero_at(h_stage, w) + 32 // w) * w, 32)
+        cols = round_up(self.taps * tn * w, 32)
+        tables = round_up((self.kh + self.kw + self.taps) * tn * 4, 32)
+        return 2 * staged + 2 * cols + tables
 
 
 @dataclass(frozen=True)
@@ -160,6 +218,10 @@ class ConvTiles:
     cstep: int  # channels per L1 stage
     h_stage: int  # input rows per L1 stage (bound)
     c_depth: int
+    explicit: bool = False  # X_col built by the AIVs in a GM workspace
+
+    def b1_elems(self, g: ConvGeometry) -> int:
+        return g.b1_elems(self.cstep, self.h_stage, self.tn, self.explicit)
 
     def kst(self, g: ConvGeometry) -> int:
         """Row stride of the L1 weight stage (its K extent, padded to a fractal)."""
@@ -167,25 +229,33 @@ class ConvTiles:
 
 
 def choose_conv_tiles(
-    g: ConvGeometry, chip: ChipSpec, w: int, max_cols: int | None, whole_k: bool
+    g: ConvGeometry,
+    chip: ChipSpec,
+    w: int,
+    max_cols: int | None,
+    whole_k: bool,
+    explicit: bool = False,
 ) -> ConvTiles | Refusal:
     """The largest tiles that fit L0A/L0B/L0C and an L1 stage of at least one channel
-    (`whole_k`: all Cg channels in one stage, for chips without DataCopyPad)."""
+    (`whole_k`: all Cg channels in one stage, for chips without DataCopyPad; `explicit`:
+    X_col comes from a GM workspace, module docstring)."""
     # no tile larger than the problem: a depthwise conv (Cog = 1) keeps wide pixel tiles
     max_m = round_up(g.cog, FRACTAL)
     max_n = round_up(g.pixels, FRACTAL)
-    clamped = dict.fromkeys((min(tm, max_m), min(tn, max_n)) for tm, tn in MN_CANDIDATES)
+    # the matmul template's candidates, read at call time (tests force small ones)
+    candidates = matmul_kernel.MN_CANDIDATES
+    clamped = dict.fromkeys((min(tm, max_m), min(tn, max_n)) for tm, tn in candidates)
     for tm, tn in clamped:
         if (max_cols is not None and tn > max_cols) or tm * tn * 4 > chip.l0c_bytes:
             continue
-        for tk in K_CANDIDATES:
+        for tk in matmul_kernel.K_CANDIDATES:
             if 2 * tm * tk * w > chip.l0a_bytes or 2 * tk * tn * w > chip.l0b_bytes:
                 continue
             h_stage = g.stage_rows(tn)
             per_channel = 2 * h_stage * g.w * w + 2 * tm * g.taps * w
             reserve = 2 * tm * FRACTAL * w
-            if g.pointwise:  # [channels x tn] blocks, rows padded to 16
-                per_channel = 2 * tn * w + 2 * tm * g.taps * w
+            if g.pointwise or explicit:  # [channels*taps x tn] blocks, rows padded to 16
+                per_channel = 2 * tn * g.taps * w + 2 * tm * g.taps * w
                 reserve += 2 * (FRACTAL - 1) * tn * w
             fit = (chip.l1_bytes - reserve) // max(per_channel, 1)
             cstep = min(g.cg, fit)
@@ -193,8 +263,9 @@ def choose_conv_tiles(
                 continue
             if cstep < 1:
                 continue
-            t = ConvTiles(tm, tn, tk, cstep, h_stage, 2 if 2 * tm * tn * 4 <= chip.l0c_bytes else 1)
-            if 2 * tm * t.kst(g) * w + 2 * g.b1_elems(cstep, h_stage, tn) * w <= chip.l1_bytes:
+            depth = 2 if 2 * tm * tn * 4 <= chip.l0c_bytes else 1
+            t = ConvTiles(tm, tn, tk, cstep, h_stage, depth, explicit)
+            if 2 * tm * t.kst(g) * w + 2 * t.b1_elems(g) * w <= chip.l1_bytes:
                 return t
     if max_cols is not None and max_cols < FRACTAL:
         return Refusal("the epilogue's buffers do not fit UB for even 16 output pixels")
@@ -237,6 +308,11 @@ class ConvPlan(Plan):
     def in_elt(self) -> Attribute:
         return elt(self.x)
 
+    @property
+    def explicit(self) -> bool:
+        """X_col is built by the AIVs in a GM workspace (module docstring)."""
+        return self.tiles.explicit
+
 
 PARAMS = (
     "N",
@@ -251,6 +327,7 @@ PARAMS = (
     "tile_stride",
     "er",
     "ws_bytes",
+    "ws_col_bytes",
 )
 
 
@@ -269,8 +346,10 @@ def conv_tiling(
     align: int,
     max_tile_elems: int,
     ws_width: int,
+    col_width: int = 0,
 ) -> ConvTiling[V]:
-    """The runtime tiling over N images (module docstring)."""
+    """The runtime tiling over N images (module docstring); `col_width`: bytes per X_col
+    element of the explicit im2col's workspace (0: none)."""
     c = ops.const
     tm = c(min(t.tm, round_up(g.cog, FRACTAL)))
     mt = ops.ceildiv(c(g.cog), tm)
@@ -290,7 +369,10 @@ def conv_tiling(
         tm, ops.max(c(FRACTAL), ops.round_down(ops.floordiv(c(max_tile_elems), stride), FRACTAL))
     )
     ws = ops.mul(ops.mul(blocks, c(2 * ws_width)), ops.mul(tm, tn))
-    values = dict(zip(PARAMS, (n, tm, tn, tk, mt, pt, c_stages, tiles, per_core, stride, er, ws)))
+    ws_col = ops.mul(ops.mul(blocks, c(COL_SLOTS * col_width * g.k)), tn)
+    values = dict(
+        zip(PARAMS, (n, tm, tn, tk, mt, pt, c_stages, tiles, per_core, stride, er, ws, ws_col))
+    )
     return ConvTiling(values, blocks)
 
 
@@ -342,10 +424,20 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
         and bias is None
         and act[0] in (None, "relu")
     )
+    explicit = not chip.l0c_to_ub and not g.pointwise
+    ub_epilogue, slots = chip.ub_bytes, None
+    col_cap: int | None = None
+    if explicit:
+        fits = _im2col_cols(g, chip, w)
+        if isinstance(fits, Refusal):
+            return fits
+        col_cap = fits
+        ub_epilogue -= g.im2col_ub(col_cap, w)
+        slots = queue_slots(chip) - 2  # the im2col's VECIN and VECOUT queues
     rows: RowPlan | None = None
     raw = bias_rows = None
     ws_elt: Attribute | None = None
-    max_cols = None
+    max_cols = col_cap
     out_elt = elt(root.results[0])
     if not direct:
         plain = bias is None and act[0] is None
@@ -356,19 +448,21 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
             bias_rows = pseudo_value(elt(bias), (g.co, 1, 1), "bias")
             extra.append(bias_rows)
         planned = plan_epilogue(
-            root, raw, extra, epilogue, parts, 2, chip.ub_bytes, chip, resident=extra
+            root, raw, extra, epilogue, parts, 2, ub_epilogue, chip, resident=extra, slots=slots
         )
         if isinstance(planned, Refusal):
             return planned
         rows = planned
         max_cols = max_epilogue_cols(rows)
+        if col_cap is not None:
+            max_cols = min(max_cols, col_cap)
     whole_k = not chip.data_copy_pad
     if whole_k and ((g.k * w) % 32 or (g.w * w) % 32):
         return Refusal(
             "the conv's weight rows (Cin/group*kh*kw) or input rows (W) are not 32-byte "
             "multiples and the chip has no DataCopyPad"
         )
-    tiles = choose_conv_tiles(g, chip, w, max_cols, whole_k)
+    tiles = choose_conv_tiles(g, chip, w, max_cols, whole_k, explicit)
     if isinstance(tiles, Refusal):
         return tiles
     return ConvPlan(
@@ -384,6 +478,18 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
         ws_elt,
         rows,
         raw,
+    )
+
+
+def _im2col_cols(g: ConvGeometry, chip: ChipSpec, w: int) -> int | Refusal:
+    """The widest pixel tile whose explicit im2col buffers take at most half the UB."""
+    for base_n in (256, 128, 64, 32, 16):
+        tn = min(base_n, round_up(g.pixels, FRACTAL))
+        if g.im2col_ub(tn, w) <= chip.ub_bytes // 2:
+            return tn
+    return Refusal(
+        f"the im2col of {g.kh}x{g.kw} taps over {g.w}-wide input rows does not fit half of "
+        f"the {chip.name} UB for 16 output pixels"
     )
 
 
@@ -408,16 +514,22 @@ class ConvTemplate(KernelTemplate):
         read, write = epilogue_io(
             p.rows, external, rows, g.pixels, chunks, t["tn"], t["pt"], blocks, dims
         )
+        bias_once = 0
         if p.bias is not None:
-            read += blocks * g.co * width(elt(p.bias))  # resident per core
+            bias_once = g.co * width(elt(p.bias))
+            read += blocks * bias_once  # resident per core
         if p.direct:
             write += rows * g.pixels * width(elt(p.root.results[0]))
         ws = 0
         if p.ws_elt is not None and not p.l0c_to_ub:
             ws = rows * g.pixels * width(p.ws_elt)
         # every tile reads its weight block and its input rows of every channel it needs
+        # (pointwise: its [Cg x tn] pixel block); with the explicit im2col the AIVs read
+        # the rows and write X_col [K x ncols] per tile, which the AIC reads back
+        m_sweeps = n * g.group * t["mt"]
         weights = tiles * t["tm"] * g.k * w
-        inputs = tiles * g.cg * h_stage * g.w * w
+        inputs = m_sweeps * g.cg * g.pixels * w if g.pointwise else tiles * g.cg * h_stage * g.w * w
+        col = m_sweeps * g.k * g.pixels * w if p.explicit else 0
         flops = (
             2.0
             * n
@@ -427,23 +539,43 @@ class ConvTemplate(KernelTemplate):
             * round_up(g.k, FRACTAL)
         )
         tn = min(t["tn"], g.pixels)
+        stage_in = tn if g.pointwise else h_stage * g.w
         transfer = blended_transfer(
             [
                 (weights, min(t["tm"], g.cog) * min(p.tiles.cstep, g.cg) * g.taps * w),
-                (inputs, min(p.tiles.cstep, g.cg) * h_stage * g.w * w),
+                (inputs, min(p.tiles.cstep, g.cg) * stage_in * w),
+                (2 * col, g.taps * tn * w),
                 (read + write + 2 * ws, min(t["er"], g.cog) * tn * 4),
             ]
         )
+        # HBM on a cold L2: the input, the weight and the epilogue's operands once (an
+        # image's input and a weight block are re-read while they are in L2); the
+        # workspace slots are rewritten in place and never leave L2
+        x_once = n * g.c * g.h * g.w * w
+        w_once = g.co * g.k * w
+        epilogue_in = epilogue_unique_read(p.rows, external, dims)
+        notes = [f"workspace round trip {2 * ws} bytes"] if ws else []
+        if col:
+            notes.append(f"explicit im2col round trip {2 * col} bytes")
+        im2col_ub = g.im2col_ub(p.tiles.tn, w) if p.explicit else 0
         return KernelCost(
-            gm_read_bytes=weights + inputs + read + ws,
-            gm_write_bytes=write + ws,
-            vector_work=epilogue_work(p.rows, p.root, rows * g.pixels),
+            gm_read_bytes=weights + inputs + col + read + ws,
+            gm_write_bytes=write + ws + col,
+            hbm_read_bytes=min(inputs, x_once)
+            + min(weights, w_once)
+            + bias_once
+            + min(read - blocks * bias_once, epilogue_in),
+            hbm_write_bytes=write,
+            # the gathers move every X_col element once
+            vector_work=epilogue_work(p.rows, p.root, rows * g.pixels) + col // w,
             cube_flops=flops,
             transfer_bytes=transfer,
-            ub_bytes=epilogue_ub(p.rows),
+            ub_bytes=epilogue_ub(p.rows) + im2col_ub,
             cube_cores_used=blocks,
-            vector_cores_used=0 if p.direct else blocks * sub_blocks(chip, bool(ws)),
-            notes=[f"workspace round trip {2 * ws} bytes"] if ws else [],
+            vector_cores_used=(
+                0 if p.direct and not p.explicit else blocks * sub_blocks(chip, bool(ws or col))
+            ),
+            notes=notes,
         )
 
     def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
@@ -496,7 +628,26 @@ def _tiling(ops: IndexOps[V], p: ConvPlan, chip: ChipSpec, n: V) -> ConvTiling[V
         rows.align_elems if rows is not None else 8,
         rows.max_tile_elems if rows is not None else p.tiles.tm * p.tiles.tn,
         width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0,
+        width(p.in_elt) if p.explicit else 0,
     )
+
+
+@dataclass
+class TileAt:
+    """Index values of one output tile (ConvKernel._coords)."""
+
+    n: SSAValue  # image
+    chan: SSAValue  # its group's first input channel, over all images
+    co0: SSAValue  # first output channel
+    view_row: SSAValue  # first row of the epilogue's [N*Cout x OH*OW] view
+    m0: SSAValue
+    p0: SSAValue  # first output pixel
+    nrows: SSAValue
+    ncols: SSAValue
+    a_row: SSAValue  # first staged input row
+    h_rows: SSAValue  # staged input rows
+    pad_top: SSAValue
+    m_start: SSAValue  # first pixel within the staged rows
 
 
 class ConvKernel:
@@ -547,7 +698,7 @@ class ConvKernel:
             Region(entry),
             self.chip.name,
             "conv",
-            "aic" if p.direct else "mix",
+            "aic" if p.direct and not p.explicit else "mix",
             len(self.kernel_inputs),
             len(p.parts.outputs),
         )
@@ -559,11 +710,17 @@ class ConvKernel:
         bid = kb.insert(buffer.BlockIdxOp(), "bid").results[0]
         first = idx.mul(bid, t["per_core"])
         last = idx.min(idx.add(first, t["per_core"]), t["tiles"])
+        self.bid, self.first, self.last = bid, first, last
         ws = None
         if p.ws_elt is not None and not p.l0c_to_ub:
             ws = kb.insert(buffer.WorkspaceOp(t["ws_bytes"], p.ws_elt), "ws").results[0]
+        self.ws_col: SSAValue | None = None
+        if p.explicit:
+            self.ws_col = kb.insert(
+                buffer.WorkspaceOp(t["ws_col_bytes"], in_elt), "ws_col"
+            ).results[0]
         kst = tiles.kst(g)
-        b1_elems = g.b1_elems(tiles.cstep, tiles.h_stage, tiles.tn)
+        b1_elems = tiles.b1_elems(g)
         qa1 = kb.queue("a1", 2, c(tiles.tm * kst * w), tiles.tm * kst * w, in_elt, "q_a1")
         qb1 = kb.queue("b1", 2, c(b1_elems * w), b1_elems * w, in_elt, "q_b1")
         qa2 = kb.queue(
@@ -586,118 +743,306 @@ class ConvKernel:
         qc = kb.queue(
             "co1", tiles.c_depth, idx.mul(tm_tn, c(4)), tiles.tm * tiles.tn * 4, f32, "q_c"
         )
+        if p.explicit:
+            self._im2col_buffers()
         row = self.row
         if row is not None:
             rt = {"tile_rows": t["er"], "tile_stride": t["tile_stride"], "cols": c(g.pixels)}
             rt |= {"outer0": t["N"], "outer1": c(g.co)}
             gm = {v: self.gm[v] for v in (*row.gm_inputs, *p.parts.outputs)}
             row.attach(kb, gm, rt)
-        with kb.loop(first, last, "tile") as tile:
+        if not p.explicit:
+            with kb.loop(first, last, "tile") as tile:
+                if row is not None:
+                    row.start_pool(cast(Operation, kb.entry.last_op))
+                self._tile(tile, (qa1, qb1, qa2, qb2, qc), ws)
+            return
+        # explicit im2col: at step u the AIVs fill tile u's X_col slot while the AIC
+        # computes tile u - 1 (the AIVs then run its epilogue): one step more than tiles
+        with kb.loop(first, idx.add(last, c(1)), "step") as step:
             if row is not None:
                 row.start_pool(cast(Operation, kb.entry.last_op))
-            pi = idx.rem(tile, t["pt"])
-            rest = idx.floordiv(tile, t["pt"])
-            mi = idx.rem(rest, t["mt"])
-            rest2 = idx.floordiv(rest, t["mt"])
-            gi = idx.rem(rest2, c(g.group))
-            n = idx.floordiv(rest2, c(g.group))
-            m0 = idx.mul(mi, t["tm"])
-            p0 = idx.mul(pi, t["tn"])
-            nrows = idx.min(t["tm"], idx.sub(c(g.cog), m0))
-            ncols = idx.min(t["tn"], idx.sub(c(g.pixels), p0))
-            nrows.name_hint, ncols.name_hint = "m", "ncols"
-            # output rows of the pixel tile and the input rows they need
-            sh, dh, pt = g.strides[0], g.dilations[0], g.pads[0]
-            oh0 = idx.floordiv(p0, c(g.ow))
-            oh1 = idx.floordiv(idx.sub(idx.add(p0, ncols), c(1)), c(g.ow))
-            top = idx.mul(oh0, c(sh))
-            a_row = idx.sub(idx.max(top, c(pt)), c(pt))
-            pad_top = idx.sub(c(pt), idx.min(c(pt), top))
-            span_end = idx.add(idx.mul(oh1, c(sh)), c((g.kh - 1) * dh + 1))
-            end = idx.sub(idx.min(c(g.h + pt), idx.max(span_end, idx.add(c(pt), a_row))), c(pt))
-            h_rows = idx.sub(end, a_row)
-            h_rows.name_hint = "h_rows"
-            m_start = idx.sub(p0, idx.mul(oh0, c(g.ow)))
-            co0 = idx.add(idx.mul(gi, c(g.cog)), m0)  # first output channel of the tile
-            view_row = idx.add(idx.mul(n, c(g.co)), co0)
-            with kb.stage("cube"):
-                cbuf = kb.insert(buffer.QueueAllocOp(qc, f32), "c").results[0]
-                with kb.loop(c(0), t["c_stages"], "cs") as s:
-                    ch0 = idx.mul(s, c(tiles.cstep))
-                    cs = idx.min(c(tiles.cstep), idx.sub(c(g.cg), ch0))
-                    klen1 = idx.mul(cs, c(g.taps))
+            with kb.when(kb.less(step, last)):
+                self._im2col(step)
+            with kb.when(kb.less(first, step)):
+                self._tile(idx.sub(step, c(1)), (qa1, qb1, qa2, qb2, qc), ws)
 
-                    def fill_a1(slot: SSAValue) -> None:
-                        at = idx.add(idx.mul(co0, c(g.k)), idx.mul(ch0, c(g.taps)))
-                        src = kb.view(self.gm[p.weight], at)
-                        kb.copy(src, slot, nrows, klen1, c(g.k), c(kst))
-
-                    def fill_b1(slot: SSAValue) -> None:
-                        chan = idx.add(idx.add(idx.mul(n, c(g.c)), idx.mul(gi, c(g.cg))), ch0)
-                        if g.pointwise:  # the [cs x ncols] pixel block, rows tn apart
-                            src = kb.view(self.gm[p.x], idx.add(idx.mul(chan, c(g.pixels)), p0))
-                            kb.copy(src, slot, cs, ncols, c(g.pixels), t["tn"])
-                            return
-                        at = idx.mul(idx.add(idx.mul(chan, c(g.h)), a_row), c(g.w))
-                        src = kb.view(self.gm[p.x], at)
-                        hw = idx.mul(h_rows, c(g.w))
-                        kb.copy(src, slot, cs, hw, c(g.h * g.w), hw)
-
-                    a1 = load(kb, qa1, in_elt, fill_a1, "a1")
-                    b1 = load(kb, qb1, in_elt, fill_b1, "b1")
-                    with kb.loop(c(0), idx.ceildiv(klen1, t["tk"]), "kk") as kk:
-                        k1 = idx.mul(kk, t["tk"])
-                        klen = idx.min(t["tk"], idx.sub(klen1, k1))
-
-                        def fill_a2(slot: SSAValue) -> None:
-                            kb.copy(kb.view(a1, k1), slot, nrows, klen, c(kst), klen)
-
-                        def fill_b2(slot: SSAValue) -> None:
-                            if g.pointwise:
-                                at = kb.view(b1, idx.mul(k1, t["tn"]))
-                                kb.copy(at, slot, klen, ncols, t["tn"], ncols)
-                                return
-                            kb.insert(
-                                buffer.Im2colOp(
-                                    slot,
-                                    b1,
-                                    (cs, h_rows, c(g.w)),
-                                    (pad_top, c(g.pads[1])),
-                                    c(g.ow),
-                                    (m_start, ncols),
-                                    (k1, klen),
-                                    (g.kh, g.kw),
-                                    g.strides,
-                                    g.dilations,
-                                )
-                            )
-
-                        a2 = load(kb, qa2, in_elt, fill_a2, "a2")
-                        b2 = load(kb, qb2, in_elt, fill_b2, "b2")
-                        acc = nonzero(kb, idx.add(s, kk))
-                        kb.insert(buffer.MmadOp(cbuf, a2, b2, nrows, ncols, klen, acc))
-                        free(kb, qa2, a2)
-                        free(kb, qb2, b2)
-                    free(kb, qa1, a1)
-                    free(kb, qb1, b1)
-                if p.direct:
-                    out = p.parts.outputs[0]
-                    dst = kb.view(self.gm[out], idx.add(idx.mul(view_row, c(g.pixels)), p0))
-                    relu = activation_of(p.root)[0] == "relu"
-                    kb.insert(buffer.CopyOp(cbuf, dst, nrows, ncols, ncols, c(g.pixels), relu=relu))
-                    free(kb, qc, cbuf)
-                elif ws is not None:
-                    base = self._slot_base(bid, tile, first, tm_tn)
-                    await_slot(kb, tile, first)
-                    kb.insert(buffer.CopyOp(cbuf, kb.view(ws, base), nrows, ncols, ncols, t["tn"]))
-                    free(kb, qc, cbuf)
-                    tile_written(kb)
-                else:
-                    kb.insert(buffer.EnqueOp(qc, cbuf))
-            if row is not None:
-                self._epilogue(
-                    row, view_row, p0, nrows, ncols, qc, ws, bid, tile, (first, last), tm_tn
+    def _tile(
+        self,
+        tile: SSAValue,
+        queues: tuple[SSAValue, SSAValue, SSAValue, SSAValue, SSAValue],
+        ws: SSAValue | None,
+    ) -> None:
+        """Output tile `tile`: the AIC's cube stage, then the AIVs' epilogue."""
+        kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        g = p.geometry
+        c = idx.const
+        bid, first, last, row = self.bid, self.first, self.last, self.row
+        qa1, qb1, qa2, qb2, qc = queues
+        tm_tn = idx.mul(t["tm"], t["tn"])
+        tile.name_hint = tile.name_hint or "tile"
+        at = self._coords(tile)
+        with kb.stage("cube"):
+            cbuf = kb.insert(buffer.QueueAllocOp(qc, f32), "c").results[0]
+            if p.explicit:
+                kb.insert(buffer.CrossCoreWaitOp(COL_READY, "aic"))
+            self._k_loop(cbuf, tile, at, (qa1, qb1, qa2, qb2))
+            if p.explicit:  # the AIVs may refill this slot for the tile two ahead
+                with kb.when(kb.less(idx.add(tile, c(COL_SLOTS)), last)):
+                    kb.insert(buffer.CrossCoreSetOp(COL_FREE, "aic", "mte2"))
+            if p.direct:
+                out = p.parts.outputs[0]
+                dst = kb.view(self.gm[out], idx.add(idx.mul(at.view_row, c(g.pixels)), at.p0))
+                relu = activation_of(p.root)[0] == "relu"
+                kb.insert(
+                    buffer.CopyOp(cbuf, dst, at.nrows, at.ncols, at.ncols, c(g.pixels), relu=relu)
                 )
+                free(kb, qc, cbuf)
+            elif ws is not None:
+                base = self._slot_base(bid, tile, first, tm_tn)
+                await_slot(kb, tile, first)
+                kb.insert(
+                    buffer.CopyOp(cbuf, kb.view(ws, base), at.nrows, at.ncols, at.ncols, t["tn"])
+                )
+                free(kb, qc, cbuf)
+                tile_written(kb)
+            else:
+                kb.insert(buffer.EnqueOp(qc, cbuf))
+        if row is not None:
+            self._epilogue(
+                row,
+                at.view_row,
+                at.p0,
+                at.nrows,
+                at.ncols,
+                qc,
+                ws,
+                bid,
+                tile,
+                (first, last),
+                tm_tn,
+            )
+
+    def _coords(self, tile: SSAValue) -> TileAt:
+        """Where output tile `tile` is: image, group, channels, pixels and input rows."""
+        idx, t, g = self.kb.idx, self.t, self.p.geometry
+        c = idx.const
+        pi = idx.rem(tile, t["pt"])
+        rest = idx.floordiv(tile, t["pt"])
+        mi = idx.rem(rest, t["mt"])
+        rest2 = idx.floordiv(rest, t["mt"])
+        gi = idx.rem(rest2, c(g.group))
+        n = idx.floordiv(rest2, c(g.group))
+        m0 = idx.mul(mi, t["tm"])
+        p0 = idx.mul(pi, t["tn"])
+        nrows = idx.min(t["tm"], idx.sub(c(g.cog), m0))
+        ncols = idx.min(t["tn"], idx.sub(c(g.pixels), p0))
+        nrows.name_hint, ncols.name_hint = "m", "ncols"
+        # output rows of the pixel tile and the input rows they need
+        sh, dh, pt = g.strides[0], g.dilations[0], g.pads[0]
+        oh0 = idx.floordiv(p0, c(g.ow))
+        oh1 = idx.floordiv(idx.sub(idx.add(p0, ncols), c(1)), c(g.ow))
+        top = idx.mul(oh0, c(sh))
+        a_row = idx.sub(idx.max(top, c(pt)), c(pt))
+        pad_top = idx.sub(c(pt), idx.min(c(pt), top))
+        span_end = idx.add(idx.mul(oh1, c(sh)), c((g.kh - 1) * dh + 1))
+        end = idx.sub(idx.min(c(g.h + pt), idx.max(span_end, idx.add(c(pt), a_row))), c(pt))
+        h_rows = idx.sub(end, a_row)
+        h_rows.name_hint = "h_rows"
+        m_start = idx.sub(p0, idx.mul(oh0, c(g.ow)))
+        co0 = idx.add(idx.mul(gi, c(g.cog)), m0)  # first output channel of the tile
+        view_row = idx.add(idx.mul(n, c(g.co)), co0)
+        chan = idx.add(idx.mul(n, c(g.c)), idx.mul(gi, c(g.cg)))  # first input channel
+        return TileAt(n, chan, co0, view_row, m0, p0, nrows, ncols, a_row, h_rows, pad_top, m_start)
+
+    def _col_slot(self, tile: SSAValue) -> SSAValue:
+        """Element offset of tile `tile`'s X_col slot [K x tn] in the workspace."""
+        idx = self.kb.idx
+        slot = idx.rem(idx.sub(tile, self.first), idx.const(COL_SLOTS))
+        block = idx.add(idx.mul(self.bid, idx.const(COL_SLOTS)), slot)
+        return idx.mul(idx.mul(block, idx.const(self.p.geometry.k)), self.t["tn"])
+
+    def _k_loop(
+        self,
+        cbuf: SSAValue,
+        tile: SSAValue,
+        at: TileAt,
+        queues: tuple[SSAValue, SSAValue, SSAValue, SSAValue],
+    ) -> None:
+        """Accumulate W[co0.., :] @ X_col[:, p0..] into the L0C tile, in L1 stages of
+        cstep input channels."""
+        kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        g, tiles, in_elt = p.geometry, p.tiles, p.in_elt
+        c = idx.const
+        qa1, qb1, qa2, qb2 = queues
+        kst = tiles.kst(g)
+        nrows, ncols = at.nrows, at.ncols
+        col_slot = self._col_slot(tile) if p.explicit else None
+        with kb.loop(c(0), t["c_stages"], "cs") as s:
+            ch0 = idx.mul(s, c(tiles.cstep))
+            cs = idx.min(c(tiles.cstep), idx.sub(c(g.cg), ch0))
+            klen1 = idx.mul(cs, c(g.taps))
+
+            def fill_a1(slot: SSAValue) -> None:
+                w_at = idx.add(idx.mul(at.co0, c(g.k)), idx.mul(ch0, c(g.taps)))
+                src = kb.view(self.gm[p.weight], w_at)
+                kb.copy(src, slot, nrows, klen1, c(g.k), c(kst))
+
+            def fill_b1(slot: SSAValue) -> None:
+                chan = idx.add(at.chan, ch0)
+                if col_slot is not None:  # the AIVs' X_col rows of these channels
+                    assert self.ws_col is not None
+                    rows_at = idx.mul(idx.mul(ch0, c(g.taps)), t["tn"])
+                    src = kb.view(self.ws_col, idx.add(col_slot, rows_at))
+                    kb.copy(src, slot, klen1, ncols, t["tn"], t["tn"])
+                    return
+                if g.pointwise:  # the [cs x ncols] pixel block, rows tn apart
+                    src = kb.view(self.gm[p.x], idx.add(idx.mul(chan, c(g.pixels)), at.p0))
+                    kb.copy(src, slot, cs, ncols, c(g.pixels), t["tn"])
+                    return
+                x_at = idx.mul(idx.add(idx.mul(chan, c(g.h)), at.a_row), c(g.w))
+                src = kb.view(self.gm[p.x], x_at)
+                hw = idx.mul(at.h_rows, c(g.w))
+                kb.copy(src, slot, cs, hw, c(g.h * g.w), hw)
+
+            a1 = load(kb, qa1, in_elt, fill_a1, "a1")
+            b1 = load(kb, qb1, in_elt, fill_b1, "b1")
+            with kb.loop(c(0), idx.ceildiv(klen1, t["tk"]), "kk") as kk:
+                k1 = idx.mul(kk, t["tk"])
+                klen = idx.min(t["tk"], idx.sub(klen1, k1))
+
+                def fill_a2(slot: SSAValue) -> None:
+                    kb.copy(kb.view(a1, k1), slot, nrows, klen, c(kst), klen)
+
+                def fill_b2(slot: SSAValue) -> None:
+                    if g.pointwise or p.explicit:
+                        src = kb.view(b1, idx.mul(k1, t["tn"]))
+                        kb.copy(src, slot, klen, ncols, t["tn"], ncols)
+                        return
+                    kb.insert(
+                        buffer.Im2colOp(
+                            slot,
+                            b1,
+                            (cs, at.h_rows, c(g.w)),
+                            (at.pad_top, c(g.pads[1])),
+                            c(g.ow),
+                            (at.m_start, ncols),
+                            (k1, klen),
+                            (g.kh, g.kw),
+                            g.strides,
+                            g.dilations,
+                        )
+                    )
+
+                mmad_step(
+                    kb,
+                    (qa2, qb2),
+                    in_elt,
+                    (fill_a2, fill_b2),
+                    cbuf,
+                    (nrows, ncols, klen),
+                    idx.add(s, kk),
+                )
+            free(kb, qa1, a1)
+            free(kb, qb1, b1)
+
+    # ---- the explicit im2col (split chips, module docstring) ------------------------------
+
+    def _im2col_buffers(self) -> None:
+        """The AIVs' buffers: a staged input channel (its rows, then a zero block), an
+        X_col block [kh*kw x tn], and the i32 offset tables (rows, columns, taps)."""
+        kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        g, tiles, w, in_elt = p.geometry, p.tiles, width(p.in_elt), p.in_elt
+        c = idx.const
+        self.zero_at = g.zero_at(tiles.h_stage, w)
+        staged = (self.zero_at + 32 // w) * w
+        self.q_fmap = kb.queue("vecin", 2, c(staged), staged, in_elt, "q_fmap")
+        cols = g.taps * tiles.tn * w
+        self.q_col = kb.queue("vecout", 2, idx.mul(t["tn"], c(g.taps * w)), cols, in_elt, "q_col")
+        per_col = (g.kh + g.kw + g.taps) * 4
+        self.offsets = kb.tbuf(idx.mul(t["tn"], c(per_col)), per_col * tiles.tn, i32, "offsets")
+
+    def _im2col(self, tile: SSAValue) -> None:
+        """The AIVs' part of tile `tile`: its X_col [K x ncols] into the tile's slot, every
+        other input channel each, then flag COL_READY for the AIC."""
+        kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        g, w, in_elt = p.geometry, width(p.in_elt), p.in_elt
+        c = idx.const
+        assert self.ws_col is not None
+        at = self._coords(tile)
+        col_slot = self._col_slot(tile)
+        done = idx.sub(tile, self.first)
+        with kb.when(kb.less(c(COL_SLOTS - 1), done)):  # the AIC has read the slot
+            kb.insert(buffer.CrossCoreWaitOp(COL_FREE, "aiv"))
+        tn = t["tn"]
+        with kb.stage("compute"):
+            self._offset_table(at)
+        count = idx.mul(tn, c(g.taps))
+        with chunk_loop(kb, c(g.cg), sub_blocks(self.chip, True)) as ch:
+            with kb.stage("copy_in"):
+                fmap = kb.insert(buffer.QueueAllocOp(self.q_fmap, in_elt), "fmap").results[0]
+                x_at = idx.mul(idx.add(idx.mul(idx.add(at.chan, ch), c(g.h)), at.a_row), c(g.w))
+                with kb.when(kb.less(c(0), at.h_rows)):  # not all padding
+                    kb.copy_1d(kb.view(self.gm[p.x], x_at), fmap, idx.mul(at.h_rows, c(g.w)))
+                kb.insert(buffer.EnqueOp(self.q_fmap, fmap))
+            with kb.stage("compute"):
+                fmap = kb.insert(buffer.DequeOp(self.q_fmap, in_elt), "fmap").results[0]
+                zero = kb.view(fmap, c(self.zero_at))
+                kb.insert(buffer.VDupOp(zero, kb.f32(0.0), c(32 // w)))
+                cols = kb.insert(buffer.QueueAllocOp(self.q_col, in_elt), "cols").results[0]
+                table = kb.view(self.offsets, idx.mul(tn, c(g.kh + g.kw)))
+                kb.insert(buffer.VGatherOp(cols, fmap, table, count))
+                kb.insert(buffer.EnqueOp(self.q_col, cols))
+                free(kb, self.q_fmap, fmap)
+            with kb.stage("copy_out"):
+                cols = kb.insert(buffer.DequeOp(self.q_col, in_elt), "cols").results[0]
+                dst = kb.view(self.ws_col, idx.add(col_slot, idx.mul(idx.mul(ch, c(g.taps)), tn)))
+                kb.copy(cols, dst, c(g.taps), at.ncols, tn, tn)
+                free(kb, self.q_col, cols)
+        kb.insert(buffer.CrossCoreSetOp(COL_READY, "aiv", "mte3"))
+
+    def _offset_table(self, at: TileAt) -> None:
+        """The tile's gather offsets [kh*kw x tn] (bytes into a staged channel; module
+        docstring): kh + kw rows by the scalar unit, then one add per tap and a min."""
+        kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        g, w = p.geometry, width(p.in_elt)
+        c = idx.const
+        tn = t["tn"]
+        cap = c(self.zero_at * w)  # the zero block
+        sh, sw = g.strides
+        dh, dw = g.dilations
+        pt, pl = g.pads[0], g.pads[1]
+
+        def outside(v: SSAValue, size: int, value: SSAValue) -> SSAValue:
+            """value if 0 <= v < size, else the zero block's offset."""
+            value = self._select(kb.less(v, c(size)), value, cap)
+            return self._select(kb.less(v, c(0)), cap, value)
+
+        with kb.loop(c(0), c(g.kh), "r") as r, kb.loop(c(0), tn, "j") as j:
+            oh = idx.floordiv(idx.add(at.p0, j), c(g.ow))
+            ih = idx.add(idx.mul(oh, c(sh)), idx.sub(idx.mul(r, c(dh)), c(pt)))
+            v = outside(ih, g.h, idx.mul(idx.sub(ih, at.a_row), c(g.w * w)))
+            v = self._select(kb.less(j, at.ncols), v, cap)
+            kb.set(self.offsets, idx.add(idx.mul(r, tn), j), self._i32(v))
+        cols_at = idx.mul(tn, c(g.kh))
+        with kb.loop(c(0), c(g.kw), "s") as s_, kb.loop(c(0), tn, "j") as j:
+            ow = idx.rem(idx.add(at.p0, j), c(g.ow))
+            iw = idx.add(idx.mul(ow, c(sw)), idx.sub(idx.mul(s_, c(dw)), c(pl)))
+            v = outside(iw, g.w, idx.mul(iw, c(w)))
+            kb.set(self.offsets, idx.add(idx.add(cols_at, idx.mul(s_, tn)), j), self._i32(v))
+        table = kb.view(self.offsets, idx.mul(tn, c(g.kh + g.kw)))
+        with kb.loop(c(0), c(g.taps), "tap") as tap:
+            row = kb.view(self.offsets, idx.mul(idx.floordiv(tap, c(g.kw)), tn))
+            col = kb.view(self.offsets, idx.add(cols_at, idx.mul(idx.rem(tap, c(g.kw)), tn)))
+            kb.binary("add", kb.view(table, idx.mul(tap, tn)), row, col, tn)
+        cap32 = kb.insert(arith.ConstantOp(IntegerAttr(self.zero_at * w, i32))).results[0]
+        kb.scalar("mins", table, table, cap32, idx.mul(tn, c(g.taps)))
+
+    def _select(self, cond: SSAValue, a: SSAValue, b: SSAValue) -> SSAValue:
+        return self.kb.insert(arith.SelectOp(cond, a, b)).results[0]
+
+    def _i32(self, v: SSAValue) -> SSAValue:
+        return self.kb.insert(arith.IndexCastOp(v, i32)).results[0]
 
     def _slot_base(
         self, bid: SSAValue, tile: SSAValue, first: SSAValue, tm_tn: SSAValue

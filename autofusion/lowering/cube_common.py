@@ -424,6 +424,26 @@ def sub_blocks(chip: ChipSpec, through_workspace: bool) -> int:
     return max(1, chip.vector_cores // max(chip.cube_cores, 1))
 
 
+def mmad_step(
+    kb: KernelBuilder,
+    queues: tuple[SSAValue, SSAValue],
+    element_type: Attribute,
+    fills: tuple[Callable[[SSAValue], None], Callable[[SSAValue], None]],
+    c: SSAValue,
+    dims: tuple[SSAValue, SSAValue, SSAValue],
+    k_step: SSAValue,
+) -> None:
+    """One K step of a cube tile: load A and B into L0A/L0B through their queues, Mmad
+    into `c` (accumulating unless `k_step` is the first), free both slots."""
+    qa2, qb2 = queues
+    a2 = load(kb, qa2, element_type, fills[0], "a2")
+    b2 = load(kb, qb2, element_type, fills[1], "b2")
+    nrows, ncols, klen = dims
+    kb.insert(buffer.MmadOp(c, a2, b2, nrows, ncols, klen, nonzero(kb, k_step)))
+    free(kb, qa2, a2)
+    free(kb, qb2, b2)
+
+
 def nonzero(kb: KernelBuilder, v: SSAValue) -> SSAValue:
     """v != 0 as an i1 (Mmad's accumulate flag: false on the first K step)."""
     op = arith.CmpiOp(v, kb.idx.const(0), "ne")

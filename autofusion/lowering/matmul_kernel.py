@@ -75,7 +75,7 @@ from autofusion.lowering.cube_common import (
     kernel_entry,
     load,
     max_epilogue_cols,
-    nonzero,
+    mmad_step,
     output_dims,
     plan_epilogue,
     pseudo_value,
@@ -451,6 +451,30 @@ class MatmulTemplate(KernelTemplate):
             notes=[f"workspace round trip {2 * ws} bytes"] if ws else [],
         )
 
+    def read_once(self, plan: Plan, chip: ChipSpec) -> list[SSAValue]:
+        """B when M fits one tile, A when N does (each not broadcast over batch dims):
+        the other operand's tiles then never re-read it (A is read once per N tile, B
+        once per M tile); the epilogue's full inputs. Static shapes only."""
+        from autofusion.lowering.l2_hint import full_row_inputs
+
+        p = cast(MatmulPlan, plan)
+        m, n, k = p.mnk()
+        if DYN in (m, n, k, *p.batch_shape):
+            return []
+        batch = si.num_elements(p.batch_shape) or 1
+        t = _tiling(IntOps(), p, chip, m, n, k, batch).values
+        once: list[SSAValue] = []
+        if t["mt"] == 1 and (si.num_elements(p.b_outer) or 1) == batch:
+            once.append(p.b)
+        if t["nt"] == 1 and (si.num_elements(p.a_outer) or 1) == batch:
+            once.append(p.a)
+        roles = [p.a, p.b]
+        if p.rows is not None:
+            once += full_row_inputs(p.rows)
+            roles += p.rows.inputs
+        # a value in two roles (x @ x, or B also read by the epilogue) is read twice
+        return [v for v in dict.fromkeys(once) if roles.count(v) == 1]
+
     def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
         p = cast(MatmulPlan, plan)
         emitters: list[MatmulKernel] = []
@@ -819,12 +843,15 @@ class MatmulKernel:
                             kb.view(b1, idx.mul(k1, t["tn"])), slot, klen, ncols, t["tn"], ncols
                         )
 
-                a2 = load(kb, qa2, in_elt, fill_a2, "a2")
-                b2 = load(kb, qb2, in_elt, fill_b2, "b2")
-                acc = nonzero(kb, idx.add(s, kk))
-                kb.insert(buffer.MmadOp(c, a2, b2, nrows, ncols, klen, acc))
-                free(kb, qa2, a2)
-                free(kb, qb2, b2)
+                mmad_step(
+                    kb,
+                    (qa2, qb2),
+                    in_elt,
+                    (fill_a2, fill_b2),
+                    c,
+                    (nrows, ncols, klen),
+                    idx.add(s, kk),
+                )
             free(kb, qa1, a1)
             free(kb, qb1, b1)
 

@@ -96,6 +96,12 @@ class RowsTemplate(KernelTemplate):
             plan.parts = parts
         return plan
 
+    def read_once(self, plan: Plan, chip: ChipSpec) -> list[SSAValue]:
+        """Inputs whose rows are the output's, streamed once tile by tile."""
+        from autofusion.lowering.l2_hint import full_row_inputs
+
+        return full_row_inputs(cast(RowPlan, plan))
+
     # ---- cost ---------------------------------------------------------------------
 
     def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:

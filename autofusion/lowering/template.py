@@ -111,6 +111,12 @@ class KernelTemplate(ABC):
         """The kernel's traffic and work; dynamic dims take the sizes in `dims` when given
         (default: 1, the smallest legal size)."""
 
+    def read_once(self, plan: Plan, chip: ChipSpec) -> list[SSAValue]:
+        """The kernel inputs (group-body values) whose every byte the kernel reads exactly
+        once at the group's static shapes: the candidates for reading past L2
+        (lowering/l2_hint.py). None unless a template says so."""
+        return []
+
     @abstractmethod
     def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
         """Build the kernel and its host tiling function."""

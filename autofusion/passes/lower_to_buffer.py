@@ -26,6 +26,7 @@ from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
 from autofusion.lowering.index_expr import IrOps
+from autofusion.lowering.l2_hint import bypass_attribute, l2_bypass
 from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, templates
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.fusion_statistics import describe_op
@@ -91,6 +92,10 @@ def lower_group(
 
     entry = group_entry(group, name, chip, dynamic_size)
     lowered = template.lower(plan, name, chip)
+    bypass = l2_bypass(group, template, plan, chip)
+    if bypass:
+        indices = [i for i, v in enumerate(lowered.kernel_inputs) if v in bypass]
+        lowered.kernel.attributes[buffer.L2_BYPASS_ATTR] = bypass_attribute(indices)
     b = Builder(InsertPoint.before(group))
     idx = IrOps(b)
     outside: dict[SSAValue, SSAValue] = dict(zip(group.block.args, group.inputs))

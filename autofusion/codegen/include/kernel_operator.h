@@ -1231,6 +1231,18 @@ public:
     uint32_t size_ = 0;  // elements from addr_ to the end of the buffer
 };
 
+// L2 cache mode of a GlobalTensor (asc-devkit kernel_operator; docs
+// atlasascendc_api_07_00033). A2/A3 document DISABLE and NORMAL; LAST and PERSISTENT
+// are declared for other architectures.
+enum class CacheMode : uint8_t {
+    CACHE_MODE_DISABLE = 0,
+    CACHE_MODE_NORMAL = 1,
+    CACHE_MODE_LAST = 2,
+    CACHE_MODE_PERSISTENT = 4,
+};
+
+enum CacheRwMode { READ = 1, WRITE = 2, RW = 3 };  // reserved: use the default (RW)
+
 template <typename T>
 class GlobalTensor {
 public:
@@ -1238,16 +1250,42 @@ public:
 
     GlobalTensor() = default;
 
+    // as on the device, a new buffer drops an earlier L2 cache hint (the hint alters
+    // the address SetGlobalBuffer sets)
     __aicore__ inline void SetGlobalBuffer(__gm__ T* buffer, uint64_t bufferSize)
     {
         addr_ = buffer;
         size_ = bufferSize;
+        cacheMode_ = CacheMode::CACHE_MODE_NORMAL;
     }
 
     __aicore__ inline void SetGlobalBuffer(__gm__ T* buffer)
     {
         addr_ = buffer;
         size_ = std::numeric_limits<uint64_t>::max();
+        cacheMode_ = CacheMode::CACHE_MODE_NORMAL;
+    }
+
+    // Whether reads and writes through this tensor (and its views) use L2. Values are
+    // unchanged: the emulator has no L2. It rejects the hint on chips without it (910,
+    // 310P), before SetGlobalBuffer (the device derives the altered address from the
+    // buffer's), and modes A2/A3 do not document.
+    template <CacheRwMode rwMode = CacheRwMode::RW>
+    __aicore__ inline void SetL2CacheHint(CacheMode mode)
+    {
+        static_assert(rwMode == CacheRwMode::READ || rwMode == CacheRwMode::WRITE || rwMode == CacheRwMode::RW,
+                      "SetL2CacheHint: rwMode is READ, WRITE or RW");
+        if (emu::Chip().arch == 1001 || emu::Chip().arch == 2002) {
+            emu::Fail("GlobalTensor::SetL2CacheHint is not available on %s (Atlas A2/A3 only)", emu::Chip().name);
+        }
+        if (addr_ == nullptr) {
+            emu::Fail("GlobalTensor::SetL2CacheHint before SetGlobalBuffer: the hint alters the buffer's address");
+        }
+        if (mode != CacheMode::CACHE_MODE_DISABLE && mode != CacheMode::CACHE_MODE_NORMAL) {
+            emu::Fail("GlobalTensor::SetL2CacheHint: CacheMode %d is not CACHE_MODE_DISABLE or CACHE_MODE_NORMAL on %s",
+                      static_cast<int>(mode), emu::Chip().name);
+        }
+        cacheMode_ = mode;
     }
 
     __aicore__ inline GlobalTensor operator[](const uint64_t offset) const
@@ -1305,6 +1343,7 @@ public:
 
     T* addr_ = nullptr;
     uint64_t size_ = 0;
+    CacheMode cacheMode_ = CacheMode::CACHE_MODE_NORMAL;  // kept by views (operator[])
 };
 
 // ------------------------------------------------------------------------------------
@@ -2462,6 +2501,51 @@ __aicore__ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& s
 {
     emu::SelectImpl(dst, selMask, src0, [src1](uint32_t) { return src1; }, selMode, calCount,
                     SELMODE::VSEL_TENSOR_SCALAR_MODE);
+}
+
+// Gather, count form (asc-devkit docs/api/context/Gather.md): dst[i] is the element of
+// src at byte offset srcBaseAddr + srcOffset[i] (from src's address); every offset is a
+// multiple of sizeof(T) and stays inside src's buffer. A2 types: int16_t, uint16_t,
+// int32_t, uint32_t, float, half, bfloat16_t.
+template <typename T>
+__aicore__ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                              const LocalTensor<uint32_t>& srcOffset, const uint32_t srcBaseAddr,
+                              const uint32_t count)
+{
+    static_assert(emu::IsOneOf<T, int16_t, uint16_t, int32_t, uint32_t, float, half, bfloat16_t>::value,
+                  "Gather supports 16- and 32-bit types (asc-devkit Gather.md)");
+    const char* api = "Gather";
+    emu::RequireVector(api);
+    emu::RequireTypeOnChip<T>(api);
+    if (emu::Chip().arch != 2201) {
+        emu::Fail("%s is not available on %s (Atlas A2/A3 only, asc-devkit Gather.md)", api, emu::Chip().name);
+    }
+    if (count == 0) {
+        return;
+    }
+    emu::CheckOverlap(api, dst, count, srcOffset, count);
+    const uint32_t* offsets = emu::VectorOperand(api, "srcOffset", srcOffset, count, false);
+    uint64_t reach = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        const uint64_t at = static_cast<uint64_t>(srcBaseAddr) + offsets[i];
+        if (at % sizeof(T) != 0) {
+            emu::Fail("%s: srcBaseAddr + srcOffset[%u] = %llu bytes is not a multiple of %zu", api, i,
+                      static_cast<unsigned long long>(at), sizeof(T));
+        }
+        reach = at / sizeof(T) + 1 > reach ? at / sizeof(T) + 1 : reach;
+    }
+    if (reach > src.GetSize()) {
+        emu::Fail("%s: an offset reaches element %llu of src, which has %u from its address", api,
+                  static_cast<unsigned long long>(reach - 1), src.GetSize());
+    }
+    emu::CheckOverlap(api, dst, count, src, reach);
+    const T* s = emu::VectorOperand(api, "src", src, reach, false);
+    std::vector<T> out(count);
+    for (uint32_t i = 0; i < count; ++i) {
+        out[i] = s[(static_cast<uint64_t>(srcBaseAddr) + offsets[i]) / sizeof(T)];
+    }
+    T* d = emu::VectorOperand(api, "dst", dst, count, true);
+    std::memcpy(static_cast<void*>(d), out.data(), count * sizeof(T));
 }
 
 // ------------------------------------------------------------------------------------

@@ -115,3 +115,19 @@ buffer.kernel @wrong_stage(%n: index) attributes {chip = "Ascend910B1", template
   buffer.return
 }
 // CHECK: kernel @wrong_stage: buffer.mmad touches AIC buffers inside a 'compute' stage, which runs on the AIV
+
+// -----
+
+// l2_bypass names GM inputs, not outputs
+buffer.kernel @bypass_output(%x: memref<?xf16, #buffer.space<gm>>, %y: memref<?xf16, #buffer.space<gm>>) attributes {chip = "Ascend910B1", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 1 : i64, l2_bypass = [1 : i64]} {
+  buffer.return
+}
+// CHECK: kernel @bypass_output: l2_bypass [1] must name GM inputs (0..0) once each, in ascending order
+
+// -----
+
+// Ascend910 (Atlas training series) has no GlobalTensor::SetL2CacheHint
+buffer.kernel @bypass_910(%x: memref<?xf16, #buffer.space<gm>>, %y: memref<?xf16, #buffer.space<gm>>) attributes {chip = "Ascend910", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 1 : i64, l2_bypass = [0 : i64]} {
+  buffer.return
+}
+// CHECK: kernel @bypass_910: Ascend910 cannot read past L2 (GlobalTensor::SetL2CacheHint is for Atlas A2/A3), but l2_bypass is set

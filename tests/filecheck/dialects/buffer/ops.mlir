@@ -98,3 +98,28 @@ buffer.kernel @handover(%y: memref<?xf32, #buffer.space<gm>>, %bytes: index) att
   buffer.cross_core_wait 1 on "aic"
   buffer.return
 }
+
+// -----
+
+// A kernel that reads its input past L2 (l2_bypass: GM input indices)
+// CHECK-LABEL: buffer.kernel @bypass(%x: memref<?xf16, #buffer.space<gm>>, %y: memref<?xf16, #buffer.space<gm>>) attributes {chip = "Ascend910B1", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 1 : i64, l2_bypass = [0 : i64]} {
+// CHECK-GENERIC: "buffer.kernel"() <{sym_name = "bypass"
+// CHECK-GENERIC: }) {l2_bypass = [0 : i64]} : () -> ()
+buffer.kernel @bypass(%x: memref<?xf16, #buffer.space<gm>>, %y: memref<?xf16, #buffer.space<gm>>) attributes {chip = "Ascend910B1", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 1 : i64, l2_bypass = [0 : i64]} {
+  buffer.return
+}
+
+// -----
+
+// The split chips' im2col gather: UB elements at i32 byte offsets (Gather).
+// CHECK-LABEL: buffer.kernel @gather
+// CHECK:         buffer.vgather %cols, %fmap, %offsets, %n : memref<?xf16, #buffer.space<ub>>, memref<?xf16, #buffer.space<ub>>, memref<?xi32, #buffer.space<ub>>
+// CHECK-GENERIC: "buffer.vgather"(%cols, %fmap, %offsets, %n) : (memref<?xf16, #buffer.space<ub>>, memref<?xf16, #buffer.space<ub>>, memref<?xi32, #buffer.space<ub>>, index) -> ()
+buffer.kernel @gather(%y: memref<?xf16, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend910B1", template = "conv", core_type = "aiv", num_inputs = 0 : i64, num_outputs = 1 : i64} {
+  %c64 = arith.constant 64 : index
+  %fmap = buffer.alloc_buf "vecin" %c64 max_bytes 64 -> memref<?xf16, #buffer.space<ub>>
+  %cols = buffer.alloc_buf "vecout" %c64 max_bytes 64 -> memref<?xf16, #buffer.space<ub>>
+  %offsets = buffer.alloc_buf "veccalc" %c64 max_bytes 64 -> memref<?xi32, #buffer.space<ub>>
+  buffer.vgather %cols, %fmap, %offsets, %n : memref<?xf16, #buffer.space<ub>>, memref<?xf16, #buffer.space<ub>>, memref<?xi32, #buffer.space<ub>>
+  buffer.return
+}

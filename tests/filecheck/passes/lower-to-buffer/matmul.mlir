@@ -83,3 +83,55 @@ func.func @gemm_relu(%a: tensor<64x128xf16>, %b: tensor<96x128xf16>) -> tensor<6
   }
   func.return %r : tensor<64x96xf16>
 }
+
+// -----
+
+// Decode-sized (M = 4, one M tile): each band of the weight is read once, so the kernel
+// reads it past L2 (l2_bypass names GM input 1, lowering/l2_hint.py); x, a graph input
+// re-read for every N tile, uses L2. Ascend910 has no L2 cache hint.
+// CHECK-LABEL: buffer.kernel @decode_kernel0
+// CHECK-SAME:    l2_bypass = [1 : i64]
+// A1-LABEL:    buffer.kernel @decode_kernel0
+// A1-NOT:        l2_bypass
+func.func @decode(%x: tensor<4x256xf16>) -> tensor<4x512xf16> {
+  %w = graph.constant dense<0.5> : tensor<256x512xf16>
+  %r = graph.fusion_group (%xx = %x : tensor<4x256xf16>, %ww = %w : tensor<256x512xf16>) -> tensor<4x512xf16> {
+    %y = graph.matmul %xx, %ww : (tensor<4x256xf16>, tensor<256x512xf16>) -> tensor<4x512xf16>
+    graph.yield %y : tensor<4x512xf16>
+  }
+  func.return %r : tensor<4x512xf16>
+}
+
+// -----
+
+// No bypass: M = 256 is two M tiles (each B band is read twice, the second time from
+// L2); a weight two kernels read (the second would find it in L2); a weight that is a
+// function argument (an earlier launch may have left it dirty in L2).
+// CHECK-LABEL: buffer.kernel @no_bypass_kernel0
+// CHECK-NOT:     l2_bypass
+// CHECK-LABEL: buffer.kernel @no_bypass_kernel1
+// CHECK-NOT:     l2_bypass
+// CHECK-LABEL: buffer.kernel @no_bypass_kernel2
+// CHECK-NOT:     l2_bypass
+// CHECK-LABEL: buffer.kernel @no_bypass_kernel3
+// CHECK-NOT:     l2_bypass
+func.func @no_bypass(%x: tensor<256x256xf16>, %v: tensor<4x256xf16>, %w2: tensor<256x512xf16>) -> (tensor<256x512xf16>, tensor<4x512xf16>, tensor<4x512xf16>, tensor<4x512xf16>) {
+  %w = graph.constant dense<0.5> : tensor<256x512xf16>
+  %r0 = graph.fusion_group (%xx = %x : tensor<256x256xf16>, %ww = %w : tensor<256x512xf16>) -> tensor<256x512xf16> {
+    %y = graph.matmul %xx, %ww : (tensor<256x256xf16>, tensor<256x512xf16>) -> tensor<256x512xf16>
+    graph.yield %y : tensor<256x512xf16>
+  }
+  %r1 = graph.fusion_group (%vv = %v : tensor<4x256xf16>, %ww = %w : tensor<256x512xf16>) -> tensor<4x512xf16> {
+    %y = graph.matmul %vv, %ww : (tensor<4x256xf16>, tensor<256x512xf16>) -> tensor<4x512xf16>
+    graph.yield %y : tensor<4x512xf16>
+  }
+  %r2 = graph.fusion_group (%vv = %v : tensor<4x256xf16>, %ww = %w : tensor<256x512xf16>) -> tensor<4x512xf16> {
+    %y = graph.matmul %vv, %ww : (tensor<4x256xf16>, tensor<256x512xf16>) -> tensor<4x512xf16>
+    graph.yield %y : tensor<4x512xf16>
+  }
+  %r3 = graph.fusion_group (%vv = %v : tensor<4x256xf16>, %ww = %w2 : tensor<256x512xf16>) -> tensor<4x512xf16> {
+    %y = graph.matmul %vv, %ww : (tensor<4x256xf16>, tensor<256x512xf16>) -> tensor<4x512xf16>
+    graph.yield %y : tensor<4x512xf16>
+  }
+  func.return %r0, %r1, %r2, %r3 : tensor<256x512xf16>, tensor<4x512xf16>, tensor<4x512xf16>, tensor<4x512xf16>
+}
