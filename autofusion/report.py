@@ -278,6 +278,7 @@ def group_entry(
     hot, transient = access_roles(plan, chip, dynamic_size)
     # inputs read past L2: what lower-to-buffer records on the kernel (lowering/l2_hint.py)
     bypass = frozenset(tensor_key(v) for v in l2_bypass(group, template, plan, chip))
+    scratch = template.scratch(plan, chip, [dynamic_size] * 16)
     traffic = TrafficKernel(
         name,
         reads,
@@ -286,6 +287,8 @@ def group_entry(
         frozenset(tensor_key(v) for v in hot) - bypass,
         frozenset(tensor_key(v) for v in transient) - bypass,
         bypass,
+        [((name, "scratch"), scratch)] if scratch else [],
+        frozenset(tensor_key(v) for v in template.read_first(plan)) - bypass,
     )
     return KernelEntry(
         name=name,
@@ -319,6 +322,8 @@ def access_roles(
       band by the group's M tiles one after the other (transient); a bias is hot;
     * conv: the weight is hot, the feature map transient;
     * flash attention: K, V and the mask are read again for every query block (hot);
+    * ffn: x is read again by every band (hot, or transient past half the L2), each
+      band of W1 and W2 by the M tiles one after the other (transient), biases (hot);
     * vector kernels and cube epilogues: row vectors, per-row tables and scalars (hot).
     """
     from autofusion.lowering.row_plan import RowPlan
@@ -337,6 +342,12 @@ def access_roles(
         hot += list(root.operands[1:])
     elif isinstance(root, graph.FlashAttentionOp):
         hot += list(root.operands[1:])
+    elif isinstance(root, graph.FfnOp):
+        x = root.input
+        fits = value_bytes(x, dynamic_size) <= chip.l2_bytes // 2
+        (hot if fits else transient).append(x)
+        transient += [*root.weight1, root.weight2]
+        hot += [*root.bias1, *(v for v in (root.bias2,) if v is not None)]
     rows = plan if isinstance(plan, RowPlan) else getattr(plan, "rows", None)
     if isinstance(rows, RowPlan):
         for v, info in rows.values.items():
@@ -384,6 +395,7 @@ def _encode(
                     graph.int_attr(k.extra_read),
                     roles(k.hot),
                     roles(k.transient),
+                    *([accesses(k.scratch), roles(k.first)] if k.scratch or k.first else []),
                 ]
             )
             for k in kernels
@@ -444,7 +456,7 @@ def _decode(attr: Attribute, launch: buffer.LaunchOp, name: str) -> list[Traffic
 
     kernels = []
     for item in cast(ArrayAttr[Attribute], attr).data:
-        reads, writes, extra, hot, transient = cast(ArrayAttr[Attribute], item).data
+        reads, writes, extra, hot, transient, *more = cast(ArrayAttr[Attribute], item).data
         kernels.append(
             TrafficKernel(
                 name,
@@ -453,6 +465,8 @@ def _decode(attr: Attribute, launch: buffer.LaunchOp, name: str) -> list[Traffic
                 cast(IntegerAttr, extra).value.data,
                 roles(hot),
                 roles(transient),
+                scratch=accesses(more[0]) if more else [],
+                first=roles(more[1]) if more else frozenset(),
             )
         )
     return kernels

@@ -51,6 +51,19 @@ with dirty granules in L2. Each bypassed byte is read from HBM as often as the k
 reads it; afc bypasses only inputs its tiling reads once, so the model takes a bypassed
 input to be neither hot nor transient (it refuses one that is).
 
+Scratch. A kernel's own GM tensors that live through it (a workspace it writes first
+and reads and rewrites throughout: the ffn kernel's f32 accumulator, which every band
+adds to, and its slots) are `scratch`: written at the kernel's first step (allocated
+dirty, nothing read from HBM), touched at every step after (the most recently used
+data, like hot inputs; a granule evicted meanwhile is written back, since the kernel
+still needs it, and read back at its next touch), and dead when the kernel ends (dropped
+without a write-back when dead data is dropped; pessimistically written back like
+other dead dirty data).
+
+First reads. An input a kernel reads whole before the rest of its work (`first`: the
+ffn kernel's residual, which seeds its accumulator before the weights stream) is read
+at its first step, in full, instead of a part per step.
+
 Streams. Under LRU a matmul's B bands (a weight read once from HBM, then again by
 the group's next M tiles) displace older data as they pass, intermediates written
 before included. `scan_resistant=True` models a replacement policy that keeps such
@@ -88,9 +101,11 @@ class TrafficKernel:
 
     `reads` and `writes` name each tensor once: (tensor, bytes the kernel reads or
     writes of it, each byte once). `hot` inputs are re-read throughout the kernel,
-    `transient` ones briefly, `bypass` ones are read past L2 (see the module
-    docstring). `extra_read` is HBM traffic of the kernel's own re-reads that L2 cannot
-    serve (its template's estimate)."""
+    `transient` ones briefly, `bypass` ones are read past L2, `first` ones whole before
+    the rest; `scratch` tensors are the kernel's own, written first and used throughout
+    (see the module docstring).
+    `extra_read` is HBM traffic of the kernel's own re-reads that L2 cannot serve (its
+    template's estimate)."""
 
     name: str
     reads: list[tuple[Hashable, int]] = field(default_factory=list)
@@ -99,6 +114,9 @@ class TrafficKernel:
     hot: frozenset[Hashable] = frozenset()
     transient: frozenset[Hashable] = frozenset()
     bypass: frozenset[Hashable] = frozenset()  # inputs read past L2 (module docstring)
+    # the kernel's own GM tensors (key, bytes), live through the kernel only (docstring)
+    scratch: list[tuple[Hashable, int]] = field(default_factory=list)
+    first: frozenset[Hashable] = frozenset()  # inputs read whole at the first step
 
 
 @dataclass
@@ -194,7 +212,7 @@ def simulate_l2(
     reach HBM (graph outputs). See the module docstring for the model."""
     last_use: dict[Hashable, int] = {}
     for i, k in enumerate(kernels):
-        for t, _ in k.reads:
+        for t, _ in (*k.reads, *k.scratch):
             last_use[t] = i
     for t in outputs:
         last_use[t] = len(kernels)
@@ -211,6 +229,7 @@ def simulate_l2(
         hbm_read = float(k.extra_read)
         hbm_write = 0
         hot: list[_Access] = []
+        firsts: list[_Access] = []
         streams: list[_Access] = []
         bypassed: list[_Access] = []
         for t, b in k.reads:
@@ -224,20 +243,28 @@ def simulate_l2(
             again = again or (t in k.transient and not scan_resistant)
             access = _Access(t, granules(size, granule), part, part >= 1.0 and again)
             access.last = drop_dead and not again and last_use.get(t, -1) == i
-            (hot if t in k.hot else streams).append(access)
+            (hot if t in k.hot else firsts if t in k.first else streams).append(access)
         for t, b in k.writes:
             streams.append(_Access(t, granules(b, granule), 1.0, True, write=True))
+        scratch = [_Access(t, granules(b, granule), 1.0, True, write=True) for t, b in k.scratch]
         steps = max(1, min(MAX_STEPS, max((len(a.sizes) for a in streams), default=1)))
         for step in range(steps):
+            for a in scratch:
+                for j, nbytes in enumerate(a.sizes):
+                    # written at the first step; later a granule evicted meanwhile comes back
+                    if not l2.touch((a.tensor, j)):
+                        hbm_read += nbytes if step else 0
+                        l2.insert((a.tensor, j), nbytes, True)
             for a in hot:
                 for j, nbytes in enumerate(a.sizes):
                     if not l2.touch((a.tensor, j)):
                         hbm_read += nbytes * a.part
                         if a.allocate:
                             l2.insert((a.tensor, j), nbytes, False)
-            for a in streams:
+            for a in (*(firsts if step == 0 else ()), *streams):
                 n = len(a.sizes)
-                for j in range(step * n // steps, (step + 1) * n // steps):
+                lo, hi = (0, n) if a in firsts else (step * n // steps, (step + 1) * n // steps)
+                for j in range(lo, hi):
                     if a.write:
                         l2.insert((a.tensor, j), a.sizes[j], True)
                     elif a.last and a.part >= 1.0:
@@ -250,7 +277,7 @@ def simulate_l2(
                             l2.insert((a.tensor, j), a.sizes[j], False)
             hbm_write += l2.evict(live)
         if drop_dead:
-            for a in (*hot, *streams, *bypassed):
+            for a in (*hot, *firsts, *streams, *bypassed, *scratch):
                 if last_use.get(a.tensor, -1) <= i:
                     l2.drop(a.tensor, len(a.sizes))
         reads.append(round(hbm_read))

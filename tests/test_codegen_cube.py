@@ -123,36 +123,43 @@ func.func @bmm_add(%a: {T((2, 3, 20, 24), e)}, %b: {T((24, 40), e)}, %r: {T((20,
     }
 
 
+def attention(
+    name: str, dims: tuple[int, ...], layout: str, causal: bool, mask: str, e: str
+) -> str:
+    """flash attention (+ a residual) over [B, H, S, D] dims (b, hq, hkv, sq, skv, d, dv)."""
+    b, hq, hkv, sq, skv, d, dv = dims
+
+    def shape(h: int, s: int, x: int) -> tuple[int, ...]:
+        return (b, h, s, x) if layout == "BNSD" else (b, s, h, x)
+
+    args = [("q", T(shape(hq, sq, d), e)), ("k", T(shape(hkv, skv, d), e))]
+    args.append(("v", T(shape(hkv, skv, dv), e)))
+    if mask == "bool":
+        args.append(("m", T((b, 1, sq, skv), "i1")))
+    elif mask == "keys":
+        args.append(("m", T((skv,), "i1")))
+    elif mask == "float":
+        args.append(("m", T((1, hq, sq, skv), e)))
+    out = T(shape(hq, sq, dv), e)
+    sig = ", ".join(f"%{n}: {t}" for n, t in args)
+    operands = ", ".join(f"%{n}" for n, _ in args)
+    types = ", ".join(t for _, t in args)
+    props = f'{{scale = 0.35, causal = {str(causal).lower()}, layout = "{layout}"}}'
+    return f"""
+func.func @{name}({sig}, %r: {out}) -> {out} {{
+  %fa = graph.flash_attention {operands} {props} : ({types}) -> {out}
+  %y = graph.add %fa, %r : {out}
+  func.return %y : {out}
+}}"""
+
+
 def attention_cases(e: str) -> dict[str, str]:
     """Causal (BNSD, several query and key/value blocks); GQA with a boolean mask that
     masks some query rows fully (they give 0); BSND with an additive mask; decoding
     (one query row: the second AIV has no rows); causal with a key padding mask."""
 
     def case(name: str, dims: tuple[int, ...], layout: str, causal: bool, mask: str) -> str:
-        b, hq, hkv, sq, skv, d, dv = dims
-
-        def shape(h: int, s: int, x: int) -> tuple[int, ...]:
-            return (b, h, s, x) if layout == "BNSD" else (b, s, h, x)
-
-        args = [("q", T(shape(hq, sq, d), e)), ("k", T(shape(hkv, skv, d), e))]
-        args.append(("v", T(shape(hkv, skv, dv), e)))
-        if mask == "bool":
-            args.append(("m", T((b, 1, sq, skv), "i1")))
-        elif mask == "keys":
-            args.append(("m", T((skv,), "i1")))
-        elif mask == "float":
-            args.append(("m", T((1, hq, sq, skv), e)))
-        out = T(shape(hq, sq, dv), e)
-        sig = ", ".join(f"%{n}: {t}" for n, t in args)
-        operands = ", ".join(f"%{n}" for n, _ in args)
-        types = ", ".join(t for _, t in args)
-        props = f'{{scale = 0.35, causal = {str(causal).lower()}, layout = "{layout}"}}'
-        return f"""
-func.func @{name}({sig}, %r: {out}) -> {out} {{
-  %fa = graph.flash_attention {operands} {props} : ({types}) -> {out}
-  %y = graph.add %fa, %r : {out}
-  func.return %y : {out}
-}}"""
+        return attention(name, dims, layout, causal, mask, e)
 
     return {
         "fa_causal": case("fa_causal", (2, 2, 2, 40, 40, 16, 16), "BNSD", True, "none"),
@@ -167,6 +174,60 @@ def _dense(values: np.ndarray) -> str:
     if values.ndim == 0:
         return f"{float(values):.6e}"
     return "[" + ", ".join(_dense(x) for x in values) + "]"
+
+
+UNIT = "strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1"
+SAME = "strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1"
+
+
+def conv_bn_relu(
+    name: str,
+    x: tuple[int, ...],
+    w: tuple[int, ...],
+    o: tuple[int, ...],
+    geometry: str,
+    e: str,
+    rng: np.random.Generator,
+) -> str:
+    """conv + batch norm (constant weights and statistics, drawn from `rng`) + relu."""
+    co = w[0]
+    c = T((co,), e)
+    weights = _dense(rng.standard_normal(w) * 0.3)
+    scale, shift = _dense(rng.uniform(0.5, 2, co)), _dense(rng.standard_normal(co))
+    mean, var = _dense(rng.standard_normal(co)), _dense(rng.uniform(0.5, 2, co))
+    return f"""
+func.func @{name}(%x: {T(x, e)}) -> {T(o, e)} {{
+  %w = graph.constant dense<{weights}> : {T(w, e)}
+  %s = graph.constant dense<{scale}> : {c}
+  %b = graph.constant dense<{shift}> : {c}
+  %mu = graph.constant dense<{mean}> : {c}
+  %v = graph.constant dense<{var}> : {c}
+  %cv = graph.conv2d %x, %w {{{geometry}}} : ({T(x, e)}, {T(w, e)}) -> {T(o, e)}
+  %n = graph.batch_norm %cv, %s, %b, %mu, %v {{epsilon = 1.0e-05}} : ({T(o, e)}, {c}, {c}, {c}, {c}) -> {T(o, e)}
+  %y = graph.relu %n : {T(o, e)}
+  func.return %y : {T(o, e)}
+}}"""
+
+
+def conv_bias_relu(
+    name: str, x: tuple[int, ...], co: int, conv: tuple[int, int, int, int, int], e: str
+) -> str:
+    """conv (kernel, stride, pad, dilation, group) with a bias input + relu."""
+    k, stride, pad, dil, group = conv
+    n, c, h, w = x
+    oh = (h + 2 * pad - dil * (k - 1) - 1) // stride + 1
+    ow = (w + 2 * pad - dil * (k - 1) - 1) // stride + 1
+    wt, b, o = T((co, c // group, k, k), e), T((co,), e), T((n, co, oh, ow), e)
+    geometry = (
+        f"strides = [{stride}, {stride}], pads = [{pad}, {pad}, {pad}, {pad}], "
+        f"dilations = [{dil}, {dil}], group = {group}"
+    )
+    return f"""
+func.func @{name}(%x: {T(x, e)}, %w: {wt}, %b: {b}) -> {o} {{
+  %cv = graph.conv2d %x, %w, %b {{{geometry}}} : ({T(x, e)}, {wt}, {b}) -> {o}
+  %y = graph.relu %cv : {o}
+  func.return %y : {o}
+}}"""
 
 
 def conv_cases(e: str) -> dict[str, str]:
@@ -184,44 +245,14 @@ def conv_cases(e: str) -> dict[str, str]:
     def bn_relu(
         name: str, x: tuple[int, ...], w: tuple[int, ...], o: tuple[int, ...], geometry: str
     ) -> str:
-        co = w[0]
-        c = T((co,), e)
-        weights = _dense(rng.standard_normal(w) * 0.3)
-        scale, shift = _dense(rng.uniform(0.5, 2, co)), _dense(rng.standard_normal(co))
-        mean, var = _dense(rng.standard_normal(co)), _dense(rng.uniform(0.5, 2, co))
-        return f"""
-func.func @{name}(%x: {T(x, e)}) -> {T(o, e)} {{
-  %w = graph.constant dense<{weights}> : {T(w, e)}
-  %s = graph.constant dense<{scale}> : {c}
-  %b = graph.constant dense<{shift}> : {c}
-  %mu = graph.constant dense<{mean}> : {c}
-  %v = graph.constant dense<{var}> : {c}
-  %cv = graph.conv2d %x, %w {{{geometry}}} : ({T(x, e)}, {T(w, e)}) -> {T(o, e)}
-  %n = graph.batch_norm %cv, %s, %b, %mu, %v {{epsilon = 1.0e-05}} : ({T(o, e)}, {c}, {c}, {c}, {c}) -> {T(o, e)}
-  %y = graph.relu %n : {T(o, e)}
-  func.return %y : {T(o, e)}
-}}"""
+        return conv_bn_relu(name, x, w, o, geometry, e, rng)
 
     def bias_relu(
         name: str, x: tuple[int, ...], co: int, k: int, stride: int, pad: int, dil: int, group: int
     ) -> str:
-        n, c, h, w = x
-        oh = (h + 2 * pad - dil * (k - 1) - 1) // stride + 1
-        ow = (w + 2 * pad - dil * (k - 1) - 1) // stride + 1
-        wt, b, o = T((co, c // group, k, k), e), T((co,), e), T((n, co, oh, ow), e)
-        geometry = (
-            f"strides = [{stride}, {stride}], pads = [{pad}, {pad}, {pad}, {pad}], "
-            f"dilations = [{dil}, {dil}], group = {group}"
-        )
-        return f"""
-func.func @{name}(%x: {T(x, e)}, %w: {wt}, %b: {b}) -> {o} {{
-  %cv = graph.conv2d %x, %w, %b {{{geometry}}} : ({T(x, e)}, {wt}, {b}) -> {o}
-  %y = graph.relu %cv : {o}
-  func.return %y : {o}
-}}"""
+        return conv_bias_relu(name, x, co, (k, stride, pad, dil, group), e)
 
-    unit = "strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1"
-    same = "strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1"
+    unit, same = UNIT, SAME
     return {
         "conv_bn_relu": bn_relu("conv_bn_relu", (2, 24, 7, 9), (40, 24, 1, 1), (2, 40, 7, 9), unit),
         "conv_bias_relu": bias_relu("conv_bias_relu", (1, 16, 11, 10), 24, 1, 1, 0, 1, 1),
@@ -249,7 +280,7 @@ def library(chip: str, elt: str) -> tuple[ModuleOp, ModuleOp, EmulatedKernels]:
     """(graph module, lowered module, compiled kernels) of every case for chip/elt."""
     key = (chip, elt)
     if key not in _LIBRARIES:
-        text = module_text(elt)
+        text = module_text(elt) if chip == SPLIT else "\n".join(coupled_cases(elt).values())
         graph_module = parse_module(default_context(), text, "cases.mlir")
         lowered = parse_module(default_context(), text, "cases.mlir")
         with small_tiles():
@@ -283,7 +314,13 @@ def feeds_for(module: ModuleOp, entry: str, seed: int) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("elt", ["f32", "f16", "bf16"])
 @pytest.mark.parametrize("case", CASES)
 def test_cube_kernels_match_the_graph(case: str, elt: str) -> None:
-    graph_module, lowered, kernels = library(SPLIT, elt)
+    compare_with_the_graph(*library(SPLIT, elt), case, elt)
+
+
+def compare_with_the_graph(
+    graph_module: ModuleOp, lowered: ModuleOp, kernels: EmulatedKernels, case: str, elt: str
+) -> None:
+    """`case` is one kernel; run emulated, it gives what the graph interpreter gives."""
     launches = [
         op
         for op in lowered.walk()
@@ -299,7 +336,7 @@ def test_cube_kernels_match_the_graph(case: str, elt: str) -> None:
         assert not np.isnan(g).any(), f"{case} {key}: NaN (an unwritten or padded lane leaked)"
         scale = max(1.0, float(np.abs(w).max()))
         np.testing.assert_allclose(g, w, rtol=rtol, atol=atol * scale, err_msg=f"{case} {key}")
-    if case.startswith("fa_gqa"):  # the fully masked query rows give 0 (+ the residual)
+    if "fa_gqa" in case:  # the fully masked query rows give 0 (+ the residual)
         r = feeds["arg4"].astype(np.float64)
         np.testing.assert_allclose(g[..., -1, :], r[..., -1, :], rtol=rtol, atol=atol)
 
@@ -404,20 +441,105 @@ func.func @main(%a: {T((48, 40), "f32")}, %b: {T((48, 32), "f32")}) -> {T((40, 3
     assert "\n" not in str(info.value)
 
 
-def test_conv_im2col_on_a_coupled_chip_is_a_clear_error() -> None:
-    """Coupled chips (910, 310P) keep the LoadData3DV2-style buffer.im2col of an NCHW
-    map, which has no Ascend C form: one line naming the op."""
-    text = f"""
-func.func @main(%x: {T((1, 16, 8, 16), "f16")}, %w: {T((32, 16, 3, 3), "f16")}) -> {T((1, 32, 8, 16), "f16")} {{
-  %c = graph.conv2d %x, %w {{strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1}} : ({T((1, 16, 8, 16), "f16")}, {T((32, 16, 3, 3), "f16")}) -> {T((1, 32, 8, 16), "f16")}
-  %y = graph.relu %c : {T((1, 32, 8, 16), "f16")}
-  func.return %y : {T((1, 32, 8, 16), "f16")}
+# ---------------------------------------------------------------------------------------
+# Coupled chips (Ascend910, Ascend310P3): one AI Core, CO1 -> CO2 into UB
+# ---------------------------------------------------------------------------------------
+
+COUPLED = ("Ascend910", "Ascend310P3")
+
+
+def coupled_cases(e: str) -> dict[str, str]:
+    """The kinds again, in half (the coupled chips' cube has no float32) and with 32-byte
+    rows (their DataCopy has no DataCopyPad): matmul + bias + gelu (M, N, K tails over
+    4 output tiles), gemm with transposed B, alpha/beta, bias, relu and a residual;
+    flash attention causal, GQA with a boolean mask masking a query row fully, BSND
+    with an additive mask; conv + batch norm + relu 3x3 (two images, pixel and channel
+    tails), conv + bias + relu 3x3 stride 2 and pointwise. The result leaves L0C by
+    CO1 -> CO2 as Nz fractals, reordered into rows in UB; a conv's X_col is gathered in
+    UB (Gather on 310P, the scalar unit on 910) and copied into L1 in C0 strips."""
+    rng = np.random.default_rng(21)
+    m, k, n = 37, 80, 48
+    mm = f"""
+func.func @c_mm_bias_gelu(%a: {T((m, k), e)}, %b: {T((k, n), e)}, %c: {T((n,), e)}) -> {T((m, n), e)} {{
+  %mm = graph.matmul %a, %b : ({T((m, k), e)}, {T((k, n), e)}) -> {T((m, n), e)}
+  %s = graph.add %mm, %c : ({T((m, n), e)}, {T((n,), e)}) -> {T((m, n), e)}
+  %y = graph.gelu %s {{approximate = "none"}} : {T((m, n), e)}
+  func.return %y : {T((m, n), e)}
 }}"""
+    gemm = f"""
+func.func @c_gemm_relu_residual(%a: {T((40, 48), e)}, %b: {T((32, 48), e)}, %c: {T((32,), e)}, %r: {T((40, 32), e)}) -> {T((40, 32), e)} {{
+  %g = graph.gemm %a, %b, %c {{trans_a = false, trans_b = true, alpha = 0.5, beta = 2.0, activation = "relu"}} : ({T((40, 48), e)}, {T((32, 48), e)}, {T((32,), e)}) -> {T((40, 32), e)}
+  %y = graph.add %g, %r : {T((40, 32), e)}
+  func.return %y : {T((40, 32), e)}
+}}"""
+    return {
+        "c_mm_bias_gelu": mm,
+        "c_gemm_relu_residual": gemm,
+        "c_fa_causal": attention("c_fa_causal", (2, 2, 2, 40, 64, 16, 16), "BNSD", True, "none", e),
+        "c_fa_gqa_bool": attention(
+            "c_fa_gqa_bool", (1, 4, 2, 37, 64, 16, 32), "BNSD", True, "bool", e
+        ),
+        "c_fa_bsnd_float": attention(
+            "c_fa_bsnd_float", (1, 2, 1, 20, 64, 32, 16), "BSND", False, "float", e
+        ),
+        "c_conv3x3_bn_relu": conv_bn_relu(
+            "c_conv3x3_bn_relu", (2, 16, 6, 16), (48, 16, 3, 3), (2, 48, 6, 16), SAME, e, rng
+        ),
+        "c_conv3x3_s2": conv_bias_relu("c_conv3x3_s2", (1, 16, 8, 16), 32, (3, 2, 1, 1, 1), e),
+        "c_conv1x1": conv_bias_relu("c_conv1x1", (2, 16, 4, 16), 32, (1, 1, 0, 1, 1), e),
+    }
+
+
+@pytest.mark.parametrize("chip", COUPLED)
+@pytest.mark.parametrize("case", sorted(coupled_cases("f16")))
+def test_coupled_cube_kernels_match_the_graph(case: str, chip: str) -> None:
+    compare_with_the_graph(*library(chip, "f16"), case, "f16")
+
+
+def test_coupled_kernels_move_fractals_through_ub_on_one_core() -> None:
+    """The printed coupled kernels: CO1 -> CO2 with DataCopyEnhancedParams in
+    BLOCK_MODE_MATRIX into a UB stage, the Nz -> ND reorder as strided DataCopy, no
+    Fixpipe, DataCopyPad or workspace; a conv's X_col reaches L1 in C0 strips, gathered
+    by Gather on 310P and by GetValue/SetValue on 910 (which has no Gather)."""
+    for chip in COUPLED:
+        _, lowered, kernels = library(chip, "f16")
+        ir = module_to_text(default_context(), lowered)
+        assert "buffer.workspace" not in ir and "buffer.im2col" not in ir
+        code = kernel_file(kernels, "c_mm_bias_gelu")
+        assert "KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AICORE);" in code
+        assert "co2Enhanced.blockMode = BlockMode::BLOCK_MODE_MATRIX;" in code
+        assert re.search(r"DataCopy\(c_ub\[j \* .*\], c_out\[.*\], co2Params, co2Enhanced\);", code)
+        assert re.search(r"DataCopy\(slot\[j\d* \* 16\], c_ub\[.*\], nz2ndParams\d*\);", code)
+        for absent in ("Fixpipe", "DataCopyPad", "CrossCore", "ASCEND_IS_"):
+            assert absent not in code
+        assert ("GET_TILING_DATA" in code) == (chip != "Ascend910")
+        attention_code = kernel_file(kernels, "c_fa_gqa_bool")
+        assert "DataCopy(c_ub, s_c, co2Params, co2Enhanced);" in attention_code
+        # 910 has only Select mode VSEL_CMPMASK_SPR: it masks with Min against +/-inf
+        assert ("Select(" in attention_code) == (chip != "Ascend910")
+        conv = kernel_file(kernels, "c_conv3x3_s2")
+        assert "DataCopy(b1[strip * " in conv and "stripParams" in conv
+        assert ("Gather(" in conv) == (chip == "Ascend310P3")
+        assert ("fmap.GetValue(" in conv) == (chip == "Ascend910")
+
+
+@pytest.mark.parametrize("chip", COUPLED)
+def test_float32_cube_ops_stay_library_ops_on_coupled_chips(chip: str) -> None:
+    """The coupled chips' cube takes half (and int8): a float32 matmul is refused
+    (tests/test_cube_kernels.py checks the reason) and runs as a library op; its
+    epilogue is a vector kernel."""
+    text = coupled_cases("f32")["c_mm_bias_gelu"]
     module = parse_module(default_context(), text, "t.mlir")
-    apply_pipeline(module, "ub-fusion{chip=Ascend910},lower-to-buffer{chip=Ascend910}")
-    with pytest.raises(UserError, match=r"buffer\.im2col.*has no LoadData3DV2 form") as info:
-        emit_ascendc(module)
-    assert "\n" not in str(info.value)
+    with small_tiles():
+        apply_pipeline(module, f"ub-fusion{{chip={chip}}},lower-to-buffer{{chip={chip}}}")
+    ir = module_to_text(default_context(), module)
+    assert "graph.matmul" in ir and 'template = "matmul"' not in ir
+    kernels = EmulatedKernels(module)
+    graph_module = parse_module(default_context(), text, "t.mlir")
+    feeds = feeds_for(graph_module, "c_mm_bias_gelu", seed=3)
+    want = run_function(graph_module, feeds, entry="c_mm_bias_gelu")
+    got = run_function_emulated(module, feeds, entry="c_mm_bias_gelu", kernels=kernels)
+    np.testing.assert_allclose(got["out0"], want["out0"], rtol=2e-5, atol=2e-5)
 
 
 GATHER = r"""
@@ -446,6 +568,10 @@ int main(int argc, char** argv)
     if (name == "reverse") { emu::RunBlocks(1, Gathers<0>); return 0; }
     if (name == "unaligned") { emu::RunBlocks(1, Gathers<2>); return 0; }
     if (name == "outside") { emu::RunBlocks(1, Gathers<4>); return 0; }
+    if (name == "on310p") {
+        emu::ChipConfig c = emu::DefaultChipConfig(); c.name = "Ascend310P3"; c.arch = 2002; emu::SetChipConfig(c);
+        emu::RunBlocks(1, Gathers<0>); return 0;
+    }
     if (name == "on910") {
         emu::ChipConfig c = emu::DefaultChipConfig(); c.name = "Ascend910"; c.arch = 1001; emu::SetChipConfig(c);
         emu::RunBlocks(1, Gathers<0>); return 0;
@@ -457,8 +583,8 @@ int main(int argc, char** argv)
 
 def test_emulated_gather_checks_its_offsets(tmp_path: Path) -> None:
     """Gather (asc-devkit Gather.md): dst[i] = src at byte offset srcOffset[i]; offsets
-    that are not element multiples or leave src's buffer, and chips other than A2/A3,
-    abort the emulation."""
+    that are not element multiples or leave src's buffer, and 910 (no Gather; A2/A3 and
+    310P's AI Core have it), abort the emulation."""
     from autofusion.codegen import emulate
 
     src, exe = tmp_path / "gather.cpp", tmp_path / "gather"
@@ -467,15 +593,82 @@ def test_emulated_gather_checks_its_offsets(tmp_path: Path) -> None:
         [emulate.CXX, *emulate.CXXFLAGS, f"-I{emulate.INCLUDE_DIR}", str(src), "-o", str(exe)],
         check=True,
     )
-    done = subprocess.run([str(exe), "reverse"], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == [str(i) for i in range(15, -1, -1)]
+    for chip in ("reverse", "on310p"):
+        done = subprocess.run([str(exe), chip], capture_output=True, text=True, check=True)
+        assert done.stdout.split() == [str(i) for i in range(15, -1, -1)]
     for case, message in (
         ("unaligned", r"Gather: srcBaseAddr \+ srcOffset\[0\] = 62 bytes is not a multiple of 4"),
         ("outside", r"Gather: an offset reaches element 16 of src, which has 16 from its address"),
-        ("on910", r"Gather is not available on Ascend910 \(Atlas A2/A3 only"),
+        ("on910", r"Gather is not available on Ascend910 \(Atlas A2/A3 and the Atlas inference"),
     ):
         done = subprocess.run([str(exe), case], capture_output=True, text=True, check=False)
         assert done.returncode != 0 and re.search(message, done.stderr), done.stderr
+
+
+CO2 = r"""
+#include <string>
+#include "kernel_operator.h"
+using namespace AscendC;
+
+static void Copy(const std::string& how)
+{
+    TPipe pipe; TBuf<QuePosition::CO1> c; TBuf<QuePosition::VECCALC> u;
+    pipe.InitBuffer(c, 4096); pipe.InitBuffer(u, 4096);
+    LocalTensor<float> l0c = c.Get<float>(), ub = u.Get<float>();
+    DataCopyEnhancedParams e;
+    e.blockMode = how == "normal" ? BlockMode::BLOCK_MODE_NORMAL
+                  : how == "vector" ? BlockMode::BLOCK_MODE_VECTOR : BlockMode::BLOCK_MODE_MATRIX;
+    DataCopyParams p{1, static_cast<uint16_t>(how == "overrun" ? 5 : 2), static_cast<uint16_t>(how == "stride"), 0};
+    DataCopy(ub, how == "offset" ? l0c[64] : l0c, p, e);
+}
+
+static void FloatMmad()
+{
+    TPipe pipe; TBuf<QuePosition::CO1> c; TBuf<QuePosition::A2> a; TBuf<QuePosition::B2> b;
+    pipe.InitBuffer(c, 1024); pipe.InitBuffer(a, 1024); pipe.InitBuffer(b, 1024);
+    MmadParams p; p.m = 16; p.n = 16; p.k = 8;
+    Mmad(c.Get<float>(), a.Get<float>(), b.Get<float>(), p);
+}
+
+int main(int argc, char** argv)
+{
+    const std::string name = argc > 1 ? argv[1] : "";
+    if (name != "split") {
+        emu::ChipConfig c = emu::DefaultChipConfig();
+        c.name = "Ascend910"; c.arch = 1001; c.coupled = true; c.dataCopyPad = false;
+        emu::SetChipConfig(c);
+    }
+    if (name == "mmad") { emu::RunBlocks(1, FloatMmad); return 0; }
+    emu::RunBlocks(1, [&]() { Copy(name); });
+    return 0;
+}
+"""
+
+
+def test_emulated_co1_to_co2_checks_its_parameters(tmp_path: Path) -> None:
+    """DataCopy with DataCopyEnhancedParams from CO1 to CO2 (coupled chips only): whole
+    16x16 fractals in BLOCK_MODE_MATRIX from a fractal boundary, no gaps (their unit in
+    that mode has no public source); a float32 Mmad on a coupled chip aborts too."""
+    from autofusion.codegen import emulate
+
+    src, exe = tmp_path / "co2.cpp", tmp_path / "co2"
+    src.write_text(CO2)
+    subprocess.run(
+        [emulate.CXX, *emulate.CXXFLAGS, f"-I{emulate.INCLUDE_DIR}", str(src), "-o", str(exe)],
+        check=True,
+    )
+    subprocess.run([str(exe), "ok"], capture_output=True, text=True, check=True)
+    for case, message in (
+        ("normal", r"CO1 -> CO2 takes blockMode BLOCK_MODE_MATRIX or BLOCK_MODE_VECTOR"),
+        ("vector", r"BLOCK_MODE_VECTOR \(1x16 blocks\) is not emulated"),
+        ("stride", r"srcStride/dstStride of BLOCK_MODE_MATRIX are not emulated"),
+        ("offset", r"src address 256 in L0C does not start a 16x16 fractal \(1024 bytes\)"),
+        ("overrun", r"src has 1024 elements from its address, the call touches 1280"),
+        ("split", r"CO1 -> CO2 \(L0C -> UB\) exists on coupled chips \(910, 310P\) only"),
+        ("mmad", r"Mmad: Ascend910 has no float cube"),
+    ):
+        done = subprocess.run([str(exe), case], capture_output=True, text=True, check=False)
+        assert done.returncode != 0 and re.search(message, done.stderr), (case, done.stderr)
 
 
 # ---------------------------------------------------------------------------------------

@@ -139,7 +139,6 @@ def matmul_case(m: int, k: int, n: int, elt: str, epilogue: str = "gelu") -> tup
         (SPLIT, "f16"),
         (SPLIT, "bf16"),
         (COUPLED, "f16"),
-        (COUPLED, "f32"),
         ("Ascend310P3", "f16"),
     ],
 )
@@ -203,10 +202,12 @@ def test_batched_matmul_with_dynamic_dims() -> None:
 def test_gemm_transposes_bias_activation_residual(
     trans: tuple[bool, bool], chip: str, small_tiles: None
 ) -> None:
-    m, k, n = 40, 48, 32
     ta, tb = trans
+    # coupled chips: a half cube (no float32 one) and 32-byte rows (M a multiple of 16)
+    e = "f32" if chip == SPLIT else "f16"
+    m, k, n = (40 if chip == SPLIT else 48), 48, 32
     a_shape, b_shape = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
-    a, b, c, o = T(a_shape, "f32"), T(b_shape, "f32"), T((n,), "f32"), T((m, n), "f32")
+    a, b, c, o = T(a_shape, e), T(b_shape, e), T((n,), e), T((m, n), e)
     props = (
         f"{{trans_a = {str(ta).lower()}, trans_b = {str(tb).lower()}, alpha = 0.5, beta = 2.0, "
         'activation = "gelu_tanh"}'
@@ -215,9 +216,9 @@ def test_gemm_transposes_bias_activation_residual(
         f"    %g = graph.gemm %a_, %b_, %c_ {props} : ({a}, {b}, {c}) -> {o}\n"
         f"    %y = graph.add %g, %r_ : {o}"
     )
-    args = [("a", a_shape, "f32"), ("b", b_shape, "f32"), ("c", (n,), "f32"), ("r", (m, n), "f32")]
-    text = group(body, [(x, T(s, e)) for x, s, e in args], [("y", o)])
-    after = check(text, chip, feeds_for(args, 5), "f32", "matmul")
+    args = [("a", a_shape, e), ("b", b_shape, e), ("c", (n,), e), ("r", (m, n), e)]
+    text = group(body, [(x, T(s, t)) for x, s, t in args], [("y", o)])
+    after = check(text, chip, feeds_for(args, 5), e, "matmul")
     assert ("transpose true" in module_to_text(default_context(), after)) == (ta or tb)
 
 
@@ -411,7 +412,7 @@ COUPLED_ATTENTION = [
     ("chip", "elt", "case"),
     [(SPLIT, e, c) for e in ("f32", "f16") for c in ATTENTION_CASES]
     + [(COUPLED, "f16", c) for c in COUPLED_ATTENTION]
-    + [("Ascend310P3", "f32", COUPLED_ATTENTION[1])],
+    + [("Ascend310P3", "f16", COUPLED_ATTENTION[1])],
 )
 def test_flash_attention(chip: str, elt: str, case: tuple, small_tiles: None) -> None:
     """16-row query blocks and 32-key blocks: several of each, causal skipping and
@@ -492,18 +493,22 @@ def test_matmul_bias_gelu_become_one_kernel(chip: str) -> None:
 @pytest.mark.parametrize("chip", [SPLIT, "Ascend310P3"])
 def test_conv_bn_relu_after_graph_fusion_is_one_kernel(chip: str) -> None:
     rng = np.random.default_rng(15)
+    cin = 8 if chip == SPLIT else 16  # coupled: 32-byte weight rows (Cin*9 halves)
     text = (
-        CONV_BN_RELU.replace("WEIGHTS", _dense(rng.standard_normal((16, 8, 3, 3)) * 0.3))
+        CONV_BN_RELU.replace("WEIGHTS", _dense(rng.standard_normal((16, cin, 3, 3)) * 0.3))
         .replace("SCALE", _dense(rng.uniform(0.5, 2, 16)))
         .replace("SHIFT", _dense(rng.standard_normal(16)))
         .replace("MEAN", _dense(rng.standard_normal(16)))
         .replace("VAR", _dense(rng.uniform(0.5, 2, 16)))
     )
-    if chip != SPLIT:  # 32-byte rows: W = 16
-        text = text.replace("10x12", "10x16").replace("5x6", "5x8")
-    feeds = feeds_for([("x", (2, 8, 10, 16 if chip != SPLIT else 12), "f32")], 16)
+    x, elt = (2, 8, 10, 12), "f32"
+    if chip != SPLIT:  # a half cube (no float32 one) and 32-byte rows: W = 16, OH*OW = 32
+        text = text.replace("f32", "f16").replace("16x8x3x3", "16x16x3x3")
+        text = text.replace("2x8x10x12", "2x16x8x16").replace("5x6", "4x8")
+        x, elt = (2, 16, 8, 16), "f16"
+    feeds = feeds_for([("x", x, elt)], 16)
     pipeline = f"graph-fusion,ub-fusion{{chip={chip}}},lower-to-buffer{{chip={chip}}}"
-    ir = end_to_end(text, pipeline, feeds, "f32")
+    ir = end_to_end(text, pipeline, feeds, elt)
     assert ir.count("buffer.launch") == 1 and 'template = "conv"' in ir
     assert not re.search(r"= graph\.(?!constant)\w+ ", ir)  # only the folded weights stay
 
@@ -588,6 +593,10 @@ def test_refusals_name_the_reason() -> None:
         [("y", T((16, 16), "bf16"))],
     )
     assert "Ascend910 has no bf16 cube" in refusal(bf, "Ascend910")
+    # 310P's Mmad takes half and int8 (CANN 8.1 dav_m200); 910 computes float in half
+    f32_mm, _ = matmul_case(32, 32, 32, "f32")
+    for chip in (COUPLED, "Ascend310P3"):
+        assert f"{chip} has no float32 cube" in refusal(f32_mm, chip)
     x, w, oc = T((1, 4, -1, 8), "f16"), T((4, 4, 1, 1), "f16"), T((1, 4, -1, 8), "f16")
     conv = group(
         f"    %y = graph.conv2d %x_, %w_ {{strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1}} : ({x}, {w}) -> {oc}",
@@ -828,9 +837,11 @@ def test_vgather_picks_elements_at_byte_offsets() -> None:
     ):
         with pytest.raises(Exception, match=message):
             run_kernel(vgather_kernel(bad), "8xf32", "8xf32", x)
-    # Gather exists on Atlas A2/A3 only (asc-devkit Gather.md)
+    # Gather exists on Atlas A2/A3 and 310P's AI Core, not on 910 (asc-devkit Gather.md)
     with pytest.raises(Exception, match=r"vgather \(Gather\) is not available on Ascend910"):
         run_kernel(body, "8xf32", "8xf32", x, chip=COUPLED)
+    got = run_kernel(body, "8xf32", "8xf32", x, chip="Ascend310P3")
+    np.testing.assert_array_equal(got, x[picks])
 
 
 def test_transposed_load_and_fixpipe_bf16_cast() -> None:

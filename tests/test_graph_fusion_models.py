@@ -65,8 +65,11 @@ def test_every_norm_and_gelu_is_one_op(model: str, exporter: str) -> None:
     module, ops = fused(model, exporter)
     assert sum(ops[n] for n in NORM_OPS) == NORMS[model], ops
     assert not any(ops[p] for p in PIECES), {p: ops[p] for p in PIECES if ops[p]}
+    # each layer's MLP is one graph.ffn (SwiGLU for Llama, GELU for the others)
+    assert ops["graph.ffn"] == 2 and ops["graph.swiglu"] == 0, ops
     if model in ("bert", "vit", "gpt2"):
         # each MLP's GELU is one op: a graph.gelu or the activation epilogue of its matmul
+        # (here: of its graph.ffn)
         gelus = ops["graph.gelu"] + sum(
             1
             for op in module.walk()  # type: ignore[attr-defined]

@@ -6,8 +6,8 @@ rules plus the rules that predate them, and checked for:
 
 * counts derived from each model's config (never from the fused output): every norm of
   the architecture is exactly one named norm op, the ones after a residual add fused with
-  it; every GELU is one gelu (standalone or a cube op's epilogue); Llama's MLPs are SwiGLU
-  and its query/key rotations RoPE;
+  it; every MLP is one graph.ffn (FFNFusionPass), with its GELU (one gelu) or Llama's
+  SwiGLU inside; Llama's query/key rotations are RoPE;
 * no leftover primitive of those patterns (reduce_mean, erf, sqrt, pow, ...);
 * outputs that still match ONNX Runtime (or torch eager for the torch frontend), with
   the tolerances of tests/test_onnx_import.py.
@@ -48,6 +48,7 @@ RECOGNITION = (
     "SiluFusionPass",
     "SwiGluFusionPass",
     "RotaryPositionEmbeddingFusionPass",
+    "FFNFusionPass",
 )
 # the rules that came before recognition: their interplay is part of what is tested
 EARLIER = (
@@ -97,11 +98,13 @@ def expected_counts(name: str, config: Any) -> Counter[str]:
     norm = "rms_norm" if name == "llama" else "layer_norm"
     want[f"graph.{norm}"] = 1
     want[f"graph.add_{norm}"] = 2 * layers
+    # every MLP is one graph.ffn (its SwiGLU or GELU inside: no graph.swiglu is left)
+    want["graph.ffn"] = layers
+    want["graph.swiglu"] = 0
     if name == "llama":
-        want["graph.swiglu"] = layers  # gate/up projections, silu(gate) * up
         want["graph.rope"] = 2 * layers  # queries and keys
     else:
-        want["gelu"] = layers  # one GELU per MLP
+        want["gelu"] = layers  # one GELU per MLP: the FFN's activation
     return want
 
 

@@ -814,6 +814,44 @@ def test_swiglu() -> None:
     ) == ["SwiGLU"]
 
 
+FFN_CASES = {
+    # activation, weight1 matrices (merged: one [K1, 2F]), bias1, bias2, residual
+    "swiglu_residual": ("swiglu", 2, False, False, True),
+    "swiglu_merged_biases": ("swiglu", 1, True, True, False),
+    "geglu": ("geglu", 2, True, False, True),
+    "reglu": ("reglu", 1, False, True, True),
+    "gelu_tanh": ("gelu_tanh", 1, True, True, False),
+    "relu": ("relu", 1, False, False, False),
+}
+
+
+@pytest.mark.parametrize("elt", ["f32", "f16"])
+@pytest.mark.parametrize("case", FFN_CASES)
+def test_ffn(case: str, elt: str) -> None:
+    act, n_w1, bias1, bias2, residual = FFN_CASES[case]
+    f = 12
+    x, y = f"tensor<2x?x8x{elt}>", f"tensor<2x?x6x{elt}>"
+    width = 2 * f if n_w1 == 1 and act in ("swiglu", "geglu", "reglu") else f
+    w1 = [f"tensor<8x{width}x{elt}>"] * n_w1
+    args = [("x", x), *((f"w{i}", t) for i, t in enumerate(w1)), ("w2", f"tensor<{f}x6x{elt}>")]
+    if bias1:
+        args += [(f"b{i}", f"tensor<{width}x{elt}>") for i in range(n_w1)]
+    if bias2:
+        args.append(("c", f"tensor<6x{elt}>"))
+    if residual:
+        args.append(("res", y))
+    sizes = [1, n_w1, 1, n_w1 if bias1 else 0, int(bias2), int(residual)]
+    names = ", ".join(f"%{n}" for n, _ in args)
+    types = ", ".join(t for _, t in args)
+    segments = ", ".join(map(str, sizes))
+    body = (
+        f'  %r = graph.ffn {names} {{activation = "{act}", '
+        f"operandSegmentSizes = array<i32: {segments}>}} : ({types}) -> {y}"
+    )
+    text = fn(", ".join(f"%{n}: {t}" for n, t in args), body, y)
+    assert function_names(check(text, scale=4)) == ["FFN"]
+
+
 @pytest.mark.parametrize("opset", [13, 17, 23])
 @pytest.mark.parametrize("elt", ["f32", "f16"])
 def test_add_norms(opset: int, elt: str) -> None:

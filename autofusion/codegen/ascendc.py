@@ -79,6 +79,11 @@ def _cast(text: str, ctype: str) -> str:
     return text if text.lstrip("-").isdigit() else f"static_cast<{ctype}>({text})"
 
 
+def _paren(text: str) -> str:
+    """`text` as an operand of `*`: parenthesized unless it is a number."""
+    return text if text.isdigit() else f"({text})"
+
+
 def _where(op: Operation) -> str:
     loc = describe_location(op.location)
     return f"{op.name} ({loc})" if loc else op.name
@@ -168,6 +173,10 @@ class KernelPrinter(ScalarPrinter):
         self.stages: dict[buffer.StageOp, _Stage] = {}
         # L1/L0C buffer (or queue) -> (rows, row stride) of the fractal matrix it holds
         self.nz: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
+        # UB buffer (or queue) a CO1 -> CO2 copy filled -> (rows, columns) of the Nz
+        # fractals it holds there (coupled chips)
+        self.nz_ub: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
+        self.co2_keys: set[SSAValue] = set()
         self.workspaces: list[buffer.WorkspaceOp] = []
         self.stage_order: list[buffer.StageOp] = []
 
@@ -179,6 +188,7 @@ class KernelPrinter(ScalarPrinter):
         self._classify()
         self.decide_inlining(ops_in(self.kernel))
         self._plan_stages()
+        self._record_layouts()
         init = self._method_text(self._emit_init)
         process = self._method_text(self._emit_process)
         stages = [self._method_text(partial(self._emit_stage, s)) for s in self.stage_order]
@@ -249,6 +259,7 @@ class KernelPrinter(ScalarPrinter):
             if isinstance(op, buffer.WorkspaceOp) and op.parent is not k.body.block:
                 raise UserError(f"{_where(op)}: a workspace is declared at the kernel's top level")
         self._check_masks()
+        self._check_co2_buffers()
 
     def _check_masks(self) -> None:
         """Compare writes a bitmask (ascend.md 2.8): the IR's byte-per-element mask may be
@@ -266,6 +277,46 @@ class KernelPrinter(ScalarPrinter):
                     f"{_where(op)} reads a buffer.vcompare mask: Ascend C's Compare "
                     "writes a bitmask that only Select can read"
                 )
+
+    def _check_co2_buffers(self) -> None:
+        """A UB buffer an l0c -> ub copy writes holds Nz fractals in Ascend C (CO1 -> CO2
+        moves whole 16x16 fractals): only a ub -> ub copy may read it (printed as the
+        Nz -> ND reorder), and only such copies may write it."""
+        keys = {
+            self._layout_key(root_of(op.dest))
+            for op in self.kernel.walk()
+            if isinstance(op, buffer.CopyOp) and op.path == ("l0c", "ub")
+        }
+        self.co2_keys = keys
+        if not keys:
+            return
+        for op in self.kernel.walk():
+            if isinstance(op, buffer.ViewOp | buffer.EnqueOp | buffer.QueueFreeOp):
+                continue
+            for v in op.operands:
+                if not isinstance(v.type, MemRefType) or self._layout_key(root_of(v)) not in keys:
+                    continue
+                if isinstance(op, buffer.CopyOp) and (
+                    (op.path == ("l0c", "ub") and v is op.dest)
+                    or (op.path == ("ub", "ub") and v is op.source)
+                ):
+                    continue
+                raise UserError(
+                    f"{_where(op)} uses a UB buffer an l0c -> ub copy fills: CO1 -> CO2 leaves "
+                    "Nz fractals there, which only a ub -> ub copy can read (as rows)"
+                )
+
+    def _record_layouts(self) -> None:
+        """The fractal layouts the copies and mmads write, before printing: Process is
+        printed before the stages, and may read an L0C result a Cube stage computes
+        (the printing records them again, in order, for buffers filled more than once)."""
+        for op in self.kernel.walk():
+            if isinstance(op, buffer.MmadOp):
+                self.nz[self._layout_key(root_of(op.c))] = (op.m, op.n)
+            elif isinstance(op, buffer.CopyOp) and op.path in (("gm", "l1"), ("ub", "l1")):
+                self.nz[self._layout_key(root_of(op.dest))] = (op.blocks, op.dst_stride)
+            elif isinstance(op, buffer.CopyOp) and op.path == ("l0c", "ub"):
+                self.nz_ub[self._layout_key(root_of(op.dest))] = (op.blocks, op.length)
 
     # ---- what goes where -------------------------------------------------------------------
 
@@ -546,6 +597,7 @@ class KernelPrinter(ScalarPrinter):
         buffer.Im2colOp: "emit_im2col",
         buffer.CrossCoreSetOp: "emit_cross_core",
         buffer.CrossCoreWaitOp: "emit_cross_core",
+        buffer.SyncAllOp: "emit_sync_all",
     }
 
     def statement(self, op: Operation) -> None:
@@ -614,15 +666,19 @@ class KernelPrinter(ScalarPrinter):
         with self.w.block(f"if {self._core_test(op.core.data)}", self.comment(op)):
             self.line(op, text)
 
+    def emit_sync_all(self, op: buffer.SyncAllOp) -> None:
+        """SyncAll<false>() on every core of the mix kernel (asc-devkit SyncAll.md)."""
+        self.line(op, f"{self.api.sync_all}();")
+
     def emit_im2col(self, op: Operation) -> None:
-        """Only coupled chips' conv kernels have buffer.im2col (split chips gather X_col
-        with the AIVs instead, conv_kernel.py); those kernels are not printed anyway
-        (their epilogue needs l0c -> ub)."""
+        """buffer.im2col (an im2col of an NCHW map in L1 into L0A/L0B) has no Ascend C
+        form; no template emits it (the conv template gathers X_col with the vector
+        unit: into a GM workspace on split chips, in UB and then L1 on coupled ones)."""
         raise UserError(
             f"{_where(op)}: LoadData3DV2 expands an NC1HWC0 feature map with taps ordered "
             "(c1, kh, kw, c0) into a pixel-major matrix; this im2col of an NCHW map with "
             "(c, kh, kw) taps as the [taps x pixels] right operand has no LoadData3DV2 form "
-            "(on split chips the conv template gathers X_col with the vector cores instead)"
+            "(the conv template gathers X_col with the vector unit instead)"
         )
 
     def emit_alloc_queue(self, op: buffer.AllocQueueOp) -> None:
@@ -787,6 +843,16 @@ class KernelPrinter(ScalarPrinter):
     # ---- data movement -----------------------------------------------------------------------
 
     def emit_copy(self, op: buffer.CopyOp) -> None:
+        if op.atomic is None:
+            self._emit_copy(op)
+            return
+        # SetAtomicAdd<T> for this copy only: the GM values add up (asc-devkit SetAtomicAdd.md)
+        t = self._ctype(_element(op.dest))
+        self.line(op, f"{self.api.set_atomic_add}<{t}>();")
+        self._emit_copy(op)
+        self.line(op, f"{self.api.set_atomic_none}();")
+
+    def _emit_copy(self, op: buffer.CopyOp) -> None:
         path = op.path
         if op.relu is not None and path != ("l0c", "gm"):
             raise UserError(f"{_where(op)}: relu on the fly exists only on l0c -> gm")
@@ -798,19 +864,23 @@ class KernelPrinter(ScalarPrinter):
         if path in (("gm", "ub"), ("ub", "gm")):
             self._copy_gm_ub(op)
         elif path == ("ub", "ub"):
-            self._copy_ub_ub(op)
+            if self._layout_key(root_of(op.source)) in self.co2_keys:
+                self._nz_to_nd(op)
+            else:
+                self._copy_ub_ub(op)
+        elif path == ("ub", "l1") and self.chip.l0c_to_ub:
+            self._copy_strips(op)
         elif path in (("gm", "l1"), ("ub", "l1")):
             self._copy_nd2nz(op)
+        elif path == ("l0c", "ub"):
+            self._co1_to_co2(op)
         elif path in (("l1", "l0a"), ("l1", "l0b")):
             self._load_data(op)
         elif path == ("l0c", "gm"):
             self._fixpipe(op)
         else:
             raise UserError(
-                f"{_where(op)}: afc's Ascend C printer has no copy {path[0]} -> {path[1]}: on "
-                "coupled chips CO1 -> CO2 moves Nz fractals (DataCopy with "
-                "DataCopyEnhancedParams), and the row-major UB rows this copy gives would "
-                "need a reorder whose block units the sources do not confirm"
+                f"{_where(op)}: afc's Ascend C printer has no copy {path[0]} -> {path[1]}"
             )
 
     def _aligned(self, value: SSAValue, width: int) -> bool:
@@ -1028,6 +1098,155 @@ class KernelPrinter(ScalarPrinter):
         for name, value in fields:
             self.line(op, f"{p}.{name} = {value};")
         self.line(op, f"{self.api.data_copy}({self.e(dst)}, {self.e(op.source)}, {p});")
+
+    def _copy_strips(self, op: buffer.CopyOp) -> None:
+        """UB -> L1 on coupled chips: the 1001/2002 DataCopy has no Nd2Nz from UB (CANN
+        8.1 dav_c100/dav_m200), so each C0-wide column strip of the row-major block is
+        one strided DataCopy into its Nz fractal column (rows of 32 bytes, the source's
+        gap its row stride; the Ascend samples' CopyND2NZ, there from GM)."""
+        dst = self._whole(op, op.dest, "destination")
+        self.nz[self._layout_key(dst)] = (op.blocks, op.dst_stride)
+        w = _width(op.dest)
+        c0 = 32 // w
+        if not self._aligned(op.src_stride, w):
+            raise UserError(
+                f"{_where(op)}: the UB row stride is not a multiple of 32 bytes, so its "
+                "C0-column strips have no DataCopy form"
+            )
+        rows = self.expr(op.blocks)
+        strip = self.namer.fresh("strip")
+        exact = self.facts.exact(op.src_stride)
+        if exact is not None:
+            gap = str(exact * w // 32 - 1)
+        else:
+            gap = f"static_cast<uint16_t>({self._scaled(op.src_stride, w, 32)} - 1)"
+        p = self.namer.fresh("stripParams")
+        head = f"for (int64_t {strip} = 0; {strip} < {self._ceil(op.length, c0)}; ++{strip})"
+        with self.w.block(head, self.comment(op)):
+            self.line(
+                op,
+                f"{self.api.copy_params} {p}{{{_cast(rows.text, 'uint16_t')}, 1, {gap}, 0}};",
+            )
+            rows16 = _paren(self._fractals(op, op.blocks, rows_of_16=True))
+            column = f"{strip} * {rows16} * {c0}"
+            self.line(
+                op,
+                f"{self.api.data_copy}({self.e(dst)}[{column}], "
+                f"{self.expr(op.source).at(100)}[{strip} * {c0}], {p});",
+            )
+
+    def _ceil(self, value: SSAValue, unit: int) -> str:
+        """ceil(value / unit), folded when static."""
+        exact = self.facts.exact(value)
+        if exact is not None:
+            return str(-(-exact // unit))
+        return f"({self.expr(value).at(70)} + {unit - 1}) / {unit}"
+
+    def _co1_to_co2(self, op: buffer.CopyOp) -> None:
+        """L0C -> UB on coupled chips (CO1 -> CO2, ascend.md 1.7): DataCopy with
+        DataCopyEnhancedParams in BLOCK_MODE_MATRIX moves whole 16x16 fractals (blockLen
+        counts them, asc-devkit; docs/codegen.md), so the rows land in UB as the Nz
+        fractals they are in L0C; the ub -> ub copy that reads them reorders them. A copy
+        of the mmad's whole result is one contiguous DataCopy; a chunk of rows (a
+        multiple of 16 from a row that is one) is one DataCopy per fractal column."""
+        src = root_of(op.source)
+        rows_c, n_c = self._layout(op, src, "L0C source")
+        if not (self._same(op.src_stride, n_c) and self._same(op.length, n_c)):
+            raise UserError(
+                f"{_where(op)}: CO1 -> CO2 moves whole fractals: the copy must take whole rows "
+                "of the mmad's result (length and row stride its n)"
+            )
+        if _type_name(_element(op.source)) != "f32":
+            raise UserError(f"{_where(op)}: afc prints CO1 -> CO2 of the f32 accumulator only")
+        offsets = view_offset(op.dest)
+        if any(self.facts.exact(o) != 0 for o in offsets):
+            raise UserError(
+                f"{_where(op)}: CO1 -> CO2 writes a whole UB buffer (its Nz fractals), not a "
+                "view into one"
+            )
+        dst = root_of(op.dest)
+        self.nz_ub[self._layout_key(dst)] = (op.blocks, op.length)
+        n1 = self._fractals(op, n_c)
+        enhanced = self.namer.fresh("co2Enhanced")
+        params = self.namer.fresh("co2Params")
+        self.line(op, f"{self.api.copy_enhanced_params} {enhanced};")
+        self.line(op, f"{enhanced}.blockMode = {self.api.block_mode_matrix};")
+        whole = not any(self.facts.exact(o) != 0 for o in view_offset(op.source))
+        if whole and self._same(op.blocks, rows_c):
+            m1 = self._fractals(op, rows_c)
+            static = m1.isdigit() and n1.isdigit()
+            fractals = str(int(m1) * int(n1)) if static else f"{m1} * ({n1})"
+            self.line(
+                op,
+                f"{self.api.copy_params} {params}{{1, {_cast(fractals, 'uint16_t')}, 0, 0}};",
+            )
+            self.line(
+                op, f"{self.api.data_copy}({self.e(dst)}, {self.e(src)}, {params}, {enhanced});"
+            )
+            return
+        row0 = "0"
+        if not whole:
+            stride = self._visible(op, n_c, "row stride").at(80)
+            row0 = self.namer.fresh("row0")
+            self.line(op, f"int64_t {row0} = {self._offset_expr(op.source)} / {stride};")
+        r1 = self._fractals(op, op.blocks)
+        self.line(op, f"{self.api.copy_params} {params}{{1, {_cast(r1, 'uint16_t')}, 0, 0}};")
+        m16 = _paren(self._fractals(op, rows_c, rows_of_16=True))
+        r16 = _paren(self._fractals(op, op.blocks, rows_of_16=True))
+        j = self.namer.fresh("j")
+        with self.w.block(f"for (int64_t {j} = 0; {j} < {n1}; ++{j})", self.comment(op)):
+            self.line(
+                op,
+                f"{self.api.data_copy}({self.e(dst)}[{j} * {r16} * 16], "
+                f"{self.e(src)}[({j} * {m16} + {row0}) * 16], {params}, {enhanced});",
+            )
+
+    def _nz_to_nd(self, op: buffer.CopyOp) -> None:
+        """UB (the Nz fractals a CO1 -> CO2 copy left) -> UB rows: per fractal column one
+        strided DataCopy, each row's 16 elements to their place in the destination row
+        (blocks of 32 bytes; the destination's row stride a 32-byte multiple)."""
+        key = self._layout_key(root_of(op.source))
+        if key not in self.nz_ub:
+            raise UserError(f"{_where(op)}: reads the CO1 -> CO2 fractals before they are copied")
+        rows, cols = self.nz_ub[key]
+        if not (self._same(op.blocks, rows) and self._same(op.length, cols)):
+            raise UserError(
+                f"{_where(op)}: reads other rows or columns of the Nz fractals than CO1 -> CO2 "
+                "copied there"
+            )
+        if any(self.facts.exact(o) != 0 for o in view_offset(op.source)):
+            raise UserError(f"{_where(op)}: reads the Nz fractals at a view offset")
+        w = _width(op.dest)
+        if not self._aligned(op.dst_stride, w):
+            raise UserError(
+                f"{_where(op)}: the destination's row stride is not a multiple of 32 bytes, so "
+                "the Nz -> ND reorder has no DataCopy form"
+            )
+        src = root_of(op.source)
+        j = self.namer.fresh("j")
+        length = self.expr(op.length)
+        r16 = _paren(self._fractals(op, op.blocks, rows_of_16=True))
+        with self.w.block(
+            f"for (int64_t {j} = 0; {j} < {self._ceil(op.length, 16)}; ++{j})", self.comment(op)
+        ):
+            block = self.namer.fresh("blockLen")
+            cols_left = f"{length.at(71)} - {j} * 16"
+            self.line(
+                op,
+                f"uint16_t {block} = static_cast<uint16_t>((({cols_left} < 16 ? {cols_left} : 16) * {w} + 31) / 32);",
+            )
+            stride = self._scaled(op.dst_stride, w, 32)
+            p = self.namer.fresh("nz2ndParams")
+            self.line(
+                op,
+                f"{self.api.copy_params} {p}{{{_cast(self.e(op.blocks), 'uint16_t')}, {block}, 0, "
+                f"static_cast<uint16_t>({stride} - {block})}};",
+            )
+            self.line(
+                op,
+                f"{self.api.data_copy}({self.expr(op.dest).at(100)}[{j} * 16], "
+                f"{self.e(src)}[{j} * {r16} * 16], {p});",
+            )
 
     def _load_data(self, op: buffer.CopyOp) -> None:
         """L1 (Nz) -> L0A (Zz) or L0B (Zn) (ascend.md 1.5, 2.10; the asc-devkit sample

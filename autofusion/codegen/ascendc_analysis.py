@@ -101,6 +101,8 @@ class Divisibility:
             if isinstance(op, func.FuncOp) and op.body.blocks
         }
         self._kernel_args: dict[SSAValue, Fact] = {}
+        # facts of the module's top-level host values, shared by every launch
+        self._top_memo: dict[SSAValue | Operation, Any] = {}
         kernels = {op.sym_name.data: op for op in module.ops if isinstance(op, buffer.KernelOp)}
         for launch in module.walk():
             if not isinstance(launch, buffer.LaunchOp):
@@ -140,34 +142,58 @@ class Divisibility:
 
         `memo` caches the facts of one evaluation scope (and the scopes of the calls made
         from it): tiling functions share subexpressions, so without it the walk is
-        exponential in their depth.
+        exponential in their depth. The walk is iterative: a model's host code chains
+        one launch's sizes into the next, deeper than Python's recursion limit.
         """
-        memo = {} if memo is None else memo
-        if value in env:
-            return env[value]
-        if value in memo:
-            return cast(Fact, memo[value])
+        memo = self._top_memo if memo is None else memo
+        stack = [value]
+        while stack:
+            v = stack[-1]
+            if v in env or v in memo:
+                stack.pop()
+                continue
+            missing = [d for d in self._host_deps(v) if d not in env and d not in memo]
+            if missing:
+                stack.extend(missing)
+                continue
+            memo[v] = self._host_fact(v, env, memo)
+            stack.pop()
+        return env[value] if value in env else cast(Fact, memo[value])
+
+    @staticmethod
+    def _host_deps(value: SSAValue) -> list[SSAValue]:
+        """The values of the same scope whose facts `value`'s fact is computed from."""
         owner = value.owner
-        fact: Fact
         if isinstance(owner, func.CallOp):
-            callee = self._funcs.get(owner.callee.root_reference.data)
-            ret = callee.body.block.last_op if callee is not None else None
-            if callee is None or not isinstance(ret, func.ReturnOp):
-                fact = UNKNOWN
-            else:
-                if owner not in memo:
-                    inner_env = {
-                        arg: self._host(v, env, memo)
-                        for arg, v in zip(callee.body.block.args, owner.arguments)
-                    }
-                    memo[owner] = (inner_env, {})
-                inner_env, inner_memo = memo[owner]
-                index = cast(Operation, owner).results.index(value)
-                fact = self._host(ret.arguments[index], inner_env, inner_memo)
-        else:
-            fact = self._derive(value, env, lambda v: self._host(v, env, memo))
-        memo[value] = fact
-        return fact
+            return list(owner.arguments)
+        if isinstance(owner, Block):
+            parent = owner.parent_op()
+            if isinstance(parent, scf.ForOp) and value is owner.args[0]:
+                return [parent.lb, parent.step]
+            return []
+        return list(owner.operands)
+
+    def _host_fact(
+        self, value: SSAValue, env: dict[SSAValue, Fact], memo: dict[SSAValue | Operation, Any]
+    ) -> Fact:
+        """`value`'s fact once the facts of its `_host_deps` are known."""
+
+        def known(v: SSAValue) -> Fact:
+            return env[v] if v in env else cast(Fact, memo[v])
+
+        owner = value.owner
+        if not isinstance(owner, func.CallOp):
+            return self._derive(value, env, known)
+        callee = self._funcs.get(owner.callee.root_reference.data)
+        ret = callee.body.block.last_op if callee is not None else None
+        if callee is None or not isinstance(ret, func.ReturnOp):
+            return UNKNOWN
+        if owner not in memo:
+            inner_env = {a: known(v) for a, v in zip(callee.body.block.args, owner.arguments)}
+            memo[owner] = (inner_env, {})
+        inner_env, inner_memo = memo[owner]
+        index = cast(Operation, owner).results.index(value)
+        return self._host(ret.arguments[index], inner_env, inner_memo)
 
     @staticmethod
     def _derive(
@@ -243,7 +269,9 @@ COPY_PIPES: dict[tuple[str, str], str] = {
     ("l1", "l0a"): "MTE1",
     ("l1", "l0b"): "MTE1",
     ("l0c", "gm"): "FIX",
-    ("l0c", "ub"): "FIX",
+    # CO1 -> CO2 on coupled chips runs on the vector pipe (asc-devkit: the L0C -> UB
+    # DataCopy overloads are __inout_pipe__(V); samples put M_V before it, V_M after)
+    ("l0c", "ub"): "V",
 }
 
 
@@ -259,7 +287,9 @@ class Effect:
 def effect_of(op: Operation) -> Effect | None:
     """The buffer accesses of a buffer op (None for ops that touch no buffer data)."""
     if isinstance(op, buffer.CopyOp):
-        return Effect(COPY_PIPES[op.path], (root_of(op.source),), (root_of(op.dest),))
+        # an atomic add reads what it adds to
+        reads = (root_of(op.source), *((root_of(op.dest),) if op.atomic is not None else ()))
+        return Effect(COPY_PIPES[op.path], reads, (root_of(op.dest),))
     if isinstance(op, buffer.VReduceOp):
         return Effect("V", (root_of(op.src),), (root_of(op.dst), root_of(op.tmp)))
     if isinstance(op, buffer.VectorOp):
@@ -347,6 +377,11 @@ class SyncPlanner:
             if self.core is not None and op.core != self.core:
                 return state
             return self._region(op.body, state)
+        if isinstance(op, buffer.SyncAllOp):
+            # SyncAll drains every pipe first (pipe_barrier(PIPE_ALL)): nothing is pending
+            state.writes.clear()
+            state.reads.clear()
+            return state
         if isinstance(op, buffer.QueueAllocOp | buffer.DequeOp):
             # the queue hands out a synchronised slot
             state.writes.pop(op.results[0], None)

@@ -182,6 +182,9 @@ class AscendCApi:
     copy_ext_params: str = "DataCopyExtParams"
     pad_ext_params: str = "DataCopyPadExtParams"
     nd2nz_params: str = "Nd2NzParams"
+    # CO1 -> CO2 on coupled chips (asc-devkit kernel_struct_data_copy.h)
+    copy_enhanced_params: str = "DataCopyEnhancedParams"
+    block_mode_matrix: str = "BlockMode::BLOCK_MODE_MATRIX"
     load2d_params: str = "LoadData2DParams"
     load2d_transpose_params: str = "LoadData2dTransposeParams"
     load3d_params: str = "LoadData3DParamsV2"
@@ -218,6 +221,11 @@ class AscendCApi:
     cross_core_set: str = "CrossCoreSetFlag"
     cross_core_wait: str = "CrossCoreWaitFlag"
     cross_core_mode: str = "0x2"  # AIC <-> AIV inside one block
+    # every core of the launch (asc-devkit SyncAll.md: the hard sync, <false> in a mix kernel)
+    sync_all: str = "SyncAll<false>"
+    # copies to GM that add (asc-devkit SetAtomicAdd.md)
+    set_atomic_add: str = "SetAtomicAdd"
+    set_atomic_none: str = "SetAtomicNone"
     pipe_enum: str = "PIPE_{}"  # pipe_t values: PIPE_FIX, PIPE_MTE3, ...
     data_copy: str = "DataCopy"
     data_copy_pad: str = "DataCopyPad"

@@ -170,8 +170,14 @@ def _chip_config(chip: ChipSpec) -> list[str]:
         f"chip.coupled = {'true' if chip.mode == 'coupled' else 'false'};",
         "chip.strictTruncation = strict != 0;",
         "chip.checkRaces = true;",
+        f"chip.cubeCores = {chip.cube_cores};",
     ]
     return lines
+
+
+def syncs_all(kernel: buffer.KernelOp) -> bool:
+    """Whether the kernel synchronizes all its cores (SyncAll): its blocks run together."""
+    return any(isinstance(op, buffer.SyncAllOp) for op in kernel.walk())
 
 
 def mix_aivs(kernel: buffer.KernelOp, chip: ChipSpec) -> int:
@@ -238,7 +244,8 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
             f"    const size_t workspace = {workspace};",
             f"    return AscendC::emu::LaunchForked(chip, blocks, {mix_aivs(kernel, chip)}, {len(gm)}, gm, "
             "gmBytes, workspace, "
-            f"&data, sizeof(data), Run_{name}, timeout, error, static_cast<size_t>(errorLen));",
+            f"&data, sizeof(data), Run_{name}, timeout, error, static_cast<size_t>(errorLen), "
+            f"{'true' if syncs_all(kernel) else 'false'});",
             "}",
         ]
         arity = None

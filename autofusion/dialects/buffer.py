@@ -115,6 +115,26 @@ COPY_PATHS = {
     ("ub", "ub"),
 }
 CHIP_DEPENDENT_PATHS = {("l0c", "ub"), ("ub", "l1")}
+# atomic-add copies (SetAtomicAdd; asc-devkit SetAtomicAdd.md): the paths and element
+# types of Atlas A2/A3; per chip architecture what the others have (the kernel
+# verifier checks them): the inference series AI Core (2002) and the training series
+# (1001) add only from UB (VECOUT -> GM)
+ATOMIC_PATHS = {("ub", "gm"), ("l0c", "gm")}
+ATOMIC_ADD_TYPES = ("f32", "f16", "bf16", "i32", "i16", "i8")
+ATOMIC_ADD_BY_ARCH: dict[int, tuple[set[tuple[str, str]], tuple[str, ...]]] = {
+    1001: ({("ub", "gm")}, ("f32",)),
+    2002: ({("ub", "gm")}, ("f32", "f16", "i16")),
+}
+
+
+def atomic_type_name(element_type: Attribute) -> str:
+    """The name the atomic-add rules use for an element type: afc's short name (`f32`,
+    `bf16`, ...), else its MLIR spelling (int16_t has an atomic add but no afc dtype)."""
+    from autofusion import dtypes
+
+    if dtypes.is_supported(element_type):
+        return dtypes.type_name(element_type)
+    return str(element_type)
 
 # Ascend C limits: at most 8 TQue buffers per position on A2/A3/310P (4 on 910), at most
 # 64 buffers per TPipe (asc-devkit TQue简介.md, InitBuffer.md)
@@ -487,6 +507,40 @@ class CrossCoreWaitOp(CrossCoreOp):
         super().__init__(properties={"flag": IntegerAttr(flag, i64), "core": StringAttr(core)})
 
 
+@irdl_op_definition
+class SyncAllOp(IRDLOperation):
+    """Wait until every core of the launch has reached this point, with everything each
+    issued before it done (SyncAll, the hard all-core sync; asc-devkit SyncAll.md: Atlas
+    A2/A3; in a mix kernel `SyncAll<false>()`: the AIVs and the AICs, then each other).
+    The c220 implementation drains every pipe first (pipe_barrier(PIPE_ALL)), so GM
+    written before the sync by any core is what every core reads after it.
+
+    It runs on every core (never inside a stage) and only in mix kernels on split
+    chips. The launch may use at most as many blocks as the chip has cube cores: a core
+    that is not running cannot arrive, and the others would wait forever (the doc's
+    constraint on blockDim); the interpreter and the emulator report both.
+
+        buffer.sync_all
+    """
+
+    name = "buffer.sync_all"
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def verify_(self) -> None:
+        parent = self.parent_op()
+        while parent is not None and not isinstance(parent, KernelOp):
+            if isinstance(parent, StageOp):
+                raise VerifyException(
+                    "buffer.sync_all runs on every core: it cannot be inside a stage"
+                )
+            parent = parent.parent_op()
+        if parent is None:
+            raise VerifyException("buffer.sync_all must be inside a buffer.kernel")
+
+
 # --------------------------------------------------------------------------------------
 # Buffers and queues
 # --------------------------------------------------------------------------------------
@@ -678,6 +732,14 @@ class CopyOp(IRDLOperation):
     2.10) writes source block i, element j to dest element j*dst_stride + i: the blocks
     become the destination's columns, so a row-major [rows x cols] block lands as the
     row-major [cols x rows] matrix (a transposed GEMM operand, K^T in attention).
+
+    `atomic` (ub->gm and l0c->gm) adds the copied values to what GM holds instead of
+    overwriting it, in the destination's element type: `SetAtomicAdd<T>()` before the
+    DataCopy/Fixpipe and `SetAtomicNone()` after (asc-devkit SetAtomicAdd.md: Atlas A2/A3
+    add int8_t/int16_t/half/bfloat16_t/int32_t/float from UB, L0C and L1; the inference
+    series AI Core int16_t/half/float from UB; the training series float from UB;
+    ATOMIC_ADD_TYPES, checked per chip by the kernel verifier). Cores may add to the same
+    bytes in any order; the interpreter adds in the order the cores run.
     """
 
     name = "buffer.copy"
@@ -689,10 +751,11 @@ class CopyOp(IRDLOperation):
     dst_stride = operand_def(IndexType)
     relu = opt_prop_def(BoolAttr)
     transpose = opt_prop_def(BoolAttr)
+    atomic = opt_prop_def(BoolAttr)
     assembly_format = (
         "$source `to` $dest `blocks` $blocks `x` $length `strides` $src_stride `,` $dst_stride "
-        "(`relu` $relu^)? (`transpose` $transpose^)? attr-dict `:` type($source) `to` "
-        "type($dest)"
+        "(`relu` $relu^)? (`transpose` $transpose^)? (`atomic` $atomic^)? attr-dict `:` "
+        "type($source) `to` type($dest)"
     )
 
     def __init__(
@@ -705,12 +768,15 @@ class CopyOp(IRDLOperation):
         dst_stride: SSAValue,
         relu: bool = False,
         transpose: bool = False,
+        atomic: bool = False,
     ) -> None:
         props: dict[str, Attribute] = {}
         if relu:
             props["relu"] = IntegerAttr(1, IntegerType(1))
         if transpose:
             props["transpose"] = IntegerAttr(1, IntegerType(1))
+        if atomic:
+            props["atomic"] = IntegerAttr(1, IntegerType(1))
         super().__init__(
             operands=[source, dest, blocks, length, src_stride, dst_stride], properties=props
         )
@@ -727,6 +793,15 @@ class CopyOp(IRDLOperation):
             raise VerifyException("relu on the fly exists only on the l0c -> gm path (Fixpipe)")
         if self.transpose is not None and path not in (("l1", "l0a"), ("l1", "l0b")):
             raise VerifyException("transpose exists only on the l1 -> l0a/l0b paths (LoadData)")
+        if self.atomic is not None:
+            if path not in ATOMIC_PATHS:
+                raise VerifyException("an atomic add copies ub -> gm or l0c -> gm only")
+            name = atomic_type_name(cast(MemRefType, self.dest.type).element_type)
+            if name not in ATOMIC_ADD_TYPES:
+                raise VerifyException(
+                    f"an atomic add of {name} does not exist (SetAtomicAdd takes "
+                    f"{'/'.join(ATOMIC_ADD_TYPES)})"
+                )
         src = cast(MemRefType, self.source.type).element_type
         dst = cast(MemRefType, self.dest.type).element_type
         if src != dst:
@@ -933,7 +1008,8 @@ class VGatherOp(VectorOp):
     The offsets are an i32 UB tensor (Ascend C's `LocalTensor<uint32_t>`) of byte
     offsets from `src`'s address, each a multiple of the element size and inside the
     buffer `src` views. A2 gathers 16- and 32-bit elements (half, bfloat16_t, float,
-    int32_t, ...). The conv template builds its im2col rows with it: one gather per
+    int32_t, ...); so does 310P's AI Core (not bfloat16_t); 910 has no Gather. The conv
+    template builds its im2col rows with it: one gather per
     input channel picks every tap's pixels, and offsets pointing at a zero block give
     the padding.
 
@@ -979,7 +1055,10 @@ class VGatherOp(VectorOp):
                 chip = get_chip(kernel.chip.data)
             except UserError:
                 return  # the kernel's own verifier names the unknown chip
-            if chip.arch != 2201:  # the Gather doc lists Atlas A2/A3 only
+            # the Gather doc lists Atlas A2/A3 and the Atlas inference series AI Core (310P,
+            # without bf16), not the Atlas training series (910)
+            on_310p = chip.arch == 2002 and dtypes.type_name(elt) != "bf16"
+            if chip.arch != 2201 and not on_310p:
                 raise VerifyException(f"vgather (Gather) is not available on {chip.name}")
 
 
@@ -1246,6 +1325,7 @@ Buffer = Dialect(
         SubBlockIdxOp,
         CrossCoreSetOp,
         CrossCoreWaitOp,
+        SyncAllOp,
         AllocQueueOp,
         AllocBufOp,
         QueueAllocOp,

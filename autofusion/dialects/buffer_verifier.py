@@ -94,6 +94,7 @@ def verify_kernel(kernel: KernelOp) -> None:
                 f"{name} uses {count} {position} queue buffers, {chip.name} allows "
                 f"{slots_per_position} per position"
             )
+    _verify_atomics_and_syncs(kernel, name, chip)
     from autofusion.dialects.buffer import AllocBufOp
 
     total = sum(slots.values()) + sum(1 for op in kernel.walk() if isinstance(op, AllocBufOp))
@@ -123,6 +124,38 @@ def _verify_l2_bypass(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
             f"{name}: {chip.name} cannot read past L2 (GlobalTensor::SetL2CacheHint is "
             f"for Atlas A2/A3), but {L2_BYPASS_ATTR} is set"
         )
+
+
+def _verify_atomics_and_syncs(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+    """Atomic-add copies only on the paths and types the chip adds (ATOMIC_ADD_BY_ARCH);
+    buffer.sync_all only in mix kernels on split chips (the hard SyncAll<false>)."""
+    from autofusion.dialects.buffer import (
+        ATOMIC_ADD_BY_ARCH,
+        ATOMIC_ADD_TYPES,
+        ATOMIC_PATHS,
+        CopyOp,
+        SyncAllOp,
+        atomic_type_name,
+    )
+
+    paths, types = ATOMIC_ADD_BY_ARCH.get(chip.arch, (ATOMIC_PATHS, ATOMIC_ADD_TYPES))
+    for op in kernel.walk():
+        if isinstance(op, CopyOp) and op.atomic is not None:
+            elt = atomic_type_name(cast(MemRefType, op.dest.type).element_type)
+            if op.path not in paths or elt not in types:
+                raise VerifyException(
+                    f"{name}: {chip.name} has no atomic add of {elt} on {op.path[0]} -> "
+                    f"{op.path[1]} (SetAtomicAdd: {', '.join(types)} from "
+                    f"{', '.join(sorted(p[0] for p in paths))})"
+                )
+        elif isinstance(op, SyncAllOp) and not (
+            chip.mode == "split" and kernel.core_type.data == "mix"
+        ):
+            raise VerifyException(
+                f"{name}: buffer.sync_all needs a mix kernel on a split chip (the hard "
+                f"SyncAll<false> of Atlas A2/A3), not a {kernel.core_type.data} kernel on "
+                f"{chip.name}"
+            )
 
 
 def runs_split(kernel: KernelOp) -> bool:

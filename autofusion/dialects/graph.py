@@ -86,6 +86,7 @@ from autofusion.dialects.graph_fused import (
     FUSED_OPS,
     AddLayerNormOp,
     AddRmsNormOp,
+    FfnOp,
     FlashAttentionOp,
     LayerNormApplyOp,
     LayerNormStatsOp,

@@ -12,20 +12,25 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     BoolAttr,
+    DenseArrayBase,
     FloatAttr,
     IntegerAttr,
     StringAttr,
     TensorType,
     f32,
     i1,
+    i32,
 )
+from xdsl.ir import SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.traits import Pure
 
@@ -349,8 +354,144 @@ class RmsNormApplyOp(GraphOp):
         return [x]
 
 
+# graph.ffn activations: gated ones (act(gate) * up) with the activation of their gate,
+# and plain ones (act(h)), named as graph.ACTIVATIONS names them
+FFN_GATED = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
+FFN_PLAIN = ("relu", "gelu", "gelu_tanh", "silu", "sigmoid")
+FFN_ACTIVATIONS = (*FFN_GATED, *FFN_PLAIN)
+SEGMENTS = "operandSegmentSizes"
+
+
+@irdl_op_definition
+class FfnOp(GraphOp):
+    """A feed-forward block in one op (CANN FFN; torch_npu npu_ffn):
+    y = [residual +] act(x @ W1 + b1) @ W2 + b2.
+
+    Operands: `input` x [..., K1]; `weight1`: one [K1, N1] matrix, or for a gated
+    activation the gate and up matrices [K1, F] each; `weight2` [F, N2]; `bias1`: none
+    or one [N1] vector per weight1 matrix; `bias2` [N2] (optional); `residual` (optional)
+    of the result's shape [..., N2]. A gated activation with one merged weight1 has
+    N1 = 2F: its first F columns are the gate, the last F the up projection (CANN's
+    SwiGlu split convention, the order a merged gate_up_proj stores them in); a plain
+    one has N1 = F. All operands share one float element type T. With round(.) the
+    rounding to T, each projection is a graph.matmul (f32 accumulation, one rounding):
+
+        gate = round(x @ W1g + b1g), up = round(x @ W1u + b1u)          (gated)
+        swiglu:        g = round(silu(gate) * up)                        (graph.swiglu)
+        geglu, reglu:  g = round(round(act(gate)) * up)                  (act, then mul)
+        plain act:     g = round(act(x @ W1 + b1))    (a matmul with its activation epilogue)
+        y = round(g @ W2 + b2 + residual)     (f32 accumulation, one rounding)
+
+    `activation` is one of FFN_ACTIVATIONS (gelu is the erf form, gelu_tanh the tanh
+    approximation). The operand groups are given by `operandSegmentSizes` (input,
+    weight1, weight2, bias1, bias2, residual); build the op with `FfnOp.from_parts`.
+
+    The residual joins the down projection's float32 sum before its one rounding (the
+    decomposed graph rounds the projection, then the add): the ffn kernel starts its
+    accumulator from the residual (docs/ub-fusion.md).
+    """
+
+    name = "graph.ffn"
+    input = operand_def(TensorType)
+    weight1 = var_operand_def(TensorType)
+    weight2 = operand_def(TensorType)
+    bias1 = var_operand_def(TensorType)
+    bias2 = opt_operand_def(TensorType)
+    residual = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    activation = prop_def(StringAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(Pure(), Fusible(FusionKind.CUBE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def from_parts(
+        cls,
+        x: SSAValue,
+        weight1: Sequence[SSAValue],
+        weight2: SSAValue,
+        activation: str,
+        bias1: Sequence[SSAValue] = (),
+        bias2: SSAValue | None = None,
+        residual: SSAValue | None = None,
+    ) -> FfnOp:
+        sizes = [1, len(weight1), 1, len(bias1), int(bias2 is not None), int(residual is not None)]
+        operands = [x, *weight1, weight2, *bias1]
+        operands += [v for v in (bias2, residual) if v is not None]
+        props = {"activation": activation, SEGMENTS: DenseArrayBase.from_list(i32, sizes)}
+        op = cls.make(operands, props)
+        assert isinstance(op, FfnOp)
+        return op
+
+    @property
+    def gated(self) -> bool:
+        return self.activation.data in FFN_GATED
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        act = p.text("activation")
+        if act not in FFN_ACTIVATIONS:
+            raise ShapeError(f"activation must be one of {FFN_ACTIVATIONS}, got {act!r}")
+        sizes = p.integers(SEGMENTS)
+        if len(sizes) != 6 or sum(sizes) != len(types) or sizes[0] != 1 or sizes[2] != 1:
+            raise ShapeError(f"{SEGMENTS} {list(sizes)} does not describe {len(types)} operands")
+        n_w1, n_b1 = sizes[1], sizes[3]
+        gated = act in FFN_GATED
+        if n_w1 not in ((1, 2) if gated else (1,)):
+            raise ShapeError(
+                f"{act} takes {'one merged or two' if gated else 'one'} weight1 matrices, "
+                f"got {n_w1}"
+            )
+        if n_b1 not in (0, n_w1):
+            raise ShapeError(f"bias1 has {n_b1} vectors for {n_w1} weight1 matrices")
+        x, w1 = types[0], types[1 : 1 + n_w1]
+        w2 = types[1 + n_w1]
+        rest = list(types[2 + n_w1 :])
+        b1, rest = rest[:n_b1], rest[n_b1:]
+        b2 = rest.pop(0) if sizes[4] else None
+        res = rest.pop(0) if sizes[5] else None
+        names = ["input", *(["weight1"] * n_w1), "weight2", *(["bias1"] * n_b1)]
+        names += [n for n, t in (("bias2", b2), ("residual", res)) if t is not None]
+        _same_element_type(types, names)
+        xs = x.get_shape()
+        if len(xs) < 2:
+            raise ShapeError(f"the input must have rank >= 2, got {si.fmt(xs)}")
+        for t in (*w1, w2):
+            if len(t.get_shape()) != 2:
+                raise ShapeError(f"weights must be 2-D, got {si.fmt(t.get_shape())}")
+        k1 = xs[-1]
+        for t in w1:
+            if not si.dims_compatible(t.get_shape()[0], k1):
+                raise ShapeError(
+                    f"weight1 {si.fmt(t.get_shape())} does not take the input's {k1} columns"
+                )
+        n1 = [t.get_shape()[1] for t in w1]
+        if len(n1) == 2 and not si.dims_compatible(n1[0], n1[1]):
+            raise ShapeError(f"the gate and up weights differ in width: {n1[0]} vs {n1[1]}")
+        f = n1[0]
+        if gated and n_w1 == 1:
+            if f != DYN and f % 2:
+                raise ShapeError(f"a merged gate/up weight1 has an even width, got {f}")
+            f = f // 2 if f != DYN else DYN
+        w2s = w2.get_shape()
+        if not si.dims_compatible(w2s[0], f):
+            raise ShapeError(f"weight2 {si.fmt(w2s)} does not take the {f} intermediate columns")
+        for t, n in zip(b1, n1):
+            if not si.shapes_compatible(t.get_shape(), (n,)):
+                raise ShapeError(f"bias1 {si.fmt(t.get_shape())} is not a [{n}] vector")
+        if b2 is not None and not si.shapes_compatible(b2.get_shape(), (w2s[1],)):
+            raise ShapeError(f"bias2 {si.fmt(b2.get_shape())} is not a [{w2s[1]}] vector")
+        out = [*xs[:-1], w2s[1]]
+        if res is not None and not si.shapes_compatible(res.get_shape(), out):
+            raise ShapeError(
+                f"residual {si.fmt(res.get_shape())} differs from the result {si.fmt(out)}"
+            )
+        return [tensor(out, x.element_type)]
+
+
 FUSED_OPS = [
     FlashAttentionOp,
+    FfnOp,
     RopeOp,
     SwigluOp,
     AddLayerNormOp,

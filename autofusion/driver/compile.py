@@ -152,7 +152,7 @@ def graph_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionStati
 
     if not OPT_LEVELS[options.opt_level].graph_fusion:
         return FusionStatistics()
-    stats = GraphFusionPass(switch_file=options.fusion_switch).run(module)
+    stats = GraphFusionPass(switch_file=options.fusion_switch, chip=options.chip).run(module)
     module.verify()
     return stats
 

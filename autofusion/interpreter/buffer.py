@@ -155,32 +155,45 @@ MAX_FLAG_COUNT = 15
 
 
 class CoreGroup:
-    """The AIC and the AIVs of one block of a mix kernel on a split chip, as coroutines.
+    """The AICs and AIVs of a mix kernel on a split chip, as coroutines: one block's
+    cores, or every block's when the kernel has a `buffer.sync_all` (the cores of all
+    blocks must then run side by side).
 
-    Core i is a thread; `turn` says which one runs. A core hands the turn over only when
-    it waits for a flag that is not set (to the next core in order that can run) or
-    when it ends. The interpreter's value scopes and the running core's identity are
-    per core, swapped at each hand-over. Flags follow CrossCoreSetFlag mode 2: a set by
-    the AIC counts for every AIV; the AIC's wait needs a set from every AIV.
+    Core i (block i // per, AIVs 0..n-1 then the AIC) is a thread; `turn` says which
+    one runs. A core hands the turn over only when it waits (for a flag that is not set,
+    or at a sync_all not every core has reached) or when it ends. The interpreter's value
+    scopes and the running core's identity (block, core kind, sub-block) are per core,
+    swapped at each hand-over. Flags are per block and follow CrossCoreSetFlag mode 2:
+    a set by the AIC counts for every AIV; the AIC's wait needs a set from every AIV.
     """
 
-    def __init__(self, interp: Interpreter, functions: BufferFunctions, n_aiv: int) -> None:
+    def __init__(
+        self, interp: Interpreter, functions: BufferFunctions, n_aiv: int, blocks: list[int]
+    ) -> None:
         self.interp = interp
         self.functions = functions
-        self.names = [*(f"aiv{i}" for i in range(n_aiv)), "aic"]
         self.n_aiv = n_aiv
+        self.per = n_aiv + 1
+        self.blocks = blocks
+        self.names = [
+            f"{'' if len(blocks) == 1 else f'block {b} '}{f'aiv{c}' if c < n_aiv else 'aic'}"
+            for b in blocks
+            for c in range(self.per)
+        ]
         self.cond = threading.Condition()
         self.turn = 0
         self.done = [False] * len(self.names)
-        self.waiting: list[int | None] = [None] * len(self.names)
+        # what a core waits for: ("flag", id) or ("sync", the sync_all count to reach)
+        self.waiting: list[tuple[str, int] | None] = [None] * len(self.names)
+        self.arrived = [0] * len(self.names)  # sync_all calls per core
         self.scopes: list[Any] = [interp._ctx] * len(self.names)
-        # counts[receiver core][flag]: sets not consumed yet; the AIC's are per AIV
-        self.to_aiv: list[dict[int, int]] = [{} for _ in range(n_aiv)]
-        self.to_aic: list[dict[int, int]] = [{} for _ in range(n_aiv)]
+        # counts[block][receiver][flag]: sets not consumed yet; the AIC's are per AIV
+        self.to_aiv: list[list[dict[int, int]]] = [[{} for _ in range(n_aiv)] for _ in blocks]
+        self.to_aic: list[list[dict[int, int]]] = [[{} for _ in range(n_aiv)] for _ in blocks]
         self.error: BaseException | None = None
 
     def core_kind(self, i: int) -> str:
-        return "aic" if i == self.n_aiv else "aiv"
+        return "aic" if i % self.per == self.n_aiv else "aiv"
 
     # ---- running ---------------------------------------------------------------------
 
@@ -195,19 +208,21 @@ class CoreGroup:
             t.join()
         if self.error is not None:
             raise self.error
-        for i in range(self.n_aiv):
-            for flag, n in sorted({**self.to_aiv[i]}.items()):
-                if n:
-                    raise InterpretationError(
-                        f"buffer.cross_core_set {flag} from the AIC was never waited for by "
-                        f"{self.names[i]}"
-                    )
-            for flag, n in sorted({**self.to_aic[i]}.items()):
-                if n:
-                    raise InterpretationError(
-                        f"buffer.cross_core_set {flag} from {self.names[i]} was never waited "
-                        "for by the AIC"
-                    )
+        for k in range(len(self.blocks)):
+            for i in range(self.n_aiv):
+                aiv = self.names[k * self.per + i]
+                for flag, n in sorted({**self.to_aiv[k][i]}.items()):
+                    if n:
+                        raise InterpretationError(
+                            f"buffer.cross_core_set {flag} from the AIC was never waited for "
+                            f"by {aiv}"
+                        )
+                for flag, n in sorted({**self.to_aic[k][i]}.items()):
+                    if n:
+                        raise InterpretationError(
+                            f"buffer.cross_core_set {flag} from {aiv} was never waited for by "
+                            "the AIC"
+                        )
 
     def _thread(self, i: int, body: Callable[[], None]) -> None:
         with self.cond:
@@ -232,15 +247,21 @@ class CoreGroup:
     def _enter(self, i: int) -> None:
         self.interp._ctx = self.scopes[i]
         self.functions.core = self.core_kind(i)
-        self.functions.sub_block = i if i < self.n_aiv else 0
+        c = i % self.per
+        self.functions.sub_block = c if c < self.n_aiv else 0
+        self.functions.block_idx = self.blocks[i // self.per]
 
     def _ready(self, i: int) -> bool:
-        flag = self.waiting[i]
-        if flag is None:
+        waiting = self.waiting[i]
+        if waiting is None:
             return True
-        if i < self.n_aiv:
-            return self.to_aiv[i].get(flag, 0) > 0
-        return all(self.to_aic[a].get(flag, 0) > 0 for a in range(self.n_aiv))
+        kind, n = waiting
+        if kind == "sync":
+            return all(a >= n for a in self.arrived)
+        k, c = divmod(i, self.per)
+        if c < self.n_aiv:
+            return self.to_aiv[k][c].get(n, 0) > 0
+        return all(self.to_aic[k][a].get(n, 0) > 0 for a in range(self.n_aiv))
 
     def _pass_turn(self, i: int) -> None:
         """Give the turn to the next core that can run (called with the lock held)."""
@@ -254,21 +275,45 @@ class CoreGroup:
         stuck = [k for k in range(n) if not self.done[k]]
         if stuck and self.error is None:
             k = stuck[0]
-            self.error = InterpretationError(
-                f"buffer.cross_core_wait {self.waiting[k]} on {self.names[k]} without a "
-                "matching buffer.cross_core_set: the core would wait forever"
-            )
+            kind, value = cast(tuple[str, int], self.waiting[k])
+            if kind == "sync":
+                self.error = InterpretationError(
+                    f"buffer.sync_all on {self.names[k]}: a core of the launch ended without "
+                    "reaching it, so the others would wait forever"
+                )
+            else:
+                self.error = InterpretationError(
+                    f"buffer.cross_core_wait {value} on {self.names[k]} without a matching "
+                    "buffer.cross_core_set: the core would wait forever"
+                )
         self.turn = -1
         self.cond.notify_all()
+
+    def _wait(self, i: int, what: tuple[str, int]) -> None:
+        """Block core i (lock held) until what it waits for holds."""
+        self.waiting[i] = what
+        while not self._ready(i):
+            self.scopes[i] = self.interp._ctx
+            self._pass_turn(i)
+            self.cond.wait_for(lambda: self.turn == i or self.error is not None)
+            if self.error is not None:
+                raise _Abort()
+            self._enter(i)
+        self.waiting[i] = None
+
+    def _me(self, core: str, sub_block: int) -> int:
+        k = self.blocks.index(self.functions.block_idx)
+        return k * self.per + (self.n_aiv if core == "aic" else sub_block)
 
     # ---- flags -----------------------------------------------------------------------
 
     def set_flag(self, core: str, sub_block: int, flag: int) -> None:
         with self.cond:
+            k = self._me(core, sub_block) // self.per
             targets = (
-                [self.to_aiv[a] for a in range(self.n_aiv)]
+                [self.to_aiv[k][a] for a in range(self.n_aiv)]
                 if core == "aic"
-                else [self.to_aic[sub_block]]
+                else [self.to_aic[k][sub_block]]
             )
             for counts in targets:
                 counts[flag] = counts.get(flag, 0) + 1
@@ -279,22 +324,21 @@ class CoreGroup:
                     )
 
     def wait_flag(self, core: str, sub_block: int, flag: int) -> None:
-        i = self.n_aiv if core == "aic" else sub_block
+        i = self._me(core, sub_block)
+        k = i // self.per
         with self.cond:
-            self.waiting[i] = flag
-            while not self._ready(i):
-                self.scopes[i] = self.interp._ctx
-                self._pass_turn(i)
-                self.cond.wait_for(lambda: self.turn == i or self.error is not None)
-                if self.error is not None:
-                    raise _Abort()
-                self._enter(i)
-            self.waiting[i] = None
-            if i < self.n_aiv:
-                self.to_aiv[i][flag] -= 1
+            self._wait(i, ("flag", flag))
+            if core == "aiv":
+                self.to_aiv[k][sub_block][flag] -= 1
             else:
                 for a in range(self.n_aiv):
-                    self.to_aic[a][flag] -= 1
+                    self.to_aic[k][a][flag] -= 1
+
+    def sync_all(self, core: str, sub_block: int) -> None:
+        i = self._me(core, sub_block)
+        with self.cond:
+            self.arrived[i] += 1
+            self._wait(i, ("sync", self.arrived[i]))
 
 
 @register_impls
@@ -357,6 +401,7 @@ class BufferFunctions(InterpreterFunctions):
             )
         saved = (self.block_idx, self.block_num, self.chip, self.workspaces)
         saved_core = (self.core, self.sub_block, self.group)
+        self.group = None
         self.chip = get_chip(kernel.chip.data)
         self.block_num = blocks
         self.workspaces = {}
@@ -367,11 +412,21 @@ class BufferFunctions(InterpreterFunctions):
             interp.run_ssacfg_region(kernel.body, args, name)
 
         try:
-            for b in range(blocks):
+            n_aiv = max(1, self.chip.vector_cores // max(self.chip.cube_cores, 1))
+            if any(isinstance(o, buffer.SyncAllOp) for o in kernel.walk()):
+                # every block's cores run side by side, meeting at the sync_alls
+                if blocks > self.chip.cube_cores:
+                    raise InterpretationError(
+                        f"@{name} synchronizes all cores (buffer.sync_all) but is launched "
+                        f"on {blocks} blocks, more than the {self.chip.cube_cores} cube cores "
+                        f"of {self.chip.name}: the blocks that wait for a core would never run"
+                    )
+                self.group = CoreGroup(interp, self, n_aiv, list(range(blocks)))
+                self.group.run(body)
+            for b in range(0 if self.group is not None else blocks):
                 self.block_idx = b
                 if runs_split(kernel):
-                    n_aiv = max(1, self.chip.vector_cores // max(self.chip.cube_cores, 1))
-                    self.group = CoreGroup(interp, self, n_aiv)
+                    self.group = CoreGroup(interp, self, n_aiv, [b])
                     self.group.run(body)
                 else:
                     body()
@@ -419,6 +474,13 @@ class BufferFunctions(InterpreterFunctions):
             group = self.group
             act = group.set_flag if isinstance(op, buffer.CrossCoreSetOp) else group.wait_flag
             act(self.core, self.sub_block, op.flag.value.data)
+        return ()
+
+    @impl(buffer.SyncAllOp)
+    def run_sync_all(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        if self.group is None or self.core is None:
+            raise InterpretationError("buffer.sync_all outside a mix kernel on a split chip")
+        self.group.sync_all(self.core, self.sub_block)
         return ()
 
     @impl(buffer.CrossCoreSetOp)
@@ -557,7 +619,14 @@ class BufferFunctions(InterpreterFunctions):
                 values = np.maximum(values, 0)
             if convert:  # Fixpipe's F322F16 / F322BF16: round to nearest even
                 values = dtypes.to_storage(values, dst_type)
-            dref.window(length, "copy destination")[:] = values
+            target = dref.window(length, "copy destination")
+            if op.atomic is not None:  # SetAtomicAdd<T>: GM + values, in T
+                if np.issubdtype(target.dtype, np.floating):
+                    total = target.astype(np.float32) + np.asarray(values, np.float32)
+                    values = dtypes.to_storage(total, dst_type)
+                else:
+                    values = target + values
+            target[:] = values
             if pad and np.issubdtype(dst.data.dtype, np.floating):
                 # DataCopyPad leaves the padding lanes undefined: poison them
                 end = min(dref.offset + padded, dst.data.size)

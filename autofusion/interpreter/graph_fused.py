@@ -12,10 +12,12 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType, i1
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 
+from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
-from autofusion.dialects.graph_fused import AddNormOp
+from autofusion.dialects.graph_fused import FFN_GATED, AddNormOp
 from autofusion.interpreter.graph import (
+    _ACTIVATIONS,
     Array,
     _compute,
     _props,
@@ -66,6 +68,39 @@ def rotate(x: Array, interleaved: bool) -> Array:
     return np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
 
 
+def ffn(op: graph.FfnOp, args: PythonValues) -> Array:
+    """graph.ffn's formula (its docstring) in float32, rounding to the element type
+    where the decomposed ops would round."""
+    element_type = cast(TensorType, op.output.type).element_type
+
+    def rounded(v: Array) -> Array:
+        return _compute(dtypes.to_storage(np.asarray(v, np.float32), element_type))
+
+    vals = [_compute(a) for a in args]
+    n_w1, n_b1 = len(op.weight1), len(op.bias1)
+    x, w1, w2 = vals[0], vals[1 : 1 + n_w1], vals[1 + n_w1]
+    rest = vals[2 + n_w1 :]
+    b1, rest = rest[:n_b1], rest[n_b1:]
+    b2 = rest.pop(0) if op.bias2 is not None else None
+    residual = rest.pop(0) if op.residual is not None else None
+    act = op.activation.data
+    if len(w1) == 1 and op.gated:  # one merged [K1, 2F] weight: gate first, then up
+        f = w1[0].shape[1] // 2
+        w1 = [w1[0][:, :f], w1[0][:, f:]]
+        b1 = [b1[0][:f], b1[0][f:]] if b1 else []
+    h = [np.matmul(x, w) + (b1[i] if b1 else 0) for i, w in enumerate(w1)]
+    if act in FFN_GATED:
+        gate, up = rounded(h[0]), rounded(h[1])
+        if act == "swiglu":
+            g = rounded(_ACTIVATIONS["silu"](gate) * up)
+        else:
+            g = rounded(rounded(_ACTIVATIONS[FFN_GATED[act]](gate)) * up)
+    else:
+        g = rounded(_ACTIVATIONS[act](h[0]))
+    y = np.matmul(g, w2) + (b2 if b2 is not None else 0)
+    return y + residual if residual is not None else y
+
+
 def _norm_axes(x: Array, axis: int) -> tuple[int, ...]:
     return tuple(range(si.normalize_axis(axis, x.ndim), x.ndim))
 
@@ -94,6 +129,10 @@ class GraphFusedFunctions(InterpreterFunctions):
         if bsnd:
             out = np.swapaxes(out, 1, 2)
         return (_result(op, np.ascontiguousarray(out)),)
+
+    @impl(graph.FfnOp)
+    def run_ffn(self, i: Interpreter, op: graph.FfnOp, args: PythonValues) -> PythonValues:
+        return (_result(op, _quiet(lambda: ffn(op, args))),)
 
     @impl(graph.RopeOp)
     def run_rope(self, i: Interpreter, op: graph.RopeOp, args: PythonValues) -> PythonValues:

@@ -12,8 +12,10 @@ float32 on the vector unit:
     l   = alpha * l + rowsum P;  O = alpha * O + P @ V     cube: P (input type) in L0A
     out = O / l  -> epilogue -> GM
 
-S and P@V leave L0C for UB directly on coupled chips (CO2 is UB, ascend.md 1.7) and P
-goes UB -> L1; on split chips (2201) all three cross through per-core GM workspaces (AIC
+S and P@V leave L0C for UB directly on coupled chips (CO2 is UB, ascend.md 1.7: whole Nz
+fractals into a stage, then laid out as rows UB -> UB) and P goes UB -> L1 (fractal
+strips, docs/codegen.md); 910, which has no Select with a tensor mask, masks with Min
+against +-inf bounds; on split chips (2201) all three cross through per-core GM workspaces (AIC
 and AIV exchange data only through GM, ascend.md 1.1, 4), each hand-over a cross-core
 flag (S ready, P ready, P@V ready), and the two AIVs of a block take half of each query
 block's rows each (`buffer.sub_block_idx`; the second may have none). A fully masked
@@ -57,6 +59,8 @@ from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
     blended_transfer,
+    co2_copy,
+    co2_stage,
     concrete,
     cube_dtype_refusal,
     elt,
@@ -202,7 +206,16 @@ def softmax_ub(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> int:
         total += 2 * padded * 2  # the mask as half, zeros
     if p.causal or p.mask_bool:
         total += tile4 + padded  # -inf, compare mask
+    if p.l0c_to_ub:  # CO1 -> CO2 stage of S and P@V (coupled chips)
+        total += co2_stage_elems(p, t) * 4
     return total
+
+
+def co2_stage_elems(p: AttentionPlan, t: AttentionTiles) -> int:
+    """Elements of the UB stage S and P@V leave L0C through on coupled chips: their Nz
+    fractals, rows and columns rounded up to 16 (cube_common.co2_stage)."""
+    cols = max(round_up(t.tkv, FRACTAL), round_up(p.value_dim, FRACTAL))
+    return round_up(t.tq, FRACTAL) * cols
 
 
 def cube_bytes(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> dict[str, int]:
@@ -622,6 +635,11 @@ class AttentionKernel:
             buffer.AllocBufOp("a2", q_bytes, tq * d * w, in_elt), "q_l0a"
         ).results[0]
         self.p_l0 = kb.queue("a2", 2, idx.mul(tq_tkv, c(w)), tq * tkv * w, in_elt, "q_p2")
+        self.c_ub: SSAValue | None = None
+        if p.l0c_to_ub:  # S and P@V leave L0C as Nz fractals (cube_common.co2_stage)
+            stage = co2_stage_elems(p, tiles) * 4
+            self.c_ub = co2_stage(kb, c(stage), stage)
+            self.c_ub_stride = max(round_up(tkv, FRACTAL), dvp)
         self.k_l0 = kb.queue("b2", 2, idx.mul(t["tkv"], c(d * w)), tkv * d * w, in_elt, "q_k2")
         self.v_l0 = kb.queue("b2", 2, idx.mul(t["tkv"], c(dvp * w)), tkv * dvp * w, in_elt, "q_v2")
         self.s_l0c = kb.queue("co1", 1, idx.mul(tq_tkv, c(4)), tq * tkv * 4, f32, "q_s")
@@ -664,18 +682,24 @@ class AttentionKernel:
         cmp_s = idx.round_up(tile_s, CMP_ELEMS)
         cmp_max = round_up(tq * ts, CMP_ELEMS)
         self.cmp = self.mask_h = self.zeros_h = None
+        # 910 has only Select mode VSEL_CMPMASK_SPR (ascend.md 2.8): it masks with Min
+        # against a bound of +/-inf built by arithmetic instead of Compare + Select
+        self.by_min = self.chip.arch == 1001
         if p.causal or p.mask_bool:
             self.neg_inf = buf("neg_inf", tile_s, tq * ts)
-            self.cmp = buf("cmp", cmp_s, cmp_max, 1, i1)
+            if not self.by_min:
+                self.cmp = buf("cmp", cmp_s, cmp_max, 1, i1)
         if p.causal:
             self.ramp = buf("ramp", cmp_s, cmp_max)
             self.threshold = buf("threshold", cmp_s, cmp_max)
         if p.mask_bool:  # the GM mask's bytes become a bitmask: cast, compare with zero
             self.mask_h = buf("mask_h", cmp_s, cmp_max, 2, f16)
-            self.zeros_h = buf("zeros_h", cmp_s, cmp_max, 2, f16)
+            if not self.by_min:
+                self.zeros_h = buf("zeros_h", cmp_s, cmp_max, 2, f16)
         if self.neg_inf is not None:
             with kb.stage("compute"):
-                kb.insert(buffer.VDupOp(self.neg_inf, kb.f32(float("-inf")), tile_s))
+                if not self.by_min:
+                    kb.insert(buffer.VDupOp(self.neg_inf, kb.f32(float("-inf")), tile_s))
                 if self.zeros_h is not None:
                     kb.insert(buffer.VDupOp(self.zeros_h, kb.f16(0.0), cmp_s))
                 if p.causal:
@@ -908,10 +932,13 @@ class AttentionKernel:
         if ws is not None:
             src = kb.view(ws, idx.mul(self.r_lo, ws_stride))
             kb.copy(src, slot, self.nq, cols, ws_stride, ub_stride)
-        else:
+        else:  # CO1 -> CO2 of the whole block, then its rows out of the Nz fractals
+            assert self.c_ub is not None
             c_slot = kb.insert(buffer.DequeOp(l0c_queue, f32), f"{name}_c").results[0]
-            kb.copy(c_slot, slot, self.nq_block, cols, cols, ub_stride)
+            stride = kb.idx.const(self.c_ub_stride)
+            co2_copy(kb, c_slot, self.c_ub, self.nq_block, cols, stride)
             free(kb, l0c_queue, c_slot)
+            kb.copy(self.c_ub, slot, self.nq_block, cols, stride, ub_stride)
         kb.insert(buffer.EnqueOp(queue, slot))
 
     def _load_mask(self, k0: SSAValue, nkv: SSAValue) -> None:
@@ -947,6 +974,16 @@ class AttentionKernel:
             if not p.mask_bool and self.mask_f32 is not None:
                 kb.cast(self.mask_f32, m, idx.mul(rows, ts), "none")
                 mf = self.mask_f32
+            elif p.mask_bool and self.by_min:
+                # the bound: (m - 0.5) * inf, +inf where the mask keeps a key, -inf
+                # where it drops one (+/- the largest float under 910's saturation)
+                assert self.mask_h is not None and self.neg_inf is not None
+                count = idx.mul(rows, ts)
+                kb.cast(self.mask_h, m, count, "none")
+                kb.cast(self.neg_inf, self.mask_h, count, "none")
+                kb.scalar("adds", self.neg_inf, self.neg_inf, kb.f32(-0.5), count)
+                kb.scalar("muls", self.neg_inf, self.neg_inf, kb.f32(float("inf")), count)
+                mf = self.neg_inf
             elif p.mask_bool:
                 assert self.mask_h is not None and self.zeros_h is not None and self.cmp
                 count = idx.mul(rows, ts)
@@ -961,7 +998,9 @@ class AttentionKernel:
                 mf = m
 
             def apply(dst: SSAValue, mrow: SSAValue, count: SSAValue) -> None:
-                if p.mask_bool:
+                if p.mask_bool and self.by_min:
+                    kb.binary("min", dst, dst, mrow, count)
+                elif p.mask_bool:
                     assert self.neg_inf is not None
                     kb.insert(buffer.VSelectOp(dst, mrow, dst, self.neg_inf, count))
                 else:
@@ -977,11 +1016,17 @@ class AttentionKernel:
             assert self.neg_inf is not None
             q_first = idx.add(self.q0, self.r_lo)
             diff = arith.SubfOp(kb.index_to_f32(q_first), kb.index_to_f32(k0))
-            assert self.cmp is not None
             kb.insert(buffer.VDupOp(self.threshold, kb.insert(diff).results[0], tile))
-            compared = idx.round_up(tile, CMP_ELEMS)
-            kb.insert(buffer.VCompareOp("gt", self.cmp, self.ramp, self.threshold, compared))
-            kb.insert(buffer.VSelectOp(s, self.cmp, self.neg_inf, s, tile))
+            if self.by_min:  # the bound (q0 - k0 - (j - r) + 0.5) * inf: -inf past the diagonal
+                kb.binary("sub", self.threshold, self.threshold, self.ramp, tile)
+                kb.scalar("adds", self.threshold, self.threshold, kb.f32(0.5), tile)
+                kb.scalar("muls", self.threshold, self.threshold, kb.f32(float("inf")), tile)
+                kb.binary("min", s, s, self.threshold, tile)
+            else:
+                assert self.cmp is not None
+                compared = idx.round_up(tile, CMP_ELEMS)
+                kb.insert(buffer.VCompareOp("gt", self.cmp, self.ramp, self.threshold, compared))
+                kb.insert(buffer.VSelectOp(s, self.cmp, self.neg_inf, s, tile))
         # running max, rescaling factor, probabilities, running sum
         with kb.loop(c(0), nq, "r") as r:
             src = kb.view(s, idx.mul(r, ts))

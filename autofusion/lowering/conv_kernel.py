@@ -29,8 +29,15 @@ the chip:
   fill the next tile's slot while the AIC computes the current one: flag 2 (AIVs ->
   AIC, after MTE3) says a slot is written, flag 3 (AIC -> AIVs, after MTE2) that the
   AIC has read it (flags 0 and 1 hand the output tiles to the epilogue, cube_common);
-* coupled chips (910, 310P): the input rows staged in L1 and `buffer.im2col` into L0B
-  (interpreted; coupled cube kernels with an epilogue are not printed, docs/codegen.md).
+* coupled chips (910, 310P), any other conv: the same explicit im2col on the one AI core
+  (no workspace, no flags). Their LoadData3D (Load3Dv1; 910 has no Load3Dv2) has the
+  same NC1HWC0 / tap order problems and 910 has no Nd2Nz into L1 from UB, so per L1
+  stage of cstep channels the vector unit builds X_col [cstep*kh*kw x tn] in UB: each
+  channel's input rows GM -> UB, every tap's pixels gathered through the tile's offset
+  table (`buffer.vgather` on 310P, whose AI Core has Gather; the scalar unit on 910,
+  which has none), then the block UB -> L1 as fractal strips (DataCopy, docs/codegen.md)
+  and L1 -> L0B like a pointwise conv's pixels. The result comes back L0C -> UB
+  (CO1 -> CO2, cube_common.co2_copy) for the epilogue.
 
 The offset table of a tile (built per tile by each AIV, i32): for tap (r, s) and pixel j
 of the tile, with (oh, ow) = divmod(p0 + j, OW), ih = oh*sh + r*dh - pt and
@@ -50,33 +57,33 @@ Tiling (static bounds from the chip, runtime values from `conv_tiling`):
     tn  = min(baseN, round16(ceil(P / clamp(ceil(cores / (N*group*mt)), 1, ceil(P/16)))))
     pt  = ceil(P / tn);  tk = min(baseK, round16(K))
     an L1 stage holds cstep whole channels: the weight block [tm x cstep*kh*kw] and
-    * pointwise / explicit im2col: the [cstep*kh*kw x tn] block of X_col, rows padded to 16:
+    * pointwise / any im2col: the [cstep*kh*kw x tn] block of X_col, rows padded to 16:
         2*tm*round16(cstep*kh*kw)*w + 2*round16(cstep*kh*kw)*tn*w <= L1
-    * im2col in L1 (coupled): the input rows a pixel tile needs, rows_out =
-      min(OH, (tn-1) // OW + 2) output rows -> h_stage = min(H, (rows_out-1)*sh +
-      (kh-1)*dh + 1) input rows of W elements:
-        2*tm*round16(cstep*kh*kw)*w + 2*cstep*h_stage*W*w <= L1
+    * a pixel tile needs rows_out = min(OH, (tn-1) // OW + 2) output rows -> h_stage =
+      min(H, (rows_out-1)*sh + (kh-1)*dh + 1) input rows of W elements per channel
     2*tm*tk*w <= L0A,  2*tk*tn*w <= L0B,  tm*tn*4 <= L0C
     the explicit im2col's UB (2 staged channels, 2 X_col blocks [kh*kw x tn], the i32
     tables) takes at most half the UB; the epilogue plans with the rest
+    coupled chips: one staged channel, the X_col block [cstep*kh*kw x tn] and the
+    tables take at most half the UB (this bounds cstep), the epilogue the rest
     tiles = N * group * mt * pt (pixels fastest); blocks = min(tiles, cores)
     ws_col = blocks * 2 * K * tn * w bytes (explicit im2col)
 
 For a pixel tile [p0, p0+ncols) the staged input rows are [a, a+h) with
     oh0 = p0 // OW, oh1 = (p0+ncols-1) // OW,  a = max(oh0*sh, pt) - pt,
-    pad_top = pt - min(pt, oh0*sh),  h = min(H+pt, max(oh1*sh+(kh-1)*dh+1, pt+a)) - pt - a
-and the im2col load reads pixels from m_start = p0 - oh0*OW of that staged map.
+    h = min(H+pt, max(oh1*sh+(kh-1)*dh+1, pt+a)) - pt - a
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, f32, i32
+from xdsl.dialects.builtin import IndexType, IntegerAttr, f32, i32
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 
 from autofusion.dialects import buffer, graph
@@ -90,6 +97,9 @@ from autofusion.lowering.cube_common import (
     await_tile,
     blended_transfer,
     chunk_loop,
+    co2_copy,
+    co2_stage,
+    co2_stage_bytes,
     concrete,
     cube_dtype_refusal,
     elt,
@@ -182,12 +192,10 @@ class ConvGeometry:
         im2col: the input block is loaded into L0B like a matmul's B)."""
         return (self.kh, self.kw) == (1, 1) and self.strides == (1, 1) and not any(self.pads)
 
-    def b1_elems(self, cstep: int, h_stage: int, tn: int, explicit: bool) -> int:
-        """Elements of one L1 input stage: staged input rows, or (pointwise, explicit
-        im2col) the [cstep*kh*kw x tn] block of X_col with its rows padded to a fractal."""
-        if self.pointwise or explicit:
-            return round_up(cstep * self.taps, FRACTAL) * tn
-        return cstep * h_stage * self.w
+    def b1_elems(self, cstep: int, tn: int) -> int:
+        """Elements of one L1 input stage: the [cstep*kh*kw x tn] block of X_col (the
+        input's pixels when pointwise) with its rows padded to a fractal."""
+        return round_up(cstep * self.taps, FRACTAL) * tn
 
     def stage_rows(self, tn: int) -> int:
         """Input rows an L1 stage holds for a pixel tile of at most tn pixels."""
@@ -199,6 +207,16 @@ class ConvGeometry:
         """Element offset of the zero block after a staged input channel (explicit
         im2col): the staged rows rounded up to 32 bytes."""
         return round_up(h_stage * self.w, 32 // w)
+
+    def local_ub(self, tn: int, cstep: int, w: int) -> int:
+        """UB bytes of the coupled chips' im2col (module docstring): a staged input
+        channel (rows and zero block), the X_col block [cstep*kh*kw x tn] of an L1 stage
+        and the i32 offset tables."""
+        h_stage = self.stage_rows(tn)
+        staged = round_up((self.zero_at(h_stage, w) + 32 // w) * w, 32)
+        cols = round_up(cstep * self.taps * tn * w, 32)
+        tables = round_up((self.kh + self.kw + self.taps) * tn * 4, 32)
+        return staged + cols + tables
 
     def im2col_ub(self, tn: int, w: int) -> int:
         """UB bytes of the explicit im2col: two staged channels (rows and zero block),
@@ -219,9 +237,10 @@ class ConvTiles:
     h_stage: int  # input rows per L1 stage (bound)
     c_depth: int
     explicit: bool = False  # X_col built by the AIVs in a GM workspace
+    local: bool = False  # X_col built in UB and copied into L1 on the same core (coupled)
 
     def b1_elems(self, g: ConvGeometry) -> int:
-        return g.b1_elems(self.cstep, self.h_stage, self.tn, self.explicit)
+        return g.b1_elems(self.cstep, self.tn)
 
     def kst(self, g: ConvGeometry) -> int:
         """Row stride of the L1 weight stage (its K extent, padded to a fractal)."""
@@ -235,10 +254,13 @@ def choose_conv_tiles(
     max_cols: int | None,
     whole_k: bool,
     explicit: bool = False,
+    local: bool = False,
 ) -> ConvTiles | Refusal:
     """The largest tiles that fit L0A/L0B/L0C and an L1 stage of at least one channel
-    (`whole_k`: all Cg channels in one stage, for chips without DataCopyPad; `explicit`:
-    X_col comes from a GM workspace, module docstring)."""
+    (`whole_k`: chips without DataCopyPad copy whole 32-byte weight rows, so a stage is
+    all Cg channels or a number of them whose kh*kw taps are a 32-byte multiple;
+    `explicit`: X_col comes from a GM workspace; `local`: X_col is built in UB, whose
+    half it may take, module docstring)."""
     # no tile larger than the problem: a depthwise conv (Cog = 1) keeps wide pixel tiles
     max_m = round_up(g.cog, FRACTAL)
     max_n = round_up(g.pixels, FRACTAL)
@@ -252,19 +274,21 @@ def choose_conv_tiles(
             if 2 * tm * tk * w > chip.l0a_bytes or 2 * tk * tn * w > chip.l0b_bytes:
                 continue
             h_stage = g.stage_rows(tn)
-            per_channel = 2 * h_stage * g.w * w + 2 * tm * g.taps * w
-            reserve = 2 * tm * FRACTAL * w
-            if g.pointwise or explicit:  # [channels*taps x tn] blocks, rows padded to 16
-                per_channel = 2 * tn * g.taps * w + 2 * tm * g.taps * w
-                reserve += 2 * (FRACTAL - 1) * tn * w
+            # weight [tm x channels*taps] and X_col [channels*taps x tn], K padded to 16
+            per_channel = 2 * tn * g.taps * w + 2 * tm * g.taps * w
+            reserve = 2 * tm * FRACTAL * w + 2 * (FRACTAL - 1) * tn * w
             fit = (chip.l1_bytes - reserve) // max(per_channel, 1)
             cstep = min(g.cg, fit)
+            if local:  # the stage's X_col block in UB
+                room = chip.ub_bytes // 2 - g.local_ub(tn, 0, w)
+                cstep = min(cstep, room // (g.taps * tn * w))
             if whole_k and cstep < g.cg:
-                continue
+                unit = 32 // math.gcd(g.taps * w, 32)
+                cstep = cstep // unit * unit
             if cstep < 1:
                 continue
             depth = 2 if 2 * tm * tn * 4 <= chip.l0c_bytes else 1
-            t = ConvTiles(tm, tn, tk, cstep, h_stage, depth, explicit)
+            t = ConvTiles(tm, tn, tk, cstep, h_stage, depth, explicit, local)
             if 2 * tm * t.kst(g) * w + 2 * t.b1_elems(g) * w <= chip.l1_bytes:
                 return t
     if max_cols is not None and max_cols < FRACTAL:
@@ -312,6 +336,11 @@ class ConvPlan(Plan):
     def explicit(self) -> bool:
         """X_col is built by the AIVs in a GM workspace (module docstring)."""
         return self.tiles.explicit
+
+    @property
+    def local(self) -> bool:
+        """X_col is built in UB and copied into L1 on the same core (coupled chips)."""
+        return self.tiles.local
 
 
 PARAMS = (
@@ -425,6 +454,7 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
         and act[0] in (None, "relu")
     )
     explicit = not chip.l0c_to_ub and not g.pointwise
+    local = chip.l0c_to_ub and not g.pointwise
     ub_epilogue, slots = chip.ub_bytes, None
     col_cap: int | None = None
     if explicit:
@@ -434,6 +464,13 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
         col_cap = fits
         ub_epilogue -= g.im2col_ub(col_cap, w)
         slots = queue_slots(chip) - 2  # the im2col's VECIN and VECOUT queues
+    elif local:  # the im2col takes at most half the UB (its X_col blocks adapt)
+        unit = min(g.cg, 32 // math.gcd(g.taps * w, 32))
+        fits = _im2col_cols(g, chip, w, lambda tn: g.local_ub(tn, unit, w))
+        if isinstance(fits, Refusal):
+            return fits
+        col_cap = fits
+        ub_epilogue -= chip.ub_bytes // 2
     rows: RowPlan | None = None
     raw = bias_rows = None
     ws_elt: Attribute | None = None
@@ -462,7 +499,7 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
             "the conv's weight rows (Cin/group*kh*kw) or input rows (W) are not 32-byte "
             "multiples and the chip has no DataCopyPad"
         )
-    tiles = choose_conv_tiles(g, chip, w, max_cols, whole_k, explicit)
+    tiles = choose_conv_tiles(g, chip, w, max_cols, whole_k, explicit, local)
     if isinstance(tiles, Refusal):
         return tiles
     return ConvPlan(
@@ -481,11 +518,14 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
     )
 
 
-def _im2col_cols(g: ConvGeometry, chip: ChipSpec, w: int) -> int | Refusal:
-    """The widest pixel tile whose explicit im2col buffers take at most half the UB."""
+def _im2col_cols(
+    g: ConvGeometry, chip: ChipSpec, w: int, ub: Callable[[int], int] | None = None
+) -> int | Refusal:
+    """The widest pixel tile whose im2col buffers (`ub`, default the explicit im2col's)
+    take at most half the UB."""
     for base_n in (256, 128, 64, 32, 16):
         tn = min(base_n, round_up(g.pixels, FRACTAL))
-        if g.im2col_ub(tn, w) <= chip.ub_bytes // 2:
+        if (ub(tn) if ub is not None else g.im2col_ub(tn, w)) <= chip.ub_bytes // 2:
             return tn
     return Refusal(
         f"the im2col of {g.kh}x{g.kw} taps over {g.w}-wide input rows does not fit half of "
@@ -530,6 +570,7 @@ class ConvTemplate(KernelTemplate):
         weights = tiles * t["tm"] * g.k * w
         inputs = m_sweeps * g.cg * g.pixels * w if g.pointwise else tiles * g.cg * h_stage * g.w * w
         col = m_sweeps * g.k * g.pixels * w if p.explicit else 0
+        local_col = m_sweeps * g.k * g.pixels if p.local else 0  # X_col elements built in UB
         flops = (
             2.0
             * n
@@ -558,6 +599,9 @@ class ConvTemplate(KernelTemplate):
         if col:
             notes.append(f"explicit im2col round trip {2 * col} bytes")
         im2col_ub = g.im2col_ub(p.tiles.tn, w) if p.explicit else 0
+        if p.local:
+            im2col_ub = g.local_ub(p.tiles.tn, p.tiles.cstep, w)
+            notes.append(f"im2col in UB: {local_col} X_col elements gathered")
         return KernelCost(
             gm_read_bytes=weights + inputs + col + read + ws,
             gm_write_bytes=write + ws + col,
@@ -567,7 +611,7 @@ class ConvTemplate(KernelTemplate):
             + min(read - blocks * bias_once, epilogue_in),
             hbm_write_bytes=write,
             # the gathers move every X_col element once
-            vector_work=epilogue_work(p.rows, p.root, rows * g.pixels) + col // w,
+            vector_work=epilogue_work(p.rows, p.root, rows * g.pixels) + col // w + local_col,
             cube_flops=flops,
             transfer_bytes=transfer,
             ub_bytes=epilogue_ub(p.rows) + im2col_ub,
@@ -646,8 +690,6 @@ class TileAt:
     ncols: SSAValue
     a_row: SSAValue  # first staged input row
     h_rows: SSAValue  # staged input rows
-    pad_top: SSAValue
-    m_start: SSAValue  # first pixel within the staged rows
 
 
 class ConvKernel:
@@ -745,7 +787,13 @@ class ConvKernel:
         )
         if p.explicit:
             self._im2col_buffers()
+        if p.local:
+            self._local_buffers()
         row = self.row
+        self.c_ub: SSAValue | None = None
+        if row is not None and p.l0c_to_ub:
+            nbytes = idx.mul(idx.mul(t["er"], t["tn"]), c(4))
+            self.c_ub = co2_stage(kb, nbytes, co2_stage_bytes(row.plan, tiles.tm, tiles.tn))
         if row is not None:
             rt = {"tile_rows": t["er"], "tile_stride": t["tile_stride"], "cols": c(g.pixels)}
             rt |= {"outer0": t["N"], "outer1": c(g.co)}
@@ -782,6 +830,9 @@ class ConvKernel:
         tm_tn = idx.mul(t["tm"], t["tn"])
         tile.name_hint = tile.name_hint or "tile"
         at = self._coords(tile)
+        if p.local:  # the tile's gather offsets, for every L1 stage's X_col
+            with kb.stage("compute"):
+                self._offset_table(at)
         with kb.stage("cube"):
             cbuf = kb.insert(buffer.QueueAllocOp(qc, f32), "c").results[0]
             if p.explicit:
@@ -844,16 +895,14 @@ class ConvKernel:
         oh1 = idx.floordiv(idx.sub(idx.add(p0, ncols), c(1)), c(g.ow))
         top = idx.mul(oh0, c(sh))
         a_row = idx.sub(idx.max(top, c(pt)), c(pt))
-        pad_top = idx.sub(c(pt), idx.min(c(pt), top))
         span_end = idx.add(idx.mul(oh1, c(sh)), c((g.kh - 1) * dh + 1))
         end = idx.sub(idx.min(c(g.h + pt), idx.max(span_end, idx.add(c(pt), a_row))), c(pt))
         h_rows = idx.sub(end, a_row)
         h_rows.name_hint = "h_rows"
-        m_start = idx.sub(p0, idx.mul(oh0, c(g.ow)))
         co0 = idx.add(idx.mul(gi, c(g.cog)), m0)  # first output channel of the tile
         view_row = idx.add(idx.mul(n, c(g.co)), co0)
         chan = idx.add(idx.mul(n, c(g.c)), idx.mul(gi, c(g.cg)))  # first input channel
-        return TileAt(n, chan, co0, view_row, m0, p0, nrows, ncols, a_row, h_rows, pad_top, m_start)
+        return TileAt(n, chan, co0, view_row, m0, p0, nrows, ncols, a_row, h_rows)
 
     def _col_slot(self, tile: SSAValue) -> SSAValue:
         """Element offset of tile `tile`'s X_col slot [K x tn] in the workspace."""
@@ -890,20 +939,19 @@ class ConvKernel:
 
             def fill_b1(slot: SSAValue) -> None:
                 chan = idx.add(at.chan, ch0)
+                if p.local:  # X_col of these channels, built in UB, then into L1
+                    self._local_im2col(at, chan, cs)
+                    kb.copy(self.xcol, slot, klen1, ncols, t["tn"], t["tn"])
+                    return
                 if col_slot is not None:  # the AIVs' X_col rows of these channels
                     assert self.ws_col is not None
                     rows_at = idx.mul(idx.mul(ch0, c(g.taps)), t["tn"])
                     src = kb.view(self.ws_col, idx.add(col_slot, rows_at))
                     kb.copy(src, slot, klen1, ncols, t["tn"], t["tn"])
                     return
-                if g.pointwise:  # the [cs x ncols] pixel block, rows tn apart
-                    src = kb.view(self.gm[p.x], idx.add(idx.mul(chan, c(g.pixels)), at.p0))
-                    kb.copy(src, slot, cs, ncols, c(g.pixels), t["tn"])
-                    return
-                x_at = idx.mul(idx.add(idx.mul(chan, c(g.h)), at.a_row), c(g.w))
-                src = kb.view(self.gm[p.x], x_at)
-                hw = idx.mul(at.h_rows, c(g.w))
-                kb.copy(src, slot, cs, hw, c(g.h * g.w), hw)
+                # pointwise: the [cs x ncols] pixel block, rows tn apart
+                src = kb.view(self.gm[p.x], idx.add(idx.mul(chan, c(g.pixels)), at.p0))
+                kb.copy(src, slot, cs, ncols, c(g.pixels), t["tn"])
 
             a1 = load(kb, qa1, in_elt, fill_a1, "a1")
             b1 = load(kb, qb1, in_elt, fill_b1, "b1")
@@ -914,25 +962,9 @@ class ConvKernel:
                 def fill_a2(slot: SSAValue) -> None:
                     kb.copy(kb.view(a1, k1), slot, nrows, klen, c(kst), klen)
 
-                def fill_b2(slot: SSAValue) -> None:
-                    if g.pointwise or p.explicit:
-                        src = kb.view(b1, idx.mul(k1, t["tn"]))
-                        kb.copy(src, slot, klen, ncols, t["tn"], ncols)
-                        return
-                    kb.insert(
-                        buffer.Im2colOp(
-                            slot,
-                            b1,
-                            (cs, at.h_rows, c(g.w)),
-                            (at.pad_top, c(g.pads[1])),
-                            c(g.ow),
-                            (at.m_start, ncols),
-                            (k1, klen),
-                            (g.kh, g.kw),
-                            g.strides,
-                            g.dilations,
-                        )
-                    )
+                def fill_b2(slot: SSAValue) -> None:  # X_col [K x tn] rows of L1
+                    src = kb.view(b1, idx.mul(k1, t["tn"]))
+                    kb.copy(src, slot, klen, ncols, t["tn"], ncols)
 
                 mmad_step(
                     kb,
@@ -961,6 +993,56 @@ class ConvKernel:
         self.q_col = kb.queue("vecout", 2, idx.mul(t["tn"], c(g.taps * w)), cols, in_elt, "q_col")
         per_col = (g.kh + g.kw + g.taps) * 4
         self.offsets = kb.tbuf(idx.mul(t["tn"], c(per_col)), per_col * tiles.tn, i32, "offsets")
+
+    # ---- the im2col of coupled chips (module docstring) ----------------------------------
+
+    def _local_buffers(self) -> None:
+        """A staged input channel (its rows, then a zero block), the X_col block of an
+        L1 stage [cstep*kh*kw x tn] and the i32 offset tables, all in UB; the zero block
+        is written once."""
+        kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        g, tiles, w, in_elt = p.geometry, p.tiles, width(p.in_elt), p.in_elt
+        c = idx.const
+        self.zero_at = g.zero_at(tiles.h_stage, w)
+        staged = (self.zero_at + 32 // w) * w
+        self.fmap = kb.tbuf(c(staged), staged, in_elt, "fmap")
+        per_tn = tiles.cstep * g.taps * w
+        self.xcol = kb.tbuf(idx.mul(t["tn"], c(per_tn)), per_tn * tiles.tn, in_elt, "xcol")
+        per_col = (g.kh + g.kw + g.taps) * 4
+        self.offsets = kb.tbuf(idx.mul(t["tn"], c(per_col)), per_col * tiles.tn, i32, "offsets")
+        with kb.stage("compute"):
+            kb.insert(buffer.VDupOp(kb.view(self.fmap, c(self.zero_at)), kb.f32(0.0), c(32 // w)))
+
+    def _local_im2col(self, at: TileAt, chan: SSAValue, cs: SSAValue) -> None:
+        """X_col rows of input channels chan.. (cs of them) for tile `at`: per channel
+        its staged rows GM -> UB, then every tap's pixels gathered through the offset
+        table: Gather on 310P (its AI Core has it, asc-devkit Gather.md); on 910, which
+        has no Gather, the scalar unit does the same gather element by element."""
+        kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        g = p.geometry
+        c = idx.const
+        tn = t["tn"]
+        count = idx.mul(tn, c(g.taps))
+        table = kb.view(self.offsets, idx.mul(tn, c(g.kh + g.kw)))
+        with kb.loop(c(0), cs, "ch") as ch:
+            x_at = idx.mul(idx.add(idx.mul(idx.add(chan, ch), c(g.h)), at.a_row), c(g.w))
+            with kb.when(kb.less(c(0), at.h_rows)):  # not all padding
+                kb.copy_1d(kb.view(self.gm[p.x], x_at), self.fmap, idx.mul(at.h_rows, c(g.w)))
+            cols = kb.view(self.xcol, idx.mul(ch, count))
+            if self.chip.arch == 2002:
+                kb.insert(buffer.VGatherOp(cols, self.fmap, table, count))
+            else:
+                self._scalar_gather(cols, table, count)
+
+    def _scalar_gather(self, cols: SSAValue, table: SSAValue, count: SSAValue) -> None:
+        """cols[e] = the staged channel's element at byte offset table[e], e < count, by
+        the scalar unit (GetValue/SetValue)."""
+        kb, c = self.kb, self.kb.idx.const
+        w = width(self.p.in_elt)
+        with kb.loop(c(0), count, "e") as e:
+            byte = kb.insert(arith.IndexCastOp(kb.get(table, e), IndexType())).results[0]
+            at_e = kb.insert(arith.DivSIOp(byte, c(w))).results[0]
+            kb.set(cols, e, kb.get(self.fmap, at_e))
 
     def _im2col(self, tile: SSAValue) -> None:
         """The AIVs' part of tile `tile`: its X_col [K x ncols] into the tile's slot, every
@@ -1077,8 +1159,10 @@ class ConvKernel:
         with chunk_loop(kb, chunks, sub_blocks(self.chip, ws is not None)) as e:
             r_off = idx.mul(e, t["er"])
             ner = idx.min(t["er"], idx.sub(nrows, r_off))
-            if cd is not None:
-                row.source_views[p.raw] = (kb.view(cd, idx.mul(r_off, ncols)), ncols)
+            if cd is not None:  # CO1 -> CO2 lands Nz fractals: the row kernel lays them out
+                assert self.c_ub is not None
+                co2_copy(kb, kb.view(cd, idx.mul(r_off, ncols)), self.c_ub, ner, ncols, t["tn"])
+                row.source_views[p.raw] = (self.c_ub, t["tn"])
             else:
                 assert ws is not None
                 base = self._slot_base(bid, tile, first, tm_tn)

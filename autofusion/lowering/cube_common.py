@@ -7,8 +7,8 @@ unit on the root's output tiles (the *epilogue*). The epilogue is a `RowKernel`
 embedded in the cube kernel over the [rows x cols] view of the root's output (matmul:
 batch*M x N; conv: N*Cout x OH*OW; attention: B*H*Sq x Dv). The root's raw product
 enters that row kernel as a pseudo value (`raw`, a detached block argument of the
-output's shape): streamed through a VECIN queue from L0C (coupled chips: CO2 is UB,
-ascend.md 1.7) or from a GM workspace (split chips: AIC and AIV exchange data only
+output's shape): read by the row kernel's copy-in from a UB stage the template copies
+L0C into (coupled chips: CO2 is UB, ascend.md 1.7; `co2_copy`) or from a GM workspace (split chips: AIC and AIV exchange data only
 through GM, ascend.md 1.1), or preset in UB (attention). The root's own bias, scaling
 and activation are applied by a custom emitter, in float32, then rounded once to the
 root's element type, exactly as the graph interpreter computes the op.
@@ -22,7 +22,7 @@ from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, StringAttr, TensorType
+from xdsl.dialects.builtin import IndexType, StringAttr, TensorType, f32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from autofusion import dtypes
@@ -53,6 +53,7 @@ CUBE_ROOTS: tuple[type[Operation], ...] = (
     graph.GemmOp,
     graph.Conv2dOp,
     graph.FlashAttentionOp,
+    graph.FfnOp,
 )
 # epilogue ops: the vector template's elementwise ops, except rope (it needs whole rows),
 # and the norm applies: y[r, c] = f(x[r, c], stats[r], scale[c]) needs only its row's
@@ -120,12 +121,20 @@ def split_group(
 
 
 def cube_dtype_refusal(root: Operation, chip: ChipSpec) -> Refusal | None:
-    """Cube ops take f16, bf16 (where the chip has it) and f32 (ascend.md 2.10 type pairs)."""
+    """Cube ops take f16, bf16 (where the chip has it) and f32 (ascend.md 2.10 type pairs).
+
+    Coupled chips have no float32 cube: 310P's Mmad takes int8/uint8 -> int32 and half ->
+    half/float only, and its LoadData2D no 32-bit types (CANN 8.1 dav_m200 MmadCal,
+    CheckLoadData2DType); aclnnMm computes float inputs in float16 on the Atlas training
+    and inference series (cubeMathType: KEEP_DTYPE is unsupported there), and 910's
+    dav_c100 has no LoadData3DV2, the float B operand's load."""
     names = {dtypes.type_name(elt(v)) for v in root.operands[:2]}
     if not names <= {"f32", "f16", "bf16"}:
         return Refusal(f"{root.name} on {'/'.join(sorted(names))}: the cube template takes floats")
     if "bf16" in names and not chip.bf16:
         return Refusal(f"{chip.name} has no bf16 cube")
+    if "f32" in names and chip.mode == "coupled":
+        return Refusal(f"{chip.name} has no float32 cube (its Mmad takes half and int8)")
     return None
 
 
@@ -364,6 +373,36 @@ def load(
 
 def free(kb: KernelBuilder, queue: SSAValue, slot: SSAValue) -> None:
     kb.insert(buffer.QueueFreeOp(queue, slot))
+
+
+def co2_stage(kb: KernelBuilder, nbytes: SSAValue, max_bytes: int) -> SSAValue:
+    """The UB buffer a coupled chip's L0C -> UB copy lands in. Ascend C's CO1 -> CO2
+    DataCopy (BLOCK_MODE_MATRIX) moves whole 16x16 fractals, so the f32 product arrives
+    there as Nz; the ub -> ub copy that reads it (the row kernel's copy-in) lays it out
+    as rows (docs/codegen.md). Sized for the fractals: rows and columns rounded up to 16."""
+    return kb.tbuf(nbytes, max_bytes, f32, "c_ub")
+
+
+def co2_stage_bytes(plan: RowPlan, tm: int, tn: int) -> int:
+    """The stage's bound for epilogue chunks of er rows of a tm x tn tile: er * tn f32
+    elements, er*stride at most the epilogue's tile (or 16 rows of it), tn <= stride."""
+    stride = round_up(tn, plan.align_elems)
+    return 4 * min(tm * tn, max(plan.max_tile_elems, FRACTAL * stride))
+
+
+def co2_copy(
+    kb: KernelBuilder,
+    result: SSAValue,
+    stage: SSAValue,
+    rows: SSAValue,
+    cols: SSAValue,
+    stage_stride: SSAValue,
+) -> None:
+    """`rows` whole rows (`cols`, the mmad's n, each) of an L0C result (a view at a row
+    that is a multiple of 16) into the CO1 -> CO2 stage, rows `stage_stride` apart.
+    The template emits it, not the row kernel's copy-in: the copy's Ascend C needs the
+    mmad's row count (the Nz column height in L0C), which only the tile loop knows."""
+    kb.copy(result, stage, rows, cols, cols, stage_stride)
 
 
 @contextmanager

@@ -7,8 +7,9 @@ Data path (ascend.md 2.10): GM -> L1 (A1/B1, ND2NZ on real hardware) -> L0A/L0B
 
 * no epilogue on a split chip (910B): Fixpipe L0C -> GM, converting to the output type
   and applying ReLU on the fly when that is the only activation (core type `aic`);
-* coupled chips (910, 310P: CO2 is UB, ascend.md 1.7): L0C -> UB in chunks of rows, the
-  vector epilogue, UB -> GM (core type `mix`);
+* coupled chips (910, 310P: CO2 is UB, ascend.md 1.7): L0C -> UB in chunks of rows (whole
+  Nz fractals, CO1 -> CO2; the epilogue's copy-in lays them out as rows), the vector
+  epilogue, UB -> GM (core type `mix`);
 * split chips with an epilogue: Fixpipe L0C -> a per-core GM workspace (f16/bf16 when
   the graph rounds the product there anyway, else f32), the AIV reads it back in chunks
   (AIC and AIV exchange data only through GM, ascend.md 1.1 and 4).
@@ -63,6 +64,9 @@ from autofusion.lowering.cube_common import (
     await_tile,
     blended_transfer,
     chunk_loop,
+    co2_copy,
+    co2_stage,
+    co2_stage_bytes,
     concrete,
     cube_dtype_refusal,
     elt,
@@ -685,6 +689,10 @@ class MatmulKernel:
             "co1", tiles.c_depth, idx.mul(tm_tn, idx.const(4)), tiles.tm * tiles.tn * 4, f32, "q_c"
         )
         row = self.row
+        self.c_ub: SSAValue | None = None
+        if row is not None and p.l0c_to_ub:
+            nbytes = idx.mul(idx.mul(t["er"], t["tn"]), idx.const(4))
+            self.c_ub = co2_stage(kb, nbytes, co2_stage_bytes(row.plan, tiles.tm, tiles.tn))
         if row is not None:
             rt = {"tile_rows": t["er"], "tile_stride": t["tile_stride"], "cols": t["N"]}
             outer = [t[f"batch{d}"] for d in range(len(p.batch_shape))] + [t["M"]]
@@ -759,8 +767,10 @@ class MatmulKernel:
         with chunk_loop(kb, chunks, sub_blocks(self.chip, ws is not None)) as e:
             r_off = idx.mul(e, t["er"])
             ner = idx.min(t["er"], idx.sub(nrows, r_off))
-            if cd is not None:
-                row.source_views[p.raw] = (kb.view(cd, idx.mul(r_off, ncols)), ncols)
+            if cd is not None:  # CO1 -> CO2 lands Nz fractals: the row kernel lays them out
+                assert self.c_ub is not None
+                co2_copy(kb, kb.view(cd, idx.mul(r_off, ncols)), self.c_ub, ner, ncols, t["tn"])
+                row.source_views[p.raw] = (self.c_ub, t["tn"])
             else:
                 assert ws is not None
                 slot = idx.rem(idx.sub(tile, first), idx.const(2))

@@ -117,6 +117,17 @@ class KernelTemplate(ABC):
         (lowering/l2_hint.py). None unless a template says so."""
         return []
 
+    def read_first(self, plan: Plan) -> list[SSAValue]:
+        """The kernel inputs (group-body values) it reads whole before the rest of its
+        work (the traffic model's `first`). None unless a template says so."""
+        return []
+
+    def scratch(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> int:
+        """GM bytes of the kernel's own tensors that it writes first and uses throughout
+        (the traffic model's `scratch`: an accumulator it adds to, ...). None by default:
+        the templates' workspace slots are small and rewritten in place."""
+        return 0
+
     @abstractmethod
     def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
         """Build the kernel and its host tiling function."""
@@ -142,7 +153,8 @@ def templates() -> list[KernelTemplate]:
     `NotApplicable`), so the order decides nothing but which refusal explains a group."""
     from autofusion.lowering.attention_kernel import AttentionTemplate
     from autofusion.lowering.conv_kernel import ConvTemplate
+    from autofusion.lowering.ffn_kernel import FfnTemplate
     from autofusion.lowering.matmul_kernel import MatmulTemplate
     from autofusion.lowering.rows_template import RowsTemplate
 
-    return [MatmulTemplate(), ConvTemplate(), AttentionTemplate(), RowsTemplate()]
+    return [MatmulTemplate(), ConvTemplate(), AttentionTemplate(), FfnTemplate(), RowsTemplate()]

@@ -44,6 +44,10 @@ class FusionRule(RewritePattern, ABC, Generic[MatchT]):
     pattern: ClassVar[str]
     anchors: ClassVar[tuple[type[Operation], ...]]
     kind: ClassVar[str] = GRAPH_FUSION
+    # the core modes (ChipSpec.mode) whose chips run the op the rule makes; None: all.
+    # A pass told its chip skips the rule elsewhere (its op would stay a library op
+    # that chip does not have).
+    chip_modes: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, statistics: FusionStatistics | None = None) -> None:
         self.statistics = statistics if statistics is not None else FusionStatistics()

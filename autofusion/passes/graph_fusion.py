@@ -5,7 +5,8 @@
 The rules are math-preserving rewrites (Conv+BN folding, bias and activation epilogues,
 norm/GELU/SiLU recognition, attention -> flash attention, QKV merge, ...); see
 autofusion/passes/rules/. Options: `switch-file` (CANN fusion_switch.cfg), `only`
-(names of the rules to run), `stats-file` (write fusion_result.json), `log` (print
+(names of the rules to run), `chip` (skip the rules whose op that chip does not run),
+`stats-file` (write fusion_result.json), `log` (print
 CANN-style statistics lines to stderr).
 """
 
@@ -64,11 +65,14 @@ class GraphFusionPass(ModulePass):
     """Write the statistics as fusion_result.json here."""
     log: bool = False
     """Print CANN-format statistics lines (and refusal reasons) to stderr."""
+    chip: str | None = None
+    """The target chip: rules whose fused op it does not run are skipped (FFNFusionPass
+    off the split chips). Without it every rule runs."""
 
     def run(self, module: ModuleOp) -> FusionStatistics:
         """Apply the pass and return its statistics (for drivers that embed it)."""
         statistics = FusionStatistics()
-        rules = select_rules(graph_fusion_rules(), self.switch_file, self.only)
+        rules = select_rules(graph_fusion_rules(), self.switch_file, self.only, self.chip)
         run_rules(module, rules, statistics)
         return statistics
 

@@ -53,8 +53,13 @@ def select_rules(
     candidates: Sequence[type[FusionRule]],
     switch_file: str | None,
     only: Sequence[str],
+    chip: str | None = None,
 ) -> list[type[FusionRule]]:
-    """The candidates the switch file leaves on, narrowed to `only` when it is given."""
+    """The candidates the switch file leaves on, narrowed to `only` when it is given,
+    without the rules whose op `chip` (when given) does not run."""
+    from autofusion.hardware import get_chip
+
+    mode = get_chip(chip).mode if chip is not None else None
     names = {r.rule_name for r in candidates}
     unknown = [n for n in only if n not in names]
     if unknown:
@@ -65,5 +70,7 @@ def select_rules(
     return [
         r
         for r in candidates
-        if switch.is_on(r.kind, r.rule_name) and (not only or r.rule_name in only)
+        if switch.is_on(r.kind, r.rule_name)
+        and (not only or r.rule_name in only)
+        and (mode is None or r.chip_modes is None or mode in r.chip_modes)
     ]

@@ -928,6 +928,61 @@ def swiglu(e: Emitter) -> None:
     e.finish(0, e.node("Mul", [silu_into(e, gate, None), up], out=e.target()))
 
 
+def _rounded(e: Emitter, x: str) -> str:
+    """float32 `x` rounded to the result's f16/bf16 and widened again (Cast-13 twice),
+    where graph.ffn's formula rounds an intermediate."""
+    elem = e.out_elem()
+    if elem not in _LOW_PRECISION:
+        return x
+    low = e.node("Cast", [x], to=elem, elem=elem, role="rounded")
+    return e.up(low)
+
+
+def ffn(e: Emitter) -> None:
+    """[residual +] act(x @ W1 + b1) @ W2 + b2 with graph.ffn's roundings (its docstring):
+    MatMul, Add, the activation, MatMul, Add in float32."""
+    op = cast(graph.FfnOp, e.op)
+    n_w1, n_b1 = len(op.weight1), len(op.bias1)
+    names = [e.up(n) for n in e.inputs]
+    x, w1, w2 = names[0], names[1 : 1 + n_w1], names[1 + n_w1]
+    rest = names[2 + n_w1 :]
+    b1, rest = rest[:n_b1], rest[n_b1:]
+    b2 = rest.pop(0) if op.bias2 is not None else None
+    residual = rest.pop(0) if op.residual is not None else None
+    h = [e.node("MatMul", [x, w]) for w in w1]
+    h = [e.node("Add", [v, b]) for v, b in zip(h, b1)] if b1 else h
+    act = op.activation.data
+    if op.gated and len(h) == 1:  # the merged weight's gate half, then its up half
+        width = e.in_type(1).get_shape()[1]
+        if width == si.DYN:
+            raise NotExportable("graph.ffn with a merged weight1 of dynamic width")
+        h = [slice_last(e, h[0], 0, width // 2), slice_last(e, h[0], width // 2, width)]
+    if op.gated:
+        gate, up = _rounded(e, h[0]), _rounded(e, h[1])
+        if act == "swiglu":
+            a = silu_into(e, gate, None)
+        elif act == "geglu":
+            a = _rounded(e, gelu_into(e, gate, "none", None))
+        else:
+            a = e.node("Relu", [gate])
+        g = e.node("Mul", [a, up])
+    elif act == "relu":
+        g = e.node("Relu", [h[0]])
+    elif act == "sigmoid":
+        g = e.node("Sigmoid", [h[0]])
+    elif act == "silu":
+        g = silu_into(e, h[0], None)
+    else:
+        g = gelu_into(e, h[0], "tanh" if act == "gelu_tanh" else "none", None)
+    last = b2 is None and residual is None
+    y = e.node("MatMul", [_rounded(e, g), w2], out=e.target() if last else None)
+    if b2 is not None:
+        y = e.node("Add", [y, b2], out=e.target() if residual is None else None)
+    if residual is not None:
+        y = e.node("Add", [y, residual], out=e.target())
+    e.finish(0, y)
+
+
 # --------------------------------------------------------------------------------------
 # Pooling and data movement
 # --------------------------------------------------------------------------------------
@@ -1130,6 +1185,7 @@ TABLE: dict[type[Operation], Mapping] = {
     graph.FlashAttentionOp: Named("FlashAttention", flash_attention, "ai.afc.FlashAttention"),
     graph.RopeOp: Named("Rope", rope, "ai.afc.Rope"),
     graph.SwigluOp: Named("SwiGLU", swiglu, "ai.afc.SwiGLU"),
+    graph.FfnOp: Named("FFN", ffn, "ai.afc.FFN"),
     graph.AddLayerNormOp: Named("AddLayerNorm", add_layer_norm, "ai.afc.AddLayerNorm"),
     graph.AddRmsNormOp: Named("AddRmsNorm", add_rms_norm, "ai.afc.AddRmsNorm"),
     graph.LayerNormStatsOp: Named("LayerNormStats", layer_norm_stats, "ai.afc.LayerNormStats"),

@@ -50,9 +50,11 @@ inline void* SharedMap(size_t bytes)
 }
 
 // Returns 0 on success, else writes one line into `error` and returns non-zero.
+// `together`: the kernel calls SyncAll, so all its blocks run side by side.
 inline int LaunchForked(const ChipConfig& chip, int64_t blocks, int mixAivs, int64_t numGm, void* const* gm,
                         const int64_t* gmBytes, size_t workspaceBytes, const void* tiling, size_t tilingBytes,
-                        KernelThunk thunk, unsigned timeoutSeconds, char* error, size_t errorLen)
+                        KernelThunk thunk, unsigned timeoutSeconds, char* error, size_t errorLen,
+                        bool together = false)
 {
     if (blocks < 1 || blocks > 65535) {
         std::snprintf(error, errorLen, "kernel launched on %lld blocks: numBlocks must be in [1, 65535]",
@@ -108,7 +110,7 @@ inline int LaunchForked(const ChipConfig& chip, int64_t blocks, int mixAivs, int
         if (timeoutSeconds > 0) {
             alarm(timeoutSeconds);
         }
-        RunBlocks(blocks, [&]() { thunk(shared.data(), workspace, tilingCopy); }, mixAivs);
+        RunBlocks(blocks, [&]() { thunk(shared.data(), workspace, tilingCopy); }, mixAivs, together);
         _exit(0);
     }
     int status = 0;

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdarg>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -318,6 +320,7 @@ struct ChipConfig {
     bool coupled;                    // cube and vector share one core (1001/2002)
     bool strictTruncation;           // report a truncating DataCopy/Compare instead of doing it
     bool checkRaces;                 // check pipe synchronisation (SetFlag/WaitFlag, queues)
+    int cubeCores;                   // AI Cores (split chips: AICs), the most blocks SyncAll allows
 };
 
 inline ChipConfig DefaultChipConfig()
@@ -344,6 +347,7 @@ inline ChipConfig DefaultChipConfig()
     c.coupled = ASCENDC_EMU_ARCH == 1001 || ASCENDC_EMU_ARCH == 2002;
     c.strictTruncation = false;
     c.checkRaces = true;
+    c.cubeCores = 24;
     return c;
 }
 
@@ -399,6 +403,9 @@ enum class CoreKind : int { AICORE = 0, AIC, AIV };
 
 struct CoreGroup;
 
+// what the running core adds its copies to GM as (SetAtomicAdd<T>; NONE: they overwrite)
+enum class AtomicKind : int { NONE = 0, F32, F16, BF16, S32, S16, S8 };
+
 struct BlockState {
     int64_t idx = 0;
     int64_t num = 1;
@@ -418,6 +425,7 @@ struct BlockState {
     int subBlockIdx = 0;
     CoreGroup* group = nullptr;
     uint64_t crossKnown[kGroupCores][kPipes] = {};
+    AtomicKind atomic = AtomicKind::NONE;  // SetAtomicAdd<T> in force
 };
 
 // the running core's state: one core runs at a time (mix groups hand over explicitly)
@@ -577,6 +585,7 @@ inline void BeginBlock(int64_t idx, int64_t num)
     std::memset(s.known, 0, sizeof(s.known));
     s.events.clear();
     s.nextEvent = 0;
+    s.atomic = AtomicKind::NONE;
 }
 
 inline const char* HardEventName(HardEvent e);
@@ -603,14 +612,14 @@ struct CrossSnapshot {
     uint64_t known[kGroupCores][kPipes];
 };
 
-// Each core is a thread; only the one whose turn it is runs. A core hands the turn over
-// when it waits for a flag that has not been set (to the next core in order that can
-// run: AIV 0, AIV 1, AIC) or when it returns. A wait no core can satisfy is a deadlock.
+struct Scheduler;
+
+// The AIC and AIVs of one block: their states, the cross-core flags between them and the
+// race marks of the workspace. Which core runs is the Scheduler's business.
 struct CoreGroup {
     int nAiv = 0;
-    int turn = 0;
-    std::mutex mutex;
-    std::condition_variable cv;
+    Scheduler* sched = nullptr;
+    int base = 0;  // the scheduler's index of this group's first core
     BlockState states[kGroupCores];
     bool done[kGroupCores] = {};
     int waiting[kGroupCores] = {-1, -1, -1};
@@ -647,27 +656,88 @@ struct CoreGroup {
         }
         return true;
     }
+};
+
+// Each core is a thread; only the one whose turn it is runs. A core hands the turn over
+// when it waits (for a flag that has not been set, or at a SyncAll not every core of the
+// launch has reached) to the next core in order that can run (AIV 0, AIV 1, AIC, then
+// the next block's), or when it returns. A wait no core can satisfy is a deadlock. One
+// scheduler runs one block's group; a kernel that calls SyncAll runs every block's
+// group in one (its cores must all be resident: blockDim <= the cube cores).
+struct Scheduler {
+    std::mutex mutex;
+    std::condition_variable cv;
+    int turn = 0;
+    std::vector<CoreGroup*> groups;
+    int perGroup = 0;
+    bool together = false;      // every block of the launch: SyncAll is allowed
+    std::vector<int> arrived;   // SyncAll calls per core
+    std::vector<int> barrier;   // the SyncAll count a core waits for (-1: none)
+    // each core's pipe clocks at its n-th SyncAll (index n - 1)
+    std::vector<std::vector<std::array<uint64_t, kPipes>>> arrivalClock;
+
+    int Cores() const
+    {
+        return static_cast<int>(groups.size()) * perGroup;
+    }
+
+    bool Done(int g) const
+    {
+        return groups[g / perGroup]->done[g % perGroup];
+    }
+
+    bool Ready(int g) const
+    {
+        if (!groups[g / perGroup]->Ready(g % perGroup)) {
+            return false;
+        }
+        if (barrier[g] < 0) {
+            return true;
+        }
+        for (int j = 0; j < Cores(); ++j) {
+            if (arrived[j] < barrier[g]) {
+                return false;
+            }
+        }
+        return true;
+    }
 
     // with the mutex held: run the next core that can
-    void PassTurn(int i)
+    void PassTurn(int g)
     {
         for (int step = 1; step <= Cores(); ++step) {
-            const int j = (i + step) % Cores();
-            if (!done[j] && Ready(j)) {
+            const int j = (g + step) % Cores();
+            if (!Done(j) && Ready(j)) {
                 turn = j;
                 cv.notify_all();
                 return;
             }
         }
         for (int j = 0; j < Cores(); ++j) {
-            if (!done[j]) {
-                CurrentState() = &states[j];
+            if (!Done(j)) {
+                CoreGroup& group = *groups[j / perGroup];
+                CurrentState() = &group.states[j % perGroup];
+                if (barrier[j] >= 0) {
+                    Fail("SyncAll: a core of the launch returned without reaching it, so the others would "
+                         "wait forever");
+                }
                 Fail("CrossCoreWaitFlag(%d) without a matching CrossCoreSetFlag: the core would wait forever",
-                     waiting[j]);
+                     group.waiting[j % perGroup]);
             }
         }
         turn = -1;
         cv.notify_all();
+    }
+
+    // with the mutex held: block core g until it is ready
+    void Wait(std::unique_lock<std::mutex>& lock, int g)
+    {
+        BlockState* s = &State();
+        while (!Ready(g)) {
+            PassTurn(g);
+            cv.wait(lock, [&]() { return turn == g; });
+            CurrentState() = s;
+        }
     }
 };
 
@@ -676,11 +746,11 @@ inline const char* CoreName(const BlockState& s)
     return s.core == CoreKind::AIC ? "AIC" : (s.core == CoreKind::AIV ? "AIV" : "AI Core");
 }
 
-template <typename F>
-inline void RunGroup(int64_t b, int64_t blocks, int nAiv, F& body)
+inline void PrepareGroup(CoreGroup& group, int nAiv, Scheduler& sched, int base)
 {
-    CoreGroup group;
     group.nAiv = nAiv;
+    group.sched = &sched;
+    group.base = base;
     for (int i = 0; i <= nAiv; ++i) {
         BlockState& s = group.states[i];
         s.core = i < nAiv ? CoreKind::AIV : CoreKind::AIC;
@@ -697,26 +767,11 @@ inline void RunGroup(int64_t b, int64_t blocks, int nAiv, F& body)
             }
         }
     }
-    BlockState* const outer = CurrentState();
-    std::vector<std::thread> threads;
-    for (int i = 0; i <= nAiv; ++i) {
-        threads.emplace_back([&group, &body, i, b, blocks]() {
-            {
-                std::unique_lock<std::mutex> lock(group.mutex);
-                group.cv.wait(lock, [&]() { return group.turn == i; });
-                CurrentState() = &group.states[i];
-            }
-            BeginBlock(b, blocks);
-            body();
-            EndBlock();
-            std::unique_lock<std::mutex> lock(group.mutex);
-            group.done[i] = true;
-            group.PassTurn(i);
-        });
-    }
-    for (auto& t : threads) {
-        t.join();
-    }
+}
+
+inline void CheckFlagsConsumed(CoreGroup& group)
+{
+    const int nAiv = group.nAiv;
     CurrentState() = &group.states[nAiv];
     for (int a = 0; a < nAiv; ++a) {
         for (int f = 0; f < kCrossCoreFlags; ++f) {
@@ -730,13 +785,57 @@ inline void RunGroup(int64_t b, int64_t blocks, int nAiv, F& body)
             }
         }
     }
+}
+
+// run blocks first .. first + count - 1 of a mix launch, their cores interleaved
+template <typename F>
+inline void RunGroups(int64_t first, int64_t count, int64_t blocks, int nAiv, bool together, F& body)
+{
+    Scheduler sched;
+    sched.perGroup = nAiv + 1;
+    sched.together = together;
+    std::vector<std::unique_ptr<CoreGroup>> groups;
+    for (int64_t k = 0; k < count; ++k) {
+        groups.emplace_back(new CoreGroup());
+        PrepareGroup(*groups.back(), nAiv, sched, static_cast<int>(k) * sched.perGroup);
+        sched.groups.push_back(groups.back().get());
+    }
+    sched.arrived.assign(static_cast<size_t>(sched.Cores()), 0);
+    sched.barrier.assign(static_cast<size_t>(sched.Cores()), -1);
+    sched.arrivalClock.assign(static_cast<size_t>(sched.Cores()), {});
+    BlockState* const outer = CurrentState();
+    std::vector<std::thread> threads;
+    for (int g = 0; g < sched.Cores(); ++g) {
+        const int64_t b = first + g / sched.perGroup;
+        threads.emplace_back([&sched, &body, g, b, blocks]() {
+            CoreGroup& group = *sched.groups[g / sched.perGroup];
+            {
+                std::unique_lock<std::mutex> lock(sched.mutex);
+                sched.cv.wait(lock, [&]() { return sched.turn == g; });
+                CurrentState() = &group.states[g % sched.perGroup];
+            }
+            BeginBlock(b, blocks);
+            body();
+            EndBlock();
+            std::unique_lock<std::mutex> lock(sched.mutex);
+            group.done[g % sched.perGroup] = true;
+            sched.PassTurn(g);
+        });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    for (auto& group : groups) {
+        CheckFlagsConsumed(*group);
+    }
     CurrentState() = outer;
 }
 
 // run the blocks one after another; `mixAivs` > 0: a mix kernel on a split chip, each
-// block one AIC and that many AIVs
+// block one AIC and that many AIVs; `together`: all blocks' cores side by side (a kernel
+// that calls SyncAll)
 template <typename F>
-inline void RunBlocks(int64_t blocks, F&& body, int mixAivs = 0)
+inline void RunBlocks(int64_t blocks, F&& body, int mixAivs = 0, bool together = false)
 {
     if (blocks < 1 || blocks > 65535) {
         Fail("kernel launched on %lld blocks: numBlocks must be in [1, 65535] (ascend.md 2.3)",
@@ -745,9 +844,21 @@ inline void RunBlocks(int64_t blocks, F&& body, int mixAivs = 0)
     if (mixAivs > kMaxAiv) {
         Fail("a mix launch with %d AIVs per block: the emulation has at most %d", mixAivs, kMaxAiv);
     }
+    if (together) {
+        if (mixAivs < 1) {
+            Fail("SyncAll: the emulation runs all blocks side by side only for mix kernels on split chips");
+        }
+        if (blocks > Chip().cubeCores) {
+            Fail("a kernel that calls SyncAll launched on %lld blocks, more than the %d cube cores of %s: the "
+                 "blocks that wait for a free core would never start (asc-devkit SyncAll.md)",
+                 static_cast<long long>(blocks), Chip().cubeCores, Chip().name);
+        }
+        RunGroups(0, blocks, blocks, mixAivs, true, body);
+        return;
+    }
     for (int64_t b = 0; b < blocks; ++b) {
         if (mixAivs > 0) {
-            RunGroup(b, blocks, mixAivs, body);
+            RunGroups(b, 1, blocks, mixAivs, false, body);
             continue;
         }
         BeginBlock(b, blocks);
@@ -1797,7 +1908,7 @@ __aicore__ inline void CrossCoreSetFlag(uint16_t flagId)
     emu::BlockState& s = emu::State();
     emu::CoreGroup& g = *s.group;
     const emu::CrossSnapshot snap = emu::Publish(static_cast<int>(pipe));
-    std::unique_lock<std::mutex> lock(g.mutex);
+    std::unique_lock<std::mutex> lock(g.sched->mutex);
     auto push = [&](std::deque<emu::CrossSnapshot>& counter) {
         if (counter.size() >= 15) {
             emu::Fail("%s(%u): the flag's counter already holds 15 sets (nobody waits for them)", api, flagId);
@@ -1821,13 +1932,9 @@ __aicore__ inline void CrossCoreWaitFlag(uint16_t flagId)
     emu::BlockState* s = &emu::State();
     emu::CoreGroup& g = *s->group;
     const int me = s->coreIndex;
-    std::unique_lock<std::mutex> lock(g.mutex);
+    std::unique_lock<std::mutex> lock(g.sched->mutex);
     g.waiting[me] = flagId;
-    while (!g.Ready(me)) {
-        g.PassTurn(me);
-        g.cv.wait(lock, [&]() { return g.turn == me; });
-        emu::CurrentState() = s;
-    }
+    g.sched->Wait(lock, g.base + me);
     g.waiting[me] = -1;
     if (s->core == emu::CoreKind::AIV) {
         emu::Learn(g.toAiv[me][flagId].front());
@@ -1838,6 +1945,153 @@ __aicore__ inline void CrossCoreWaitFlag(uint16_t flagId)
             g.toAic[a][flagId].pop_front();
         }
     }
+}
+
+// SyncAll (asc-devkit SyncAll.md), the hard all-core sync of Atlas A2/A3. The c220
+// implementation drains every pipe of the core first (pipe_barrier(PIPE_ALL)), then the
+// core waits until every core of the launch has arrived; afterwards each core knows
+// what the others did before it (the workspace race marks learn every core's pipe
+// clocks at its arrival). <true> syncs the AIVs of a vector kernel; a mix kernel needs
+// <false>. A launch of more blocks than cube cores would hang: the harness refuses it.
+template <bool isAIVOnly = true>
+__aicore__ inline void SyncAll()
+{
+    const char* api = "SyncAll";
+    emu::BlockState* s = &emu::State();
+    if (emu::Chip().arch != 2201) {
+        emu::Fail("%s: the hard all-core sync is for Atlas A2/A3, not %s", api, emu::Chip().name);
+    }
+    if (s->group == nullptr || !s->group->sched->together) {
+        emu::Fail("%s: the emulation runs all-core syncs only in mix kernels whose launch runs every block "
+                  "side by side (the harness does so for kernels that call SyncAll)",
+                  api);
+    }
+    if (isAIVOnly) {
+        emu::Fail("%s<true> synchronizes the AIVs only: a mix kernel needs SyncAll<false>", api);
+    }
+    emu::BarrierAll();
+    emu::CoreGroup& g = *s->group;
+    emu::Scheduler& sc = *g.sched;
+    std::unique_lock<std::mutex> lock(sc.mutex);
+    const int me = g.base + s->coreIndex;
+    std::array<uint64_t, emu::kPipes> clock{};
+    for (int p = 0; p < emu::kPipes; ++p) {
+        clock[p] = s->clock[p];
+    }
+    sc.arrivalClock[me].push_back(clock);
+    const int n = ++sc.arrived[me];
+    sc.barrier[me] = n;
+    sc.Wait(lock, me);
+    sc.barrier[me] = -1;
+    for (int c = 0; c < g.Cores(); ++c) {
+        const auto& theirs = sc.arrivalClock[g.base + c][n - 1];
+        for (int p = 0; p < emu::kPipes; ++p) {
+            if (theirs[p] > s->crossKnown[c][p]) {
+                s->crossKnown[c][p] = theirs[p];
+            }
+        }
+    }
+}
+
+// ---- atomic add (asc-devkit SetAtomicAdd.md) ------------------------------------------
+
+namespace emu {
+
+template <typename T>
+constexpr AtomicKind AtomicKindOf()
+{
+    return std::is_same<T, float>::value        ? AtomicKind::F32
+           : std::is_same<T, half>::value       ? AtomicKind::F16
+           : std::is_same<T, bfloat16_t>::value ? AtomicKind::BF16
+           : std::is_same<T, int32_t>::value    ? AtomicKind::S32
+           : std::is_same<T, int16_t>::value    ? AtomicKind::S16
+           : std::is_same<T, int8_t>::value     ? AtomicKind::S8
+                                                : AtomicKind::NONE;
+}
+
+inline const char* AtomicName(AtomicKind k)
+{
+    static const char* const names[] = {"none", "float", "half", "bfloat16_t", "int32_t", "int16_t", "int8_t"};
+    return names[static_cast<int>(k)];
+}
+
+// the types each chip adds: A2/A3 all six; the inference series AI Core float, half and
+// int16_t; the training series float
+inline bool AtomicTypeOnChip(AtomicKind k)
+{
+    if (Chip().arch == 1001) {
+        return k == AtomicKind::F32;
+    }
+    if (Chip().arch == 2002) {
+        return k == AtomicKind::F32 || k == AtomicKind::F16 || k == AtomicKind::S16;
+    }
+    return k != AtomicKind::NONE;
+}
+
+// the paths: A2/A3 from UB, L0C and L1; the others from UB only
+inline bool AtomicPathOnChip(Space from)
+{
+    if (Chip().arch == 1001 || Chip().arch == 2002) {
+        return from == Space::UB;
+    }
+    return from == Space::UB || from == Space::L0C || from == Space::L1;
+}
+
+// store `count` elements of T into GM at `dst` (unaligned-safe), adding them under
+// SetAtomicAdd<T> (in T, rounding once per element), overwriting otherwise
+template <typename T>
+inline void StoreGm(const char* api, void* dst, const void* src, uint64_t count, Space from)
+{
+    const AtomicKind k = State().atomic;
+    if (k == AtomicKind::NONE) {
+        std::memmove(dst, src, count * sizeof(T));
+        return;
+    }
+    if (k != AtomicKindOf<T>()) {
+        Fail("%s: copies %s to GM while SetAtomicAdd<%s> is on: the hardware would add the bytes as %s "
+             "(SetAtomicNone first, or SetAtomicAdd<%s>)",
+             api, TypeName<T>(), AtomicName(k), AtomicName(k), TypeName<T>());
+    }
+    if (!AtomicPathOnChip(from)) {
+        Fail("%s: %s has no atomic add from %s to GM", api, Chip().name, SpaceName(from));
+    }
+    auto* d = static_cast<uint8_t*>(dst);
+    const auto* s = static_cast<const uint8_t*>(src);
+    for (uint64_t i = 0; i < count; ++i) {
+        T a;
+        T b;
+        std::memcpy(&a, d + i * sizeof(T), sizeof(T));
+        std::memcpy(&b, s + i * sizeof(T), sizeof(T));
+        T sum;
+        if constexpr (std::is_integral<T>::value) {
+            sum = static_cast<T>(static_cast<int64_t>(a) + static_cast<int64_t>(b));
+        } else {
+            sum = T(static_cast<float>(a) + static_cast<float>(b));
+        }
+        std::memcpy(d + i * sizeof(T), &sum, sizeof(T));
+    }
+}
+
+}  // namespace emu
+
+// copies to GM add to what GM holds from now on, as T (asc-devkit SetAtomicAdd.md)
+template <typename T>
+__aicore__ inline void SetAtomicAdd()
+{
+    static_assert(emu::AtomicKindOf<T>() != emu::AtomicKind::NONE,
+                  "SetAtomicAdd adds int8_t, int16_t, half, bfloat16_t, int32_t or float");
+    emu::RequireTypeOnChip<T>("SetAtomicAdd");
+    if (!emu::AtomicTypeOnChip(emu::AtomicKindOf<T>())) {
+        emu::Fail("SetAtomicAdd<%s>: %s has no atomic add of %s", emu::TypeName<T>(), emu::Chip().name,
+                  emu::TypeName<T>());
+    }
+    emu::State().atomic = emu::AtomicKindOf<T>();
+}
+
+// copies to GM overwrite again
+__aicore__ inline void SetAtomicNone()
+{
+    emu::State().atomic = emu::AtomicKind::NONE;
 }
 
 template <HardEvent event>
@@ -2506,7 +2760,10 @@ __aicore__ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& s
 // Gather, count form (asc-devkit docs/api/context/Gather.md): dst[i] is the element of
 // src at byte offset srcBaseAddr + srcOffset[i] (from src's address); every offset is a
 // multiple of sizeof(T) and stays inside src's buffer. A2 types: int16_t, uint16_t,
-// int32_t, uint32_t, float, half, bfloat16_t.
+// int32_t, uint32_t, float, half, bfloat16_t. The doc lists Atlas A2/A3 and the AI Core
+// of the Atlas inference series (310P, no bfloat16_t there; CANN 8.1 dav_m200 implements
+// it with vgather), not its Vector Cores and not the Atlas training series (910, whose
+// dav_c100 GatherImpl reports "not support").
 template <typename T>
 __aicore__ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src,
                               const LocalTensor<uint32_t>& srcOffset, const uint32_t srcBaseAddr,
@@ -2517,8 +2774,15 @@ __aicore__ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& s
     const char* api = "Gather";
     emu::RequireVector(api);
     emu::RequireTypeOnChip<T>(api);
-    if (emu::Chip().arch != 2201) {
-        emu::Fail("%s is not available on %s (Atlas A2/A3 only, asc-devkit Gather.md)", api, emu::Chip().name);
+    if (emu::Chip().arch != 2201 && emu::Chip().arch != 2002) {
+        emu::Fail("%s is not available on %s (Atlas A2/A3 and the Atlas inference series AI Core only, "
+                  "asc-devkit Gather.md)",
+                  api, emu::Chip().name);
+    }
+    if (emu::Chip().arch == 2002 && (emu::State().kernelType == KERNEL_TYPE_MIX_VECTOR_CORE ||
+                                     emu::State().kernelType == KERNEL_TYPE_VECTORCORE)) {
+        emu::Fail("%s is not available on the Vector Cores of %s (asc-devkit Gather.md): run it on the AI Core",
+                  api, emu::Chip().name);
     }
     if (count == 0) {
         return;
@@ -2717,7 +2981,7 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
     emu::CheckGmAlignment(api, dst.addr_, sizeof(T));
     const T* s = emu::Operand(api, "src", src, bytes / sizeof(T), pipe, false);
     emu::GmAccess(api, dst.addr_, bytes, static_cast<int>(pipe), true);
-    std::memcpy(dst.addr_, s, bytes);
+    emu::StoreGm<T>(api, dst.addr_, s, bytes / sizeof(T), src.space_);
 }
 
 // UB -> UB, UB -> L1
@@ -2764,7 +3028,12 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
     emu::CheckGm(api, dst.addr_, dstElems * sizeof(T));
     const T* s = emu::Operand(api, "src", src, emu::StridedElements(repeatParams, sizeof(T), false), pipe, false);
     emu::StridedGmAccess(api, dst.addr_, repeatParams, true, static_cast<int>(pipe), true);
-    emu::StridedCopy<T>(api, reinterpret_cast<uint8_t*>(dst.addr_), reinterpret_cast<const uint8_t*>(s), repeatParams);
+    const uint64_t len = static_cast<uint64_t>(repeatParams.blockLen) * 32;
+    for (uint64_t i = 0; i < repeatParams.blockCount; ++i) {
+        emu::StoreGm<T>(api, reinterpret_cast<uint8_t*>(dst.addr_) + i * (len + repeatParams.dstStride * 32ull),
+                        reinterpret_cast<const uint8_t*>(s) + i * (len + repeatParams.srcStride * 32ull),
+                        len / sizeof(T), src.space_);
+    }
 }
 
 template <typename T>
@@ -2867,7 +3136,7 @@ __aicore__ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor
     uint8_t* d = reinterpret_cast<uint8_t*>(dst.addr_);
     for (uint64_t i = 0; i < n; ++i) {
         emu::GmAccess(api, d + i * dstPitch, len, static_cast<int>(emu::Pipe::MTE3), true);
-        std::memcpy(d + i * dstPitch, s + i * srcPitch, len);
+        emu::StoreGm<T>(api, d + i * dstPitch, s + i * srcPitch, len / sizeof(T), emu::Space::UB);
     }
 }
 
@@ -2950,11 +3219,20 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     emu::Nd2Nz<T>(api, reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(src.addr_), intriParams);
 }
 
+// UB -> L1 with ND -> NZ: asc-devkit documents it for TSCM on 2201; the 1001/2002
+// implementations (CANN 8.1 dav_c100/dav_m200 kernel_operator_data_copy_impl.h) have no
+// UB -> A1/B1 Nd2Nz (dav_m200: "not support"), so coupled chips copy the C0-column strips
+// with DataCopyParams instead (the Ascend samples' CopyND2NZ)
 template <typename T>
 __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const Nd2NzParams& intriParams)
 {
     const char* api = "DataCopy(Nd2NzParams)";
     emu::RequireTypeOnChip<T>(api);
+    if (emu::Chip().coupled) {
+        emu::Fail("%s from VECIN/VECOUT to A1/B1 is not supported on %s: copy the C0-column strips with "
+                  "DataCopyParams",
+                  api, emu::Chip().name);
+    }
     emu::CheckNd2Nz(api, dst, intriParams);
     emu::RequireSpace(api, "src", src, emu::Space::UB);
     const T* s = emu::Operand(api, "src", src, emu::Nd2NzSrcElements(intriParams), emu::Pipe::MTE3, false);
@@ -3090,6 +3368,10 @@ __aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>&
 {
     const char* api = "LoadData(LoadData3DParamsV2)";
     emu::RequireCube(api);
+    if (emu::Chip().arch == 1001) {
+        emu::Fail("%s is not supported on %s (CANN 8.1 dav_c100 reports it; 1001 has Load3Dv1)", api,
+                  emu::Chip().name);
+    }
     emu::RequireTypeOnChip<T>(api);
     emu::RequireSpace(api, "src", src, emu::Space::L1);
     const bool toA = dst.space_ == emu::Space::L0A;
@@ -3196,6 +3478,12 @@ __aicore__ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm,
     const char* api = "Mmad";
     emu::RequireCube(api);
     emu::RequireTypeOnChip<U>(api);
+    // 1001/2002 have no float32 cube: 310P's Mmad takes int8/uint8 -> int32 and half ->
+    // half/float (CANN 8.1 dav_m200 MmadCal); the training series computes float in half
+    if (emu::Chip().coupled && !std::is_same<U, half>::value && !std::is_same<U, int8_t>::value) {
+        emu::Fail("%s: %s has no %s cube (its Mmad takes half and int8_t)", api, emu::Chip().name,
+                  emu::TypeName<U>());
+    }
     emu::RequireSpace(api, "dst", dst, emu::Space::L0C);
     emu::RequireSpace(api, "fm", fm, emu::Space::L0A);
     emu::RequireSpace(api, "filter", filter, emu::Space::L0B);
@@ -3298,9 +3586,140 @@ __aicore__ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>&
             if (p.reluEn && v < 0) {
                 v = 0;
             }
-            dst.addr_[i * p.dstStride + j] = T(v);
+            const T out = T(v);
+            emu::StoreGm<T>(api, dst.addr_ + i * p.dstStride + j, &out, 1, emu::Space::L0C);
         }
     }
+}
+
+// ------------------------------------------------------------------------------------
+// CO1 -> CO2 on coupled chips (910, 310P: CO2 is UB, ascend.md 1.7): DataCopy with
+// DataCopyEnhancedParams (asc-devkit include/basic_api/kernel_struct_data_copy.h; the
+// CANN 8.1 dav_c100/dav_m200 DataCopyL0C2UBImpl, copy_matrix_cc_to_ubuf). In
+// BLOCK_MODE_MATRIX a block is one 16x16 fractal: blockLen counts fractals (1024 bytes
+// of float in L0C; the Ascend samples' coupled MatMul copies a 32x16 float result with
+// blockCount 1, blockLen 2, and the asc-devkit dump code one int32 fractal, 1024 bytes,
+// with blockLen 1). The fractals land in UB unchanged (Nz), converting float to half
+// (CRMODE_F32toF16) and applying ReLU (isRelu) on the way. The copy runs on the vector
+// pipe (the int32 overloads are __inout_pipe__(V); samples put M_V before it, V_M after).
+// ------------------------------------------------------------------------------------
+
+enum class BlockMode : uint8_t {
+    BLOCK_MODE_NORMAL = 0,
+    BLOCK_MODE_MATRIX,
+    BLOCK_MODE_VECTOR,
+    BLOCK_MODE_SMALL_CHANNEL,
+    BLOCK_MODE_DEPTHWISE,
+};
+
+enum class DeqScale : uint8_t { DEQ_NONE = 0, DEQ, VDEQ, DEQ8, VDEQ8, DEQ16, VDEQ16 };
+
+}  // namespace AscendC
+
+// the padding mode of the CCE copy intrinsics (only PAD_NONE is emulated)
+enum pad_t : uint8_t { PAD_NONE = 0, PAD_MODE1, PAD_MODE2, PAD_MODE3, PAD_MODE4, PAD_MODE5, PAD_MODE6, PAD_MODE7, PAD_MODE8 };
+
+namespace AscendC {
+
+struct DataCopyEnhancedParams {
+    DataCopyEnhancedParams() = default;
+    DataCopyEnhancedParams(const BlockMode blockModeIn, const DeqScale deqScaleIn, const uint64_t deqValueIn,
+                           const uint8_t sidStoreModeIn, const bool isReluIn, const pad_t padModeIn,
+                           const uint64_t padValueIn)
+        : blockMode(blockModeIn),
+          deqScale(deqScaleIn),
+          deqValue(deqValueIn),
+          sidStoreMode(sidStoreModeIn),
+          isRelu(isReluIn),
+          padMode(padModeIn),
+          padValue(padValueIn)
+    {
+    }
+    BlockMode blockMode = BlockMode::BLOCK_MODE_NORMAL;
+    DeqScale deqScale = DeqScale::DEQ_NONE;
+    uint64_t deqValue = 0;
+    uint8_t sidStoreMode = 0;
+    bool isRelu = false;
+    pad_t padMode = pad_t::PAD_NONE;
+    uint64_t padValue = 0;
+    uint64_t deqTensorAddr = 0;
+};
+
+namespace emu {
+
+template <typename T, typename U>
+inline void CopyCo1ToCo2(const char* api, const LocalTensor<T>& dst, const LocalTensor<U>& src,
+                         const DataCopyParams& p, const DataCopyEnhancedParams& e)
+{
+    if (!Chip().coupled) {
+        Fail("%s: CO1 -> CO2 (L0C -> UB) exists on coupled chips (910, 310P) only; on %s CO2 is GM (Fixpipe)", api,
+             Chip().name);
+    }
+    RequireSpace(api, "src", src, Space::L0C);
+    RequireSpace(api, "dst", dst, Space::UB);
+    if (e.blockMode == BlockMode::BLOCK_MODE_VECTOR) {
+        Fail("%s: BLOCK_MODE_VECTOR (1x16 blocks) is not emulated: move whole 16x16 fractals (BLOCK_MODE_MATRIX)",
+             api);
+    }
+    if (e.blockMode != BlockMode::BLOCK_MODE_MATRIX) {
+        Fail("%s: CO1 -> CO2 takes blockMode BLOCK_MODE_MATRIX or BLOCK_MODE_VECTOR (asc-devkit DataCopyL0C2UBImpl)",
+             api);
+    }
+    if (e.deqScale != DeqScale::DEQ_NONE || e.padMode != pad_t::PAD_NONE || e.sidStoreMode != 0) {
+        Fail("%s: only deqScale DEQ_NONE, padMode PAD_NONE and sidStoreMode 0 are emulated (the dequantisation "
+             "modes convert int32_t results)",
+             api);
+    }
+    if (p.blockCount < 1 || p.blockCount > 4095 || p.blockLen < 1) {
+        Fail("%s: DataCopyParams.blockCount %u must be in [1, 4095] and blockLen %u at least 1", api, p.blockCount,
+             p.blockLen);
+    }
+    if (p.srcStride != 0 || p.dstStride != 0) {
+        Fail("%s: srcStride/dstStride of BLOCK_MODE_MATRIX are not emulated (no public source gives their unit): "
+             "copy contiguous fractals",
+             api);
+    }
+    constexpr uint64_t fractal = 256;  // 16 x 16 elements
+    if (src.addr_ % (fractal * sizeof(U)) != 0) {
+        Fail("%s: src address %u in L0C does not start a 16x16 fractal (%zu bytes): BLOCK_MODE_MATRIX moves whole "
+             "fractals",
+             api, src.addr_, fractal * sizeof(U));
+    }
+    const uint64_t n = static_cast<uint64_t>(p.blockCount) * p.blockLen * fractal;
+    const U* s = Operand(api, "src", src, n, Pipe::V, false);
+    T* d = Operand(api, "dst", dst, n, Pipe::V, true);
+    for (uint64_t i = 0; i < n; ++i) {
+        U v = s[i];
+        if (e.isRelu && v < U(0)) {
+            v = U(0);
+        }
+        d[i] = T(v);
+    }
+}
+
+}  // namespace emu
+
+// CO1 -> CO2 of the result type (float, int32_t; half from a half Mmad on 1001/2002)
+template <typename T>
+__aicore__ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src,
+                                const DataCopyParams& intriParams, const DataCopyEnhancedParams& enhancedParams)
+{
+    static_assert(emu::IsOneOf<T, float, int32_t, half>::value,
+                  "DataCopy with DataCopyEnhancedParams is emulated for CO1 -> CO2 of float, int32_t and half");
+    const char* api = "DataCopy(DataCopyEnhancedParams)";
+    if (src.space_ != emu::Space::L0C) {
+        emu::Fail("%s: afc emulates the CO1 -> CO2 path only (src is in %s)", api, emu::SpaceName(src.space_));
+    }
+    emu::CopyCo1ToCo2(api, dst, src, intriParams, enhancedParams);
+}
+
+// CO1 -> CO2 converting float to half (round to nearest even, CRMODE_F32toF16)
+template <typename T, typename U,
+          typename std::enable_if<std::is_same<T, half>::value && std::is_same<U, float>::value, bool>::type = true>
+__aicore__ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<U>& src,
+                                const DataCopyParams& intriParams, const DataCopyEnhancedParams& enhancedParams)
+{
+    emu::CopyCo1ToCo2("DataCopy(DataCopyEnhancedParams)", dst, src, intriParams, enhancedParams);
 }
 
 // ------------------------------------------------------------------------------------

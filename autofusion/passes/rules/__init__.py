@@ -12,6 +12,7 @@ from autofusion.passes.rules.bias_add import FoldBiasAddIntoConv, FoldBiasAddInt
 from autofusion.passes.rules.concat_split import SplitConvConcat, SplitMatMulConcat
 from autofusion.passes.rules.constant_folding import FoldConstants
 from autofusion.passes.rules.conv_batchnorm import FoldBatchNormIntoConv
+from autofusion.passes.rules.ffn import FuseFfn
 from autofusion.passes.rules.flash_attention import FuseFlashAttention
 from autofusion.passes.rules.gelu import FuseGelu
 from autofusion.passes.rules.horizontal_matmul import MergeSiblingMatMuls
@@ -53,6 +54,10 @@ GRAPH_FUSION_RULES: list[type[FusionRule]] = [
     # (anchored on the projections, which the walk meets first) leaves it recognisable
     FuseFlashAttention,
     MergeSiblingMatMuls,
+    # the FFN takes the forms the SwiGLU, activation and bias rules leave (and waits for
+    # a bias add still to fold); it anchors on the down projection, after the merge,
+    # which leaves a gated MLP's gate and up projections apart
+    FuseFfn,
     ConvActivation,
     MatMulActivation,
 ]

@@ -75,11 +75,18 @@
 // CHECK:           buffer.stage "copy_out" {
 // CHECK:       func.func private @gqa_causal_kernel0_tiling(%B: index, %Hq: index, %Hkv: index, %Sq: index, %Skv: index)
 
-// Ascend910 (coupled): no workspace, S and P@V leave L0C for UB, P goes UB -> L1.
+// Ascend910 (coupled): no workspace, S and P@V leave L0C for UB (whole fractals into
+// the c_ub stage, then laid out as rows), P goes UB -> L1; 910 has no Select with a
+// tensor mask, so the causal and boolean masks are Min against +-inf bounds.
 // A1-LABEL:    buffer.kernel @gqa_causal_kernel0
 // A1-NOT:        buffer.workspace
-// A1:            buffer.copy %s_c to %s_ub blocks %nq x %nkv strides %nkv, %ts : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<ub>>
+// A1:            %c_ub = buffer.alloc_buf "veccalc"
+// A1:            buffer.copy %s_c to %c_ub blocks %nq x %nkv strides %nkv, %c64 : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<ub>>
+// A1:            buffer.copy %c_ub to %s_ub blocks %nq x %nkv strides %c64, %ts : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<ub>>
+// A1-NOT:        buffer.vselect
+// A1:            buffer.vbinary "min"
 // A1:            buffer.copy %p_ub to %p1 blocks %nq x %nkv strides %ts, %tkv : memref<?xf16, #buffer.space<ub>> to memref<?xf16, #buffer.space<l1>>
+// A1:            buffer.copy %pv_c to %c_ub blocks %nq x %c64 strides %c64, %c64 : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<ub>>
 func.func @gqa_causal(%q: tensor<?x8x?x64xf16>, %k: tensor<?x2x256x64xf16>, %v: tensor<?x2x256x64xf16>, %m: tensor<?x1x1x256xi1>, %x: tensor<?x8x?x64xf16>) -> tensor<?x8x?x64xf16> {
   %r = graph.fusion_group (%qq = %q : tensor<?x8x?x64xf16>, %kk = %k : tensor<?x2x256x64xf16>, %vv = %v : tensor<?x2x256x64xf16>, %mm = %m : tensor<?x1x1x256xi1>, %xx = %x : tensor<?x8x?x64xf16>) -> tensor<?x8x?x64xf16> {
     %a = graph.flash_attention %qq, %kk, %vv, %mm {scale = 0.125, causal = true, layout = "BNSD"} : (tensor<?x8x?x64xf16>, tensor<?x2x256x64xf16>, tensor<?x2x256x64xf16>, tensor<?x1x1x256xi1>) -> tensor<?x8x?x64xf16>

@@ -66,13 +66,20 @@
 // CHECK:                 buffer.stage "copy_out" {
 // CHECK:                   buffer.copy %{{.*}} blocks %nrows x %ncols{{.*}} strides %tile_stride, %c256 : memref<?xf16, #buffer.space<ub>> to memref<?xf16, #buffer.space<gm>>
 // CHECK:               buffer.cross_core_set 1 from "aiv" after "mte2"
-// On 310P (coupled: one core, no AIVs to gather) the input rows are staged in L1 and
-// expanded by buffer.im2col into L0B.
+// On 310P (coupled: one core, no workspace) the same core builds X_col in UB (its
+// input rows staged in %fmap, every tap gathered through the offset table), copies it
+// UB -> L1, and brings the result back L0C -> UB (CO2) for the epilogue.
 // P3-LABEL:    buffer.kernel @conv_bias_relu_kernel0
 // P3-SAME:       chip = "Ascend310P3", template = "conv", core_type = "mix"
 // P3-NOT:        buffer.workspace
-// P3:            buffer.im2col
-// P3:            buffer.copy %{{.*}} to %slot {{.*}} : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<ub>>
+// P3:            %fmap = buffer.alloc_buf "veccalc"
+// P3:            %xcol = buffer.alloc_buf "veccalc"
+// P3:            %offsets = buffer.alloc_buf "veccalc"
+// P3:            buffer.vgather %{{.*}}, %fmap
+// P3:            buffer.copy %xcol to %b1 {{.*}} : memref<?xf16, #buffer.space<ub>> to memref<?xf16, #buffer.space<l1>>
+// P3-NOT:        buffer.im2col
+// P3:            buffer.copy %{{.*}} to %c_ub {{.*}} : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<ub>>
+// P3:            buffer.copy %c_ub to %slot {{.*}} : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<ub>>
 func.func @conv_bias_relu(%x: tensor<?x16x32x32xf16>, %w: tensor<32x16x3x3xf16>, %b: tensor<32xf16>) -> tensor<?x32x16x16xf16> {
   %r = graph.fusion_group (%xx = %x : tensor<?x16x32x32xf16>, %ww = %w : tensor<32x16x3x3xf16>, %bb = %b : tensor<32xf16>) -> tensor<?x32x16x16xf16> {
     %c = graph.conv2d %xx, %ww, %bb {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1, activation = "relu"} : (tensor<?x16x32x32xf16>, tensor<32x16x3x3xf16>, tensor<32xf16>) -> tensor<?x32x16x16xf16>

@@ -48,11 +48,14 @@
 // CHECK-NEXT:        buffer.cross_core_set 1 from "aiv" after "mte2"
 // CHECK:       func.func private @bias_gelu_kernel0_tiling(%M: index, %N: index, %K: index)
 
-// Ascend910 (coupled): no workspace; the epilogue reads L0C directly (CO2 is UB).
+// Ascend910 (coupled): no workspace; L0C -> UB (CO2 is UB) into the c_ub stage, whose
+// Nz fractals the epilogue's copy-in lays out as rows (ub -> ub).
 // A1-LABEL:    buffer.kernel @bias_gelu_kernel0
 // A1-NOT:        buffer.workspace
+// A1:            %c_ub = buffer.alloc_buf "veccalc"
 // A1:            %c_out = buffer.deque %q_c
-// A1:            buffer.copy %{{.*}} to %slot blocks %nrows x %ncols strides %ncols, %tile_stride : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<ub>>
+// A1:            buffer.copy %{{.*}} to %c_ub blocks %nrows x %ncols strides %ncols, %tn : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<ub>>
+// A1:            buffer.copy %c_ub to %slot blocks %nrows x %ncols strides %tn, %tile_stride : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<ub>>
 // A1:            buffer.queue_free %q_c, %c_out
 func.func @bias_gelu(%x: tensor<?x256xf16>, %w: tensor<256x512xf16>, %b: tensor<512xf16>) -> tensor<?x512xf16> {
   %r = graph.fusion_group (%xx = %x : tensor<?x256xf16>, %ww = %w : tensor<256x512xf16>, %bb = %b : tensor<512xf16>) -> tensor<?x512xf16> {
