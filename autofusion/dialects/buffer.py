@@ -136,6 +136,7 @@ def atomic_type_name(element_type: Attribute) -> str:
         return dtypes.type_name(element_type)
     return str(element_type)
 
+
 # Ascend C limits: at most 8 TQue buffers per position on A2/A3/310P (4 on 910), at most
 # 64 buffers per TPipe (asc-devkit TQue简介.md, InitBuffer.md)
 MAX_BUFFERS_PER_PIPE = 64

@@ -153,8 +153,8 @@ def _verify_atomics_and_syncs(kernel: KernelOp, name: str, chip: ChipSpec) -> No
         ):
             raise VerifyException(
                 f"{name}: buffer.sync_all needs a mix kernel on a split chip (the hard "
-                f"SyncAll<false> of Atlas A2/A3), not a {kernel.core_type.data} kernel on "
-                f"{chip.name}"
+                f"SyncAll<false> of Atlas A2/A3), not in this {kernel.core_type.data} kernel "
+                f"on {chip.name}"
             )
 
 

@@ -131,3 +131,164 @@ buffer.kernel @bypass_910(%x: memref<?xf16, #buffer.space<gm>>, %y: memref<?xf16
   buffer.return
 }
 // CHECK: kernel @bypass_910: Ascend910 cannot read past L2 (GlobalTensor::SetL2CacheHint is for Atlas A2/A3), but l2_bypass is set
+
+// -----
+
+// an atomic add goes to GM: not into UB ...
+func.func @atomic_gm_to_ub(%x: memref<?xf32, #buffer.space<gm>>, %u: memref<?xf32, #buffer.space<ub>>, %n: index) {
+  buffer.copy %x to %u blocks %n x %n strides %n, %n atomic true : memref<?xf32, #buffer.space<gm>> to memref<?xf32, #buffer.space<ub>>
+  func.return
+}
+// CHECK: an atomic add copies ub -> gm or l0c -> gm only
+
+// -----
+
+// ... nor within UB
+func.func @atomic_ub_to_ub(%u: memref<?xf32, #buffer.space<ub>>, %v: memref<?xf32, #buffer.space<ub>>, %n: index) {
+  buffer.copy %u to %v blocks %n x %n strides %n, %n atomic true : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<ub>>
+  func.return
+}
+// CHECK: an atomic add copies ub -> gm or l0c -> gm only
+
+// -----
+
+// SetAtomicAdd has no 64-bit types
+func.func @atomic_i64(%u: memref<?xi64, #buffer.space<ub>>, %y: memref<?xi64, #buffer.space<gm>>, %n: index) {
+  buffer.copy %u to %y blocks %n x %n strides %n, %n atomic true : memref<?xi64, #buffer.space<ub>> to memref<?xi64, #buffer.space<gm>>
+  func.return
+}
+// CHECK: an atomic add of i64 does not exist (SetAtomicAdd takes f32/f16/bf16/i32/i16/i8)
+
+// -----
+
+// nor unsigned ones (a type afc's dtypes do not know is named as MLIR spells it)
+func.func @atomic_ui16(%u: memref<?xui16, #buffer.space<ub>>, %y: memref<?xui16, #buffer.space<gm>>, %n: index) {
+  buffer.copy %u to %y blocks %n x %n strides %n, %n atomic true : memref<?xui16, #buffer.space<ub>> to memref<?xui16, #buffer.space<gm>>
+  func.return
+}
+// CHECK: an atomic add of ui16 does not exist (SetAtomicAdd takes f32/f16/bf16/i32/i16/i8)
+
+// -----
+
+// the training series (Ascend910, arch 1001) adds float only ...
+buffer.kernel @atomic_910_f16(%y: memref<?xf16, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend910", template = "rows", core_type = "aiv", num_inputs = 0 : i64, num_outputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %u = buffer.alloc_buf "vecout" %n max_bytes 1024 -> memref<?xf16, #buffer.space<ub>>
+  buffer.copy %u to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf16, #buffer.space<ub>> to memref<?xf16, #buffer.space<gm>>
+  buffer.return
+}
+// CHECK: kernel @atomic_910_f16: Ascend910 has no atomic add of f16 on ub -> gm (SetAtomicAdd: f32 from ub)
+
+// -----
+
+// ... and only from UB: not by the Fixpipe from L0C
+buffer.kernel @atomic_910_l0c(%y: memref<?xf32, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend910", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 1 : i64} {
+  %c = buffer.alloc_buf "co1" %n max_bytes 1024 -> memref<?xf32, #buffer.space<l0c>>
+  buffer.copy %c to %y blocks %n x %n strides %n, %n atomic true : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
+  buffer.return
+}
+// CHECK: kernel @atomic_910_l0c: Ascend910 has no atomic add of f32 on l0c -> gm (SetAtomicAdd: f32 from ub)
+
+// -----
+
+// the inference series' AI Core (Ascend310P3, arch 2002) adds float, half and int16_t ...
+buffer.kernel @atomic_310p_i32(%y: memref<?xi32, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend310P3", template = "rows", core_type = "aiv", num_inputs = 0 : i64, num_outputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %u = buffer.alloc_buf "vecout" %n max_bytes 1024 -> memref<?xi32, #buffer.space<ub>>
+  buffer.copy %u to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xi32, #buffer.space<ub>> to memref<?xi32, #buffer.space<gm>>
+  buffer.return
+}
+// CHECK: kernel @atomic_310p_i32: Ascend310P3 has no atomic add of i32 on ub -> gm (SetAtomicAdd: f32, f16, i16 from ub)
+
+// -----
+
+buffer.kernel @atomic_310p_i8(%y: memref<?xi8, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend310P3", template = "rows", core_type = "aiv", num_inputs = 0 : i64, num_outputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %u = buffer.alloc_buf "vecout" %n max_bytes 1024 -> memref<?xi8, #buffer.space<ub>>
+  buffer.copy %u to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xi8, #buffer.space<ub>> to memref<?xi8, #buffer.space<gm>>
+  buffer.return
+}
+// CHECK: kernel @atomic_310p_i8: Ascend310P3 has no atomic add of i8 on ub -> gm (SetAtomicAdd: f32, f16, i16 from ub)
+
+// -----
+
+// ... from UB only
+buffer.kernel @atomic_310p_l0c(%y: memref<?xf16, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend310P3", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 1 : i64} {
+  %c = buffer.alloc_buf "co1" %n max_bytes 1024 -> memref<?xf32, #buffer.space<l0c>>
+  buffer.copy %c to %y blocks %n x %n strides %n, %n atomic true : memref<?xf32, #buffer.space<l0c>> to memref<?xf16, #buffer.space<gm>>
+  buffer.return
+}
+// CHECK: kernel @atomic_310p_l0c: Ascend310P3 has no atomic add of f16 on l0c -> gm (SetAtomicAdd: f32, f16, i16 from ub)
+
+// -----
+
+// SyncAll runs on every core of the launch: not in a stage (one core kind's part) ...
+buffer.kernel @sync_in_stage() attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  buffer.stage "compute" {
+    buffer.sync_all
+  }
+  buffer.return
+}
+// CHECK: buffer.sync_all runs on every core: it cannot be inside a stage
+
+// -----
+
+// ... nor in a loop inside one
+buffer.kernel @sync_in_staged_loop(%n: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  buffer.stage "cube" {
+    scf.for %i = %c0 to %n step %c1 {
+      buffer.sync_all
+    }
+  }
+  buffer.return
+}
+// CHECK: buffer.sync_all runs on every core: it cannot be inside a stage
+
+// -----
+
+func.func @sync_outside_kernel() {
+  buffer.sync_all
+  func.return
+}
+// CHECK: buffer.sync_all must be inside a buffer.kernel
+
+// -----
+
+// the hard all-core sync is SyncAll<false> of a mix kernel on Atlas A2/A3: not in a
+// vector kernel ...
+buffer.kernel @sync_in_vector_kernel() attributes {chip = "Ascend910B1", template = "rows", core_type = "aiv", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  buffer.sync_all
+  buffer.return
+}
+// CHECK: kernel @sync_in_vector_kernel: buffer.sync_all needs a mix kernel on a split chip (the hard SyncAll<false> of Atlas A2/A3), not in this aiv kernel on Ascend910B1
+
+// -----
+
+// ... nor a cube kernel ...
+buffer.kernel @sync_in_cube_kernel() attributes {chip = "Ascend910B1", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  buffer.sync_all
+  buffer.return
+}
+// CHECK: kernel @sync_in_cube_kernel: buffer.sync_all needs a mix kernel on a split chip (the hard SyncAll<false> of Atlas A2/A3), not in this aic kernel on Ascend910B1
+
+// -----
+
+// ... nor on a coupled chip
+buffer.kernel @sync_on_910() attributes {chip = "Ascend910", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  buffer.sync_all
+  buffer.return
+}
+// CHECK: kernel @sync_on_910: buffer.sync_all needs a mix kernel on a split chip (the hard SyncAll<false> of Atlas A2/A3), not in this mix kernel on Ascend910
+
+// -----
+
+buffer.kernel @sync_on_310p() attributes {chip = "Ascend310P3", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  buffer.sync_all
+  buffer.return
+}
+// CHECK: kernel @sync_on_310p: buffer.sync_all needs a mix kernel on a split chip (the hard SyncAll<false> of Atlas A2/A3), not in this mix kernel on Ascend310P3

@@ -123,3 +123,76 @@ buffer.kernel @gather(%y: memref<?xf16, #buffer.space<gm>>, %n: index) attribute
   buffer.vgather %cols, %fmap, %offsets, %n : memref<?xf16, #buffer.space<ub>>, memref<?xf16, #buffer.space<ub>>, memref<?xi32, #buffer.space<ub>>
   buffer.return
 }
+
+// -----
+
+// Atomic adds (SetAtomicAdd<T>): a UB tile added into GM by the AIVs, and an L0C tile
+// added by the AIC's Fixpipe (in f16: the add is in the destination's type); between
+// them the hard all-core sync of a mix kernel on a split chip.
+// CHECK-LABEL: buffer.kernel @atomics
+// CHECK:         buffer.stage "copy_out" {
+// CHECK-NEXT:      buffer.copy %u to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    buffer.sync_all
+// CHECK-NEXT:    buffer.stage "cube" {
+// CHECK-NEXT:      buffer.copy %c to %y2 blocks %n x %n strides %n, %n relu true atomic true : memref<?xf32, #buffer.space<l0c>> to memref<?xf16, #buffer.space<gm>>
+// CHECK-NEXT:      buffer.copy %c to %y3 blocks %n x %n strides %n, %n : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    buffer.sync_all
+// CHECK-NEXT:    buffer.return
+// CHECK-GENERIC: "buffer.copy"(%u, %y, %c1, %n, %c0, %c0) <{atomic = true}> : (memref<?xf32, #buffer.space<ub>>, memref<?xf32, #buffer.space<gm>>, index, index, index, index) -> ()
+// CHECK-GENERIC: "buffer.sync_all"() : () -> ()
+// CHECK-GENERIC: "buffer.copy"(%c, %y2, %n, %n, %n, %n) <{relu = true, atomic = true}> : (memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<gm>>, index, index, index, index) -> ()
+// CHECK-GENERIC: "buffer.copy"(%c, %y3, %n, %n, %n, %n) : (memref<?xf32, #buffer.space<l0c>>, memref<?xf32, #buffer.space<gm>>, index, index, index, index) -> ()
+// CHECK-GENERIC: "buffer.sync_all"() : () -> ()
+buffer.kernel @atomics(%y: memref<?xf32, #buffer.space<gm>>, %y2: memref<?xf16, #buffer.space<gm>>, %y3: memref<?xf32, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "mix", num_inputs = 0 : i64, num_outputs = 3 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %u = buffer.alloc_buf "vecout" %n max_bytes 1024 -> memref<?xf32, #buffer.space<ub>>
+  %c = buffer.alloc_buf "co1" %n max_bytes 1024 -> memref<?xf32, #buffer.space<l0c>>
+  buffer.stage "copy_out" {
+    buffer.copy %u to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>
+  }
+  buffer.sync_all
+  buffer.stage "cube" {
+    buffer.copy %c to %y2 blocks %n x %n strides %n, %n relu true atomic true : memref<?xf32, #buffer.space<l0c>> to memref<?xf16, #buffer.space<gm>>
+    buffer.copy %c to %y3 blocks %n x %n strides %n, %n : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
+  }
+  buffer.sync_all
+  buffer.return
+}
+
+// -----
+
+// The other chips add from UB only: float on the training series (Ascend910), half,
+// float and int16_t on the inference series' AI Core (Ascend310P3); no sync_all there.
+// CHECK-LABEL: buffer.kernel @atomic_910
+// CHECK:         buffer.copy %u to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>
+// CHECK-LABEL: buffer.kernel @atomic_310p
+// CHECK:         buffer.copy %h to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf16, #buffer.space<ub>> to memref<?xf16, #buffer.space<gm>>
+// CHECK-NEXT:    buffer.copy %s to %z blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xi16, #buffer.space<ub>> to memref<?xi16, #buffer.space<gm>>
+// CHECK-NEXT:    buffer.copy %f to %w blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>
+// CHECK-GENERIC-LABEL: "buffer.kernel"() <{sym_name = "atomic_910"
+// CHECK-GENERIC: "buffer.copy"(%u, %y, %c1, %n, %c0, %c0) <{atomic = true}>
+// CHECK-GENERIC-LABEL: "buffer.kernel"() <{sym_name = "atomic_310p"
+// CHECK-GENERIC: "buffer.copy"(%h, %y, %c1, %n, %c0, %c0) <{atomic = true}>
+// CHECK-GENERIC: "buffer.copy"(%s, %z, %c1, %n, %c0, %c0) <{atomic = true}>
+// CHECK-GENERIC: "buffer.copy"(%f, %w, %c1, %n, %c0, %c0) <{atomic = true}>
+buffer.kernel @atomic_910(%y: memref<?xf32, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend910", template = "rows", core_type = "aiv", num_inputs = 0 : i64, num_outputs = 1 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %u = buffer.alloc_buf "vecout" %n max_bytes 1024 -> memref<?xf32, #buffer.space<ub>>
+  buffer.copy %u to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>
+  buffer.return
+}
+buffer.kernel @atomic_310p(%y: memref<?xf16, #buffer.space<gm>>, %z: memref<?xi16, #buffer.space<gm>>, %w: memref<?xf32, #buffer.space<gm>>, %n: index) attributes {chip = "Ascend310P3", template = "rows", core_type = "aiv", num_inputs = 0 : i64, num_outputs = 3 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %h = buffer.alloc_buf "vecout" %n max_bytes 1024 -> memref<?xf16, #buffer.space<ub>>
+  %s = buffer.alloc_buf "vecout" %n max_bytes 1024 -> memref<?xi16, #buffer.space<ub>>
+  %f = buffer.alloc_buf "vecout" %n max_bytes 1024 -> memref<?xf32, #buffer.space<ub>>
+  buffer.copy %h to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf16, #buffer.space<ub>> to memref<?xf16, #buffer.space<gm>>
+  buffer.copy %s to %z blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xi16, #buffer.space<ub>> to memref<?xi16, #buffer.space<gm>>
+  buffer.copy %f to %w blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>
+  buffer.return
+}
