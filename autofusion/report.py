@@ -43,7 +43,7 @@ from autofusion.dialects.graph_base import FusionKind, fusion_kind
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.l2_hint import l2_bypass
 from autofusion.passes.fusion_statistics import describe_op
-from autofusion.traffic_model import TrafficKernel, simulate_l2
+from autofusion.traffic_model import TrafficKernel, granule_for, simulate_l2
 
 REPORT_ATTR = "afc.report"
 
@@ -600,19 +600,20 @@ def _simulate(
     for k in (*fused, *unfused):
         for key, n in (*k.reads, *k.writes):
             sizes[key] = max(sizes.get(key, 0), n)
-    after = simulate_l2(fused, sizes, outputs, chip.l2_bytes)
+    granule = granule_for(sizes.values())
+    after = simulate_l2(fused, sizes, outputs, chip.l2_bytes, granule=granule)
     entries = [k for k in report.kernels if k.traffic is not None]
     for entry, r, w in zip(entries, after.read, after.write):
         entry.hbm_read_bytes, entry.hbm_write_bytes = r, w
     report.hbm_after = after.total
     report.hbm_final_writeback = after.final_writeback
     report.hbm_after_pessimistic = simulate_l2(
-        fused, sizes, outputs, chip.l2_bytes, drop_dead=False
+        fused, sizes, outputs, chip.l2_bytes, drop_dead=False, granule=granule
     ).total
     report.hbm_after_optimistic = simulate_l2(
-        fused, sizes, outputs, chip.l2_bytes, scan_resistant=True
+        fused, sizes, outputs, chip.l2_bytes, scan_resistant=True, granule=granule
     ).total
-    report.hbm_before = simulate_l2(unfused, sizes, outputs, chip.l2_bytes).total
+    report.hbm_before = simulate_l2(unfused, sizes, outputs, chip.l2_bytes, granule=granule).total
 
 
 def _is_weight(op: graph.ConstantOp) -> bool:

@@ -88,11 +88,14 @@ per run).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 GRANULE = 1 << 20  # bytes of a tensor moved in and out of the model's L2 together
 MAX_STEPS = 64  # time steps a kernel's accesses are interleaved over
+# the most granules of one tensor: the model's cost is linear in granules (hot inputs
+# are touched at every step), so for tensors past MAX_GRANULES MB the granule grows
+MAX_GRANULES = 2048
 
 
 @dataclass
@@ -131,6 +134,14 @@ class HbmTraffic:
     @property
     def total(self) -> int:
         return sum(self.read) + sum(self.write) + self.final_writeback
+
+
+def granule_for(sizes: Iterable[int]) -> int:
+    """The granule for tensors of `sizes`: GRANULE, or coarser so that the largest has at
+    most MAX_GRANULES (a batch of 128 long sequences has activations of GBs: bounded
+    work per kernel, at the price of a coarser LRU order)."""
+    largest = max(sizes, default=0)
+    return max(GRANULE, -(-largest // MAX_GRANULES))
 
 
 def granules(size: int, granule: int = GRANULE) -> list[int]:

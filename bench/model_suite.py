@@ -96,13 +96,13 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:9.2f}"
 
 
-def compile_row(label: str, path: Path) -> tuple[list[str], object | None]:
+def compile_row(label: str, path: Path, dynamic_size: int = 128) -> tuple[list[str], object | None]:
     """Compile one model; return its table cells and the compilation (None on error)."""
     from autofusion.diagnostics import UserError
     from autofusion.driver.compile import CompileOptions, compile_model
 
     try:
-        c = compile_model(str(path), CompileOptions(chip=CHIP))
+        c = compile_model(str(path), CompileOptions(chip=CHIP, dynamic_size=dynamic_size))
     except UserError as e:
         return [f"{label:20} error: {e}"], None
     times = {s.name: s.seconds for s in c.stages}
@@ -162,7 +162,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         qwen = Path(tmp) / "qwen2_5_7b.afc"
         qwen.write_text(make_qwen2_5_7b.model_text())
-        lines, _ = compile_row("qwen2.5-7b (28 layers)", qwen)
+        # its batch dim is dynamic: batch 1, as bench/qwen_fusion.py's decoder layer
+        lines, _ = compile_row("qwen2.5-7b 28L, B=1", qwen, dynamic_size=1)
         print("\n".join(lines))
     print()
     print("Same rule for every ONNX file: one node = one kernel; it moves its inputs and outputs")

@@ -161,6 +161,7 @@ def test_compile_is_byte_identical_across_runs(norm_model: Path, tmp_path: Path)
         (["--chip", "Ascend999"], "unknown chip 'Ascend999'"),
         (["--opt-level", "7"], "--opt-level must be one of [0, 1, 2, 3]"),
         (["--fusion-switch", "missing.cfg"], "missing.cfg"),
+        (["--dynamic-size", "0"], "--dynamic-size must be at least 1, got 0"),
     ],
 )
 def test_bad_options_leave_no_output(
@@ -192,6 +193,25 @@ def test_opt_level_zero_fuses_nothing(norm_model: Path) -> None:
     assert c.after is not None and c.before is not None
     assert len(c.after.kernels) == len(c.before.kernels) == 10
     assert all(len(k.ops) == 1 for k in c.after.kernels)
+
+
+def test_before_and_after_count_bytes_alike_and_dynamic_size_sizes_them(tmp_path: Path) -> None:
+    """The before-fusion baseline plans each op with the kernel templates, as the fused
+    kernels are: at -O0 before and after agree to the byte. --dynamic-size is what a
+    dynamic dimension weighs in the report."""
+    path = tmp_path / "mm.afc"
+    path.write_text("input x: f16[B, 256]\nweight w: f16[256, 512]\noutput y = relu(x @ w)\n")
+    sizes = {}
+    for n in (1, 64):
+        c = compile_model(str(path), CompileOptions(opt_level=0, dynamic_size=n))
+        assert c.before is not None and c.after is not None
+        before, after = c.before.totals(), c.after.totals()
+        assert before["gm_bytes_after"] == after["gm_bytes_after"]
+        assert before["kernels"] == after["kernels"] == 2
+        sizes[n] = after["gm_bytes_lower_bound"]
+    weight = 256 * 512 * 2
+    assert sizes[1] == weight + (256 + 512) * 2
+    assert sizes[64] == weight + 64 * (256 + 512) * 2
 
 
 def test_fusion_switch_turns_a_rule_off(norm_model: Path, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from test_report import CHAIN, KIB8
 from autofusion.hardware import get_chip
 from autofusion.mlir_io import default_context, parse_module
 from autofusion.report import build_report
-from autofusion.traffic_model import TrafficKernel, simulate_l2
+from autofusion.traffic_model import GRANULE, MAX_GRANULES, TrafficKernel, granule_for, simulate_l2
 
 from differential import apply_pipeline
 
@@ -275,3 +275,13 @@ def test_report_reads_decode_weights_past_l2(pipeline: str) -> None:
     outputs = {key for key, _ in (*cached[1].writes, *cached[2].writes)}
     lru = simulate_l2(cached, sizes, outputs, chip.l2_bytes)
     assert lru.total == bound + 2 * 512 * 1024
+
+
+def test_granule_grows_for_tensors_past_max_granules() -> None:
+    """Up to MAX_GRANULES MB the granule is 1 MB; past it, the largest tensor has at
+    most MAX_GRANULES granules (bounded work on a large batch)."""
+    assert granule_for([]) == granule_for([10, 5]) == GRANULE
+    assert granule_for([MAX_GRANULES * GRANULE]) == GRANULE
+    big = 80 * (1 << 30)  # 80 GB of logits at batch 128
+    g = granule_for([3, big])
+    assert g == -(-big // MAX_GRANULES) and -(-big // g) == MAX_GRANULES

@@ -200,9 +200,12 @@ def reshape(x: Sequence[int], shape: Sequence[int]) -> Shape:
             raise ShapeError(f"reshape dim {d} is invalid")
         else:
             out.append(d)
-    total = num_elements(x)
+    # a dim copied by 0 is the same factor on both sides: it cancels, so a dynamic batch
+    # copied through does not hide the -1 ([?, 4, 2048, 128] -> [0, 4, 1, -1, 128])
+    copied = {i for i, d in enumerate(shape) if d == 0}
+    total = num_elements([d for i, d in enumerate(x) if i not in copied])
     if -1 in out:
-        known = num_elements([d for d in out if d != -1])
+        known = num_elements([d for i, d in enumerate(out) if d != -1 and i not in copied])
         idx = out.index(-1)
         if total is None or known is None:
             out[idx] = DYN
@@ -210,8 +213,17 @@ def reshape(x: Sequence[int], shape: Sequence[int]) -> Shape:
             raise ShapeError(f"cannot reshape {fmt(x)} into {list(shape)}")
         else:
             out[idx] = total // known
-    elif total is not None and (n := num_elements(out)) is not None and n != total:
-        raise ShapeError(f"cannot reshape {fmt(x)} ({total} elements) into {fmt(out)} ({n})")
+    elif (
+        total is not None
+        and (n := num_elements([d for i, d in enumerate(out) if i not in copied])) is not None
+        and n != total
+    ):
+        counts = (num_elements(x), num_elements(out))
+        if None in counts:
+            raise ShapeError(f"cannot reshape {fmt(x)} into {fmt(out)}")
+        raise ShapeError(
+            f"cannot reshape {fmt(x)} ({counts[0]} elements) into {fmt(out)} ({counts[1]})"
+        )
     return tuple(out)
 
 

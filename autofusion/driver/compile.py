@@ -184,6 +184,16 @@ def ub_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionResult:
     return result
 
 
+def one_kernel_per_op(module: ModuleOp, options: CompileOptions) -> ModuleOp:
+    """A copy of `module` with every op its own kernel, planned by the same templates as
+    the fused kernels (the same tile re-reads counted): the before-fusion baseline."""
+    from autofusion.passes.ub_fusion import UbFusionPass
+
+    copy = module.clone()
+    UbFusionPass(chip=options.chip, max_ops=1, dynamic_size=options.dynamic_size).run(copy)
+    return copy
+
+
 def lower_stage(ctx: Context, module: ModuleOp, options: CompileOptions) -> None:
     from autofusion.passes.lower_to_buffer import LowerToBufferPass
 
@@ -216,6 +226,8 @@ class Compiler:
     def __init__(self, model: str, options: CompileOptions, progress: IO[str] | None) -> None:
         if options.opt_level not in OPT_LEVELS:
             raise UserError(f"--opt-level must be one of {sorted(OPT_LEVELS)}")
+        if options.dynamic_size < 1:
+            raise UserError(f"--dynamic-size must be at least 1, got {options.dynamic_size}")
         self.model = model
         self.options = options
         self.level = OPT_LEVELS[options.opt_level]
@@ -337,7 +349,9 @@ class Compiler:
 
         r = self.result
         assert r.fused is not None
-        r.before = build_report(r.original, r.chip, self.options.dynamic_size)
+        r.before = build_report(
+            one_kernel_per_op(r.original, self.options), r.chip, self.options.dynamic_size
+        )
         r.after = build_report(r.fused, r.chip, self.options.dynamic_size)
         doc = compile_report_json(r)
         r.files["report.json"] = (json.dumps(doc, indent=2) + "\n").encode()

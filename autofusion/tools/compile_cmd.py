@@ -39,6 +39,14 @@ def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME=D1,D2,...",
         help="static shape of an ONNX input, replacing symbolic dims (repeatable)",
     )
+    p.add_argument(
+        "--dynamic-size",
+        type=int,
+        default=128,
+        metavar="N",
+        help="the size the cost model and the reports assume for every dynamic dimension "
+        "that is left (default 128; e.g. 1 for a dynamic batch of one)",
+    )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,6 +75,7 @@ def options_from(
         opt_level=args.opt_level,
         fusion_switch=args.fusion_switch,
         input_shapes=parse_input_shapes(args.input_shape),
+        dynamic_size=args.dynamic_size,
         debug=debug,
         check=check,
         seed=seed,

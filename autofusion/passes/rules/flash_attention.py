@@ -270,8 +270,14 @@ def _repeat_kv(op: Operation) -> tuple[SSAValue, int, list[Operation]] | None:
     n = rep[2]
     if one != (b, groups, 1, s, d) or rep != (b, groups, n, s, d) or n < 1:
         return None
-    if out != (b, groups * n, s, d) or min(b, groups, s, d) < 0:
+    if out != (b, groups * n, s, d) or min(groups, s, d) < 0:
         return None
+    if b < 0:
+        # a dynamic batch: each step must carry the same one (the reshapes copy it with
+        # 0, the expand keeps it with 1 or -1), not reach another size by a -1
+        copies = first.shape.get_values()[0] == 0 == op.shape.get_values()[0]
+        if not copies or expand.shape.get_values()[0] not in (1, -1):
+            return None
     return first.input, n, [expand, first]
 
 

@@ -343,3 +343,34 @@ func.func @softmax_cast_to_another_type(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x
   %o = graph.matmul %p, %v : (tensor<1x2x4x4xbf16>, tensor<1x2x4x8xbf16>) -> tensor<1x2x4x8xbf16>
   func.return %o : tensor<1x2x4x8xbf16>
 }
+
+// -----
+
+// The same with a dynamic batch (a model whose batch is symbolic): repeat_kv's
+// reshape [0, 2, 1, -1, 8] still knows the -1 (the copied batch cancels), so the keys
+// keep their 6 positions and the mask matches them.
+// CHECK-LABEL: func.func @dynamic_batch_gqa
+// CHECK:         %{{.*}} = graph.flash_attention %q, %k, %v, %{{.*}} {causal = false, layout = "BNSD", scale = 0.353515625} : (tensor<?x4x6x8xf16>, tensor<?x2x6x8xf16>, tensor<?x2x6x8xf16>, tensor<6x6xi1>) -> tensor<?x4x6x8xf16>
+// CHECK-NOT:     graph.softmax
+func.func @dynamic_batch_gqa(%q: tensor<?x4x6x8xf16>, %k: tensor<?x2x6x8xf16>, %v: tensor<?x2x6x8xf16>, %pos: tensor<6xi64>) -> tensor<?x4x6x8xf16> {
+  %kpos = graph.reshape %pos {shape = [1, -1]} : tensor<6xi64> -> tensor<1x6xi64>
+  %qpos = graph.reshape %pos {shape = [-1, 1]} : tensor<6xi64> -> tensor<6x1xi64>
+  %future = graph.greater %kpos, %qpos : (tensor<1x6xi64>, tensor<6x1xi64>) -> tensor<6x6xi1>
+  %k5 = graph.reshape %k {shape = [0, 2, 1, -1, 8]} : tensor<?x2x6x8xf16> -> tensor<?x2x1x6x8xf16>
+  %ke = graph.expand %k5 {shape = [1, 2, 2, 1, 8]} : tensor<?x2x1x6x8xf16> -> tensor<?x2x2x6x8xf16>
+  %kr = graph.reshape %ke {shape = [0, 4, -1, 8]} : tensor<?x2x2x6x8xf16> -> tensor<?x4x6x8xf16>
+  %v5 = graph.reshape %v {shape = [0, 2, 1, -1, 8]} : tensor<?x2x6x8xf16> -> tensor<?x2x1x6x8xf16>
+  %ve = graph.expand %v5 {shape = [1, 2, 2, 1, 8]} : tensor<?x2x1x6x8xf16> -> tensor<?x2x2x6x8xf16>
+  %vr = graph.reshape %ve {shape = [0, 4, -1, 8]} : tensor<?x2x2x6x8xf16> -> tensor<?x4x6x8xf16>
+  %kt = graph.transpose %kr {perm = [0, 1, 3, 2]} : tensor<?x4x6x8xf16> -> tensor<?x4x8x6xf16>
+  %s = graph.matmul %q, %kt : (tensor<?x4x6x8xf16>, tensor<?x4x8x6xf16>) -> tensor<?x4x6x6xf16>
+  %c = graph.constant dense<0.353553385> : tensor<f16>
+  %ss = graph.mul %s, %c : (tensor<?x4x6x6xf16>, tensor<f16>) -> tensor<?x4x6x6xf16>
+  %ninf = graph.constant dense<"0x00FC"> : tensor<f16>
+  %sm = graph.where %future, %ninf, %ss : (tensor<6x6xi1>, tensor<f16>, tensor<?x4x6x6xf16>) -> tensor<?x4x6x6xf16>
+  %s32 = graph.cast %sm : tensor<?x4x6x6xf16> -> tensor<?x4x6x6xf32>
+  %p32 = graph.softmax %s32 {axis = -1} : tensor<?x4x6x6xf32>
+  %p = graph.cast %p32 : tensor<?x4x6x6xf32> -> tensor<?x4x6x6xf16>
+  %o = graph.matmul %p, %vr : (tensor<?x4x6x6xf16>, tensor<?x4x6x8xf16>) -> tensor<?x4x6x8xf16>
+  func.return %o : tensor<?x4x6x8xf16>
+}
