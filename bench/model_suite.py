@@ -113,7 +113,9 @@ def compile_row(label: str, path: Path, dynamic_size: int = 128) -> tuple[list[s
         f"{label:20} {cells} {before['kernels']:6d} {after['kernels']:6d} "
         f"{_mb(before['gm_bytes_after'])} {_mb(after['gm_bytes_after'])} "
         f"{_mb(after['gm_bytes_lower_bound'])} "
-        f"{after['gm_bytes_after'] / max(after['gm_bytes_lower_bound'], 1):6.2f}"
+        f"{after['gm_bytes_after'] / max(after['gm_bytes_lower_bound'], 1):6.2f} "
+        f"{_mb(before['hbm_bytes_after'])} {_mb(after['hbm_bytes_after'])} "
+        f"{after['hbm_bytes_after'] / max(after['gm_bytes_lower_bound'], 1):6.2f}"
     )
     return [line], c
 
@@ -131,11 +133,14 @@ def main() -> None:
     import model_corpus
 
     print()
-    print(f"afc compile on {CHIP} (stage times in ms; GM traffic in MB from afc's report)")
+    print(
+        f"afc compile on {CHIP} (stage times in ms; traffic in MB from afc's report: "
+        "logical GM, what the kernels' copies request, and HBM behind the L2 model)"
+    )
     header = " ".join(f"{s[:8]:>8}" for s in STAGES)
     print(
         f"{'model':20} {header} {'k.bef':>6} {'k.aft':>6} {'GM bef':>9} {'GM aft':>9} "
-        f"{'bound':>9} {'x bnd':>6}"
+        f"{'bound':>9} {'x bnd':>6} {'HBM bef':>9} {'HBM aft':>9} {'x bnd':>6}"
     )
     ort_rows: list[str] = []
     for model, exporter in model_corpus.entries():
