@@ -163,3 +163,49 @@ func.func @main(%x: tensor<2x3x16xf32>, %r: tensor<2x3x16xf32>, %g: tensor<16xf3
         np.testing.assert_allclose(out[fused], out["out0"], rtol=1e-5, atol=1e-5)
     for fused in ("out4", "out5"):
         np.testing.assert_allclose(out[fused], out["out3"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("act", "merged"), [("swiglu", False), ("geglu", True), ("reglu", False), ("gelu_tanh", False)]
+)
+def test_ffn(act: str, merged: bool) -> None:
+    """graph.ffn in float32 against numpy: [residual +] act(x @ W1 + b1) @ W2 + b2, a
+    merged gate/up weight holding the gate in its first half."""
+    x, r, w2, b2 = f32(3, 5, 8), f32(3, 5, 6), f32(16, 6), f32(6)
+    gated = act in ("swiglu", "geglu", "reglu")
+    w1s = [f32(8, 32)] if merged else [f32(8, 16), f32(8, 16)] if gated else [f32(8, 16)]
+    b1s = [f32(w.shape[1]) for w in w1s]
+    h = [x @ w + b for w, b in zip(w1s, b1s)]
+    gate, up = (np.split(h[0], 2, axis=-1) if merged else h) if gated else (h[0], None)
+    erf = np.vectorize(math.erf)
+    acts = {
+        "swiglu": lambda g: g / (1 + np.exp(-g)),
+        "geglu": lambda g: 0.5 * g * (1 + erf(g / math.sqrt(2))),
+        "reglu": lambda g: np.maximum(g, 0),
+        "gelu_tanh": lambda g: 0.5 * g * (1 + np.tanh(0.7978845608 * (g + 0.044715 * g**3))),
+    }
+    g = acts[act](gate) * up if up is not None else acts[act](gate)
+    want = r + g @ w2 + b2
+    t = {n: f"tensor<{'x'.join(map(str, a.shape))}xf32>" for n, a in (("x", x), ("r", r))}
+    w1t = [f"tensor<8x{w.shape[1]}xf32>" for w in w1s]
+    b1t = [f"tensor<{w.shape[1]}xf32>" for w in w1s]
+    names = [f"%w{i}" for i in range(len(w1s))] + ["%v"] + [f"%b{i}" for i in range(len(w1s))]
+    sig = [f"%w{i}: {ty}" for i, ty in enumerate(w1t)] + ["%v: tensor<16x6xf32>"]
+    sig += [f"%b{i}: {ty}" for i, ty in enumerate(b1t)] + ["%c: tensor<6xf32>"]
+    types = ", ".join([t["x"], *w1t, "tensor<16x6xf32>", *b1t, "tensor<6xf32>", t["r"]])
+    segments = f"1, {len(w1s)}, 1, {len(w1s)}, 1, 1"
+    text = f"""
+func.func @main(%x: {t["x"]}, {", ".join(sig)}, %r: {t["r"]}) -> {t["r"]} {{
+  %y = graph.ffn %x, {", ".join(names)}, %c, %r {{activation = "{act}", operandSegmentSizes = array<i32: {segments}>}} : ({types}) -> {t["r"]}
+  func.return %y : {t["r"]}
+}}"""
+    got = run(
+        text,
+        x=x,
+        **{f"w{i}": w for i, w in enumerate(w1s)},
+        v=w2,
+        **{f"b{i}": b for i, b in enumerate(b1s)},
+        c=b2,
+        r=r,
+    )["out0"]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

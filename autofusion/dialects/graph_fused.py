@@ -438,10 +438,8 @@ class FfnOp(GraphOp):
         n_w1, n_b1 = sizes[1], sizes[3]
         gated = act in FFN_GATED
         if n_w1 not in ((1, 2) if gated else (1,)):
-            raise ShapeError(
-                f"{act} takes {'one merged or two' if gated else 'one'} weight1 matrices, "
-                f"got {n_w1}"
-            )
+            takes = "one merged or two weight1 matrices" if gated else "one weight1 matrix"
+            raise ShapeError(f"{act} takes {takes}, got {n_w1}")
         if n_b1 not in (0, n_w1):
             raise ShapeError(f"bias1 has {n_b1} vectors for {n_w1} weight1 matrices")
         x, w1 = types[0], types[1 : 1 + n_w1]

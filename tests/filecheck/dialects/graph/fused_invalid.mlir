@@ -61,3 +61,67 @@ func.func @residual(%x: tensor<2x8xf32>, %r: tensor<1x8xf32>, %g: tensor<8xf32>)
   func.return %0 : tensor<2x8xf32>
 }
 // CHECK: 'graph.add_rms_norm': residual 1x8 differs from input 2x8
+
+// -----
+
+func.func @ffn_activation(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) {
+  %0 = graph.ffn %x, %w1, %w2 {activation = "tanh", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  func.return
+}
+// CHECK: 'graph.ffn': activation must be one of
+
+// -----
+
+func.func @ffn_segments(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) {
+  %0 = graph.ffn %x, %w1, %w2 {activation = "relu", operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>} : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  func.return
+}
+// CHECK: operand count (3) does not match with the total size (4) specified in attribute 'operandSegmentSizes'
+
+// -----
+
+func.func @ffn_plain_two_weights(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>) {
+  %0 = graph.ffn %x, %w1, %w1, %w2 {activation = "relu", operandSegmentSizes = array<i32: 1, 2, 1, 0, 0, 0>} : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  func.return
+}
+// CHECK: 'graph.ffn': relu takes one weight1 matrix, got 2
+
+// -----
+
+func.func @ffn_odd_merged(%x: tensor<4x8xf32>, %w1: tensor<8x15xf32>, %w2: tensor<7x8xf32>) {
+  %0 = graph.ffn %x, %w1, %w2 {activation = "swiglu", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<4x8xf32>, tensor<8x15xf32>, tensor<7x8xf32>) -> tensor<4x8xf32>
+  func.return
+}
+// CHECK: 'graph.ffn': a merged gate/up weight1 has an even width, got 15
+
+// -----
+
+func.func @ffn_k_mismatch(%x: tensor<4x8xf32>, %w1: tensor<6x16xf32>, %w2: tensor<16x8xf32>) {
+  %0 = graph.ffn %x, %w1, %w2 {activation = "relu", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<4x8xf32>, tensor<6x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  func.return
+}
+// CHECK: 'graph.ffn': weight1 6x16 does not take the input's 8 columns
+
+// -----
+
+func.func @ffn_w2_mismatch(%x: tensor<4x8xf32>, %wg: tensor<8x16xf32>, %w2: tensor<32x8xf32>) {
+  %0 = graph.ffn %x, %wg, %wg, %w2 {activation = "swiglu", operandSegmentSizes = array<i32: 1, 2, 1, 0, 0, 0>} : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<32x8xf32>) -> tensor<4x8xf32>
+  func.return
+}
+// CHECK: 'graph.ffn': weight2 32x8 does not take the 16 intermediate columns
+
+// -----
+
+func.func @ffn_residual(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>, %r: tensor<4x16xf32>) {
+  %0 = graph.ffn %x, %w1, %w2, %r {activation = "relu", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1>} : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<4x16xf32>) -> tensor<4x8xf32>
+  func.return
+}
+// CHECK: 'graph.ffn': residual 4x16 differs from the result 4x8
+
+// -----
+
+func.func @ffn_dtype(%x: tensor<4x8xf32>, %w1: tensor<8x16xf16>, %w2: tensor<16x8xf32>) {
+  %0 = graph.ffn %x, %w1, %w2 {activation = "relu", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<4x8xf32>, tensor<8x16xf16>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  func.return
+}
+// CHECK: 'graph.ffn': weight1 has element type f16, not f32

@@ -46,3 +46,17 @@ func.func @epilogues(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf3
   %2 = graph.conv2d %x, %cw {strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], group = 1, activation = "relu"} : (tensor<1x3x4x4xf32>, tensor<2x3x1x1xf32>) -> tensor<1x2x4x4xf32>
   func.return
 }
+
+// graph.ffn: gated with separate gate/up weights and a residual; a merged gate/up
+// weight with its bias and a down bias (dynamic rows); a plain activation.
+// CHECK-LABEL: func.func @ffn
+// CHECK-NEXT:    %0 = graph.ffn %x, %wg, %wu, %wd, %h {activation = "swiglu", operandSegmentSizes = array<i32: 1, 2, 1, 0, 0, 1>} : (tensor<2x4x8xf16>, tensor<8x16xf16>, tensor<8x16xf16>, tensor<16x8xf16>, tensor<2x4x8xf16>) -> tensor<2x4x8xf16>
+// CHECK-NEXT:    %1 = graph.ffn %d, %w13, %wd, %b13, %b2 {activation = "geglu", operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>} : (tensor<?x8xf16>, tensor<8x32xf16>, tensor<16x8xf16>, tensor<32xf16>, tensor<8xf16>) -> tensor<?x8xf16>
+// CHECK-NEXT:    %2 = graph.ffn %x, %wg, %wd {activation = "gelu_tanh", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<2x4x8xf16>, tensor<8x16xf16>, tensor<16x8xf16>) -> tensor<2x4x8xf16>
+// CHECK-GENERIC: "graph.ffn"(%x, %wg, %wu, %wd, %h) <{activation = "swiglu", operandSegmentSizes = array<i32: 1, 2, 1, 0, 0, 1>}>
+func.func @ffn(%x: tensor<2x4x8xf16>, %h: tensor<2x4x8xf16>, %wg: tensor<8x16xf16>, %wu: tensor<8x16xf16>, %wd: tensor<16x8xf16>, %d: tensor<?x8xf16>, %w13: tensor<8x32xf16>, %b13: tensor<32xf16>, %b2: tensor<8xf16>) {
+  %0 = graph.ffn %x, %wg, %wu, %wd, %h {activation = "swiglu", operandSegmentSizes = array<i32: 1, 2, 1, 0, 0, 1>} : (tensor<2x4x8xf16>, tensor<8x16xf16>, tensor<8x16xf16>, tensor<16x8xf16>, tensor<2x4x8xf16>) -> tensor<2x4x8xf16>
+  %1 = graph.ffn %d, %w13, %wd, %b13, %b2 {activation = "geglu", operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>} : (tensor<?x8xf16>, tensor<8x32xf16>, tensor<16x8xf16>, tensor<32xf16>, tensor<8xf16>) -> tensor<?x8xf16>
+  %2 = graph.ffn %x, %wg, %wd {activation = "gelu_tanh", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<2x4x8xf16>, tensor<8x16xf16>, tensor<16x8xf16>) -> tensor<2x4x8xf16>
+  func.return
+}
