@@ -64,7 +64,7 @@ class AddNormFusion(FusionRule[AddNorm]):
             return Refusal("the add and the norm are in different blocks")
         shapes = [m.shape(v) for v in (add.lhs, add.rhs, add.output)]
         if shapes[0] != shapes[1] or shapes[0] != shapes[2]:
-            return Refusal(f"the add broadcasts {list(shapes[0])} and {list(shapes[1])}")
+            return Refusal(f"the add broadcasts {si.fmt(shapes[0])} and {si.fmt(shapes[1])}")
         if si.DYN in shapes[0]:
             return Refusal("the add has dynamic dims that cannot be proven equal")
         if not m.is_float(x):

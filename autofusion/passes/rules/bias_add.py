@@ -17,6 +17,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from autofusion.dialects import graph
+from autofusion.dialects.shape_inference import fmt
 from autofusion.passes import matching as m
 from autofusion.passes.fusion_rule import FusionRule, Refusal
 
@@ -57,7 +58,7 @@ class FoldBiasAddIntoConv(FusionRule[BiasAdd]):
         cs = m.shape(c)
         # per channel: broadcasts as [1, M, 1, 1] against the NCHW output
         if len(cs) > 4 or (1,) * (4 - len(cs)) + cs != (1, out_channels, 1, 1):
-            return Refusal(f"the addend of shape {list(cs)} is not one value per output channel")
+            return Refusal(f"the addend of shape {fmt(cs)} is not one value per output channel")
         if m.shape(op.output) != m.shape(conv.output):
             return Refusal("the add broadcasts the convolution's output")
         if conv.activation is not None:
@@ -104,7 +105,7 @@ class FoldBiasAddIntoMatMul(FusionRule[BiasAdd]):
         out = m.shape(cube.output)
         if not _only_last_axis(m.shape(c), out[-1]):
             return Refusal(
-                f"the addend of shape {list(m.shape(c))} is not a bias over the last axis"
+                f"the addend of shape {fmt(m.shape(c))} is not a bias over the last axis"
             )
         if m.shape(op.output) != out:
             return Refusal("the add broadcasts the matmul's output")

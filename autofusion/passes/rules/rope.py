@@ -139,7 +139,7 @@ class FuseRope(FusionRule[Rope]):
             )
         for what, v in (("cos", found.cos), ("sin", found.sin)):
             if not si.broadcasts_to(m.shape(v), xs):
-                return Refusal(f"{what} {list(m.shape(v))} does not broadcast to x {list(xs)}")
+                return Refusal(f"{what} {si.fmt(m.shape(v))} does not broadcast to x {si.fmt(xs)}")
         if m.tensor_type(op.output) != m.tensor_type(found.x) or not m.is_float(found.x):
             return Refusal("the result is not a floating-point tensor of x's type")
         escaping = m.escaping_reason(found.ops, op)

@@ -21,6 +21,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from autofusion.dialects import graph
+from autofusion.dialects.shape_inference import fmt
 from autofusion.passes import matching as m
 from autofusion.passes.fusion_rule import FusionRule, Refusal
 
@@ -100,7 +101,7 @@ class FuseSwiGlu(FusionRule[SwiGlu]):
         gate_shape = m.shape(op.output)
         if not (gate_shape == m.shape(up) == m.shape(product.output)):
             return Refusal(
-                f"the gate {list(gate_shape)} and up {list(m.shape(up))} broadcast in the product"
+                f"the gate {fmt(gate_shape)} and up {fmt(m.shape(up))} broadcast in the product"
             )
         gate_proj, up_proj = _projection(op.input), _projection(up)
         if gate_proj is None or up_proj is None:
