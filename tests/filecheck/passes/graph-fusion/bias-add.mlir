@@ -1,4 +1,5 @@
 // RUN: afc-opt %s --split-input-file -p 'graph-fusion{only=ConvBiasAddFusionPass,MatMulBiasAddFusionPass}' | filecheck %s
+// RUN: afc-opt %s --split-input-file -p 'graph-fusion{only=MatMulBiasAddFusionPass log=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=LOG
 
 // CHECK-LABEL: func.func @conv_bias
 // CHECK:         %[[B:.*]] = graph.constant {name = "c"} dense<[2.500000e+00, -1.000000e+00]> : tensor<2xf32>
@@ -60,4 +61,16 @@ func.func @matmul_refusals(%a: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor
   %y = graph.add %m, %r : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
   %z = graph.add %m, %b : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   func.return %y, %z : tensor<4x16xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// A residual of the matmul's dynamic shape is no bias; the reason prints its dims as ?.
+// LOG: GraphFusionPass[MatMulBiasAddFusionPass]: not applied to graph.add %y: the addend of shape ?x?x16 is not a bias over the last axis
+// CHECK-LABEL: func.func @dynamic_residual
+// CHECK:         graph.add
+func.func @dynamic_residual(%a: tensor<?x?x8xf32>, %w: tensor<8x16xf32>, %r: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+  %mm = graph.matmul %a, %w : (tensor<?x?x8xf32>, tensor<8x16xf32>) -> tensor<?x?x16xf32>
+  %y = graph.add %mm, %r : tensor<?x?x16xf32>
+  func.return %y : tensor<?x?x16xf32>
 }
