@@ -48,7 +48,7 @@ from typing import ClassVar, Generic, TypeVar, cast
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import f16, f32, i1
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
@@ -58,6 +58,7 @@ from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
+    CubeKernel,
     blended_transfer,
     co2_copy,
     co2_stage,
@@ -69,7 +70,6 @@ from autofusion.lowering.cube_common import (
     epilogue_unique_read,
     epilogue_work,
     free,
-    kernel_entry,
     load,
     output_dims,
     plan_epilogue,
@@ -556,8 +556,10 @@ class AttentionTemplate(KernelTemplate):
         return HostLaunch(dims, [], output_dims(p.parts.outputs, out, 4))
 
 
-class AttentionKernel:
+class AttentionKernel(CubeKernel):
     """Builds the buffer.kernel of an AttentionPlan."""
+
+    template = "attention"
 
     def __init__(self, plan: AttentionPlan, name: str, chip: ChipSpec) -> None:
         self.p = plan
@@ -574,27 +576,11 @@ class AttentionKernel:
         inputs = [*plan.root.operands, *self.row.gm_inputs]
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
 
-    def build(self) -> buffer.KernelOp:
-        p = self.p
-        gm = [(f"in{i}", elt(v)) for i, v in enumerate(self.kernel_inputs)]
-        gm += [(f"out{i}", elt(v)) for i, v in enumerate(p.parts.outputs)]
-        entry, gm_args, t = kernel_entry(gm, PARAMS)
-        self.gm = dict(zip([*self.kernel_inputs, *p.parts.outputs], gm_args))
-        self.t = t
-        self.kb = KernelBuilder(entry)
-        self._body()
-        self.kb.insert(buffer.ReturnOp())
-        self.kb.finish()
-        return buffer.KernelOp(
-            self.name,
-            [a.type for a in entry.args],
-            Region(entry),
-            self.chip.name,
-            "attention",
-            "mix",
-            len(self.kernel_inputs),
-            len(p.parts.outputs),
-        )
+    def outputs(self) -> list[SSAValue]:
+        return list(self.p.parts.outputs)
+
+    def params(self) -> Sequence[str]:
+        return PARAMS
 
     # ---- setup: queues and state buffers ------------------------------------------------
 

@@ -84,7 +84,7 @@ from typing import ClassVar, Generic, TypeVar, cast
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType, IntegerAttr, f32, i32
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.shape_inference import DYN
@@ -92,6 +92,7 @@ from autofusion.hardware import ChipSpec
 from autofusion.lowering import matmul_kernel
 from autofusion.lowering.cube_common import (
     FRACTAL,
+    CubeKernel,
     activation_of,
     await_slot,
     await_tile,
@@ -109,7 +110,6 @@ from autofusion.lowering.cube_common import (
     epilogue_unique_read,
     epilogue_work,
     free,
-    kernel_entry,
     load,
     max_epilogue_cols,
     mmad_step,
@@ -692,8 +692,10 @@ class TileAt:
     h_rows: SSAValue  # staged input rows
 
 
-class ConvKernel:
+class ConvKernel(CubeKernel):
     """Builds the buffer.kernel of a ConvPlan."""
+
+    template = "conv"
 
     def __init__(self, plan: ConvPlan, name: str, chip: ChipSpec) -> None:
         self.p = plan
@@ -720,33 +722,19 @@ class ConvKernel:
         inputs = [plan.x, plan.weight, *gm_inputs]
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
 
-    def build(self) -> buffer.KernelOp:
-        p = self.p
-        gm = [(f"in{i}", elt(v)) for i, v in enumerate(self.kernel_inputs)]
-        gm += [(f"out{i}", elt(v)) for i, v in enumerate(p.parts.outputs)]
-        entry, gm_args, t = kernel_entry(gm, PARAMS)
-        self.gm = dict(zip([*self.kernel_inputs, *p.parts.outputs], gm_args))
-        if p.bias_rows is not None and p.bias is not None:
-            self.gm[p.bias_rows] = self.gm[p.bias]
-        self.t = t
-        kb = KernelBuilder(entry)
-        self.kb = kb
-        self._body()
-        kb.insert(buffer.ReturnOp())
-        kb.finish()
-        return buffer.KernelOp(
-            self.name,
-            [a.type for a in entry.args],
-            Region(entry),
-            self.chip.name,
-            "conv",
-            "aic" if p.direct and not p.explicit else "mix",
-            len(self.kernel_inputs),
-            len(p.parts.outputs),
-        )
+    def outputs(self) -> list[SSAValue]:
+        return list(self.p.parts.outputs)
+
+    def params(self) -> Sequence[str]:
+        return PARAMS
+
+    def core_type(self) -> str:
+        return "aic" if self.p.direct and not self.p.explicit else "mix"
 
     def _body(self) -> None:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        if p.bias_rows is not None and p.bias is not None:
+            self.gm[p.bias_rows] = self.gm[p.bias]  # the epilogue's bias is the conv's
         g, tiles, w, in_elt = p.geometry, p.tiles, width(p.in_elt), p.in_elt
         c = idx.const
         bid = kb.insert(buffer.BlockIdxOp(), "bid").results[0]

@@ -16,9 +16,10 @@ root's element type, exactly as the graph interpreter computes the op.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import cast
+from typing import ClassVar, cast
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
@@ -519,6 +520,56 @@ def kernel_entry(
     for a, n in zip(entry.args, [*(n for n, _ in gm), *params]):
         a.name_hint = n
     return entry, list(entry.args[: len(gm)]), dict(zip(params, entry.args[len(gm) :]))
+
+
+class CubeKernel(ABC):
+    """The buffer.kernel builder of a cube template: GM memrefs for its inputs and
+    outputs, then its tiling parameters (kernel_entry); subclasses emit the body, with
+    `gm` (value -> its GM memref), `t` (tiling parameters) and `kb` set."""
+
+    template: ClassVar[str]
+    name: str
+    chip: ChipSpec
+    kernel_inputs: list[SSAValue]
+    gm: dict[SSAValue, SSAValue]
+    t: dict[str, SSAValue]
+    kb: KernelBuilder
+
+    @abstractmethod
+    def outputs(self) -> list[SSAValue]:
+        """The values the kernel writes to GM, in order."""
+
+    @abstractmethod
+    def params(self) -> Sequence[str]:
+        """The names of its tiling parameters, in order."""
+
+    def core_type(self) -> str:
+        return "mix"
+
+    @abstractmethod
+    def _body(self) -> None:
+        """Emit the kernel's ops with `self.kb`."""
+
+    def build(self) -> buffer.KernelOp:
+        outs = self.outputs()
+        gm = [(f"in{i}", elt(v)) for i, v in enumerate(self.kernel_inputs)]
+        gm += [(f"out{i}", elt(v)) for i, v in enumerate(outs)]
+        entry, gm_args, self.t = kernel_entry(gm, self.params())
+        self.gm = dict(zip([*self.kernel_inputs, *outs], gm_args))
+        self.kb = KernelBuilder(entry)
+        self._body()
+        self.kb.insert(buffer.ReturnOp())
+        self.kb.finish()
+        return buffer.KernelOp(
+            self.name,
+            [a.type for a in entry.args],
+            Region(entry),
+            self.chip.name,
+            self.template,
+            self.core_type(),
+            len(self.kernel_inputs),
+            len(outs),
+        )
 
 
 def runtime_dim(

@@ -61,7 +61,7 @@ from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import f32
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion import dtypes
 from autofusion.diagnostics import UserError
@@ -73,6 +73,7 @@ from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
+    CubeKernel,
     blended_transfer,
     chunk_loop,
     concrete,
@@ -80,7 +81,6 @@ from autofusion.lowering.cube_common import (
     epilogue_ub,
     epilogue_work,
     free,
-    kernel_entry,
     load,
     max_epilogue_cols,
     nonzero,
@@ -615,8 +615,10 @@ class FfnTemplate(KernelTemplate):
 # ---- emission ------------------------------------------------------------------------------
 
 
-class FfnKernel:
+class FfnKernel(CubeKernel):
     """Builds the buffer.kernel of an FfnPlan."""
+
+    template = "ffn"
 
     def __init__(self, plan: FfnPlan, name: str, chip: ChipSpec) -> None:
         self.p = plan
@@ -654,28 +656,11 @@ class FfnKernel:
         inputs += [v for v in (r.bias2, r.residual) if v is not None]
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
 
-    def build(self) -> buffer.KernelOp:
-        p = self.p
-        gm = [(f"in{i}", elt(v)) for i, v in enumerate(self.kernel_inputs)]
-        gm.append(("out0", elt(p.root.output)))
-        entry, gm_args, t = kernel_entry(gm, PARAMS)
-        self.gm = dict(zip([*self.kernel_inputs, p.root.output], gm_args))
-        self.t = t
-        kb = KernelBuilder(entry)
-        self.kb = kb
-        self._body()
-        kb.insert(buffer.ReturnOp())
-        kb.finish()
-        return buffer.KernelOp(
-            self.name,
-            [a.type for a in entry.args],
-            Region(entry),
-            self.chip.name,
-            "ffn",
-            "mix",
-            len(self.kernel_inputs),
-            1,
-        )
+    def outputs(self) -> list[SSAValue]:
+        return [self.p.root.output]
+
+    def params(self) -> Sequence[str]:
+        return PARAMS
 
     # ---- the kernel ------------------------------------------------------------------
 

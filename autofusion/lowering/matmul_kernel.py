@@ -51,7 +51,7 @@ from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import f32
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import buffer, graph
 from autofusion.dialects import shape_inference as si
@@ -59,6 +59,7 @@ from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
+    CubeKernel,
     activation_of,
     await_slot,
     await_tile,
@@ -76,7 +77,6 @@ from autofusion.lowering.cube_common import (
     epilogue_unique_read,
     epilogue_work,
     free,
-    kernel_entry,
     load,
     max_epilogue_cols,
     mmad_step,
@@ -595,8 +595,10 @@ def _tiling(
 # ---- emission ------------------------------------------------------------------------------
 
 
-class MatmulKernel:
+class MatmulKernel(CubeKernel):
     """Builds the buffer.kernel of a MatmulPlan."""
+
+    template = "matmul"
 
     def __init__(self, plan: MatmulPlan, name: str, chip: ChipSpec) -> None:
         self.p = plan
@@ -617,31 +619,14 @@ class MatmulKernel:
         inputs = [plan.a, plan.b, *(self.row.gm_inputs if self.row else [])]
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
 
-    def build(self) -> buffer.KernelOp:
-        p = self.p
-        nb = len(p.batch_shape)
-        params = [*PARAMS, *(f"batch{d}" for d in range(nb))]
-        gm = [(f"in{i}", elt(v)) for i, v in enumerate(self.kernel_inputs)]
-        gm += [(f"out{i}", elt(v)) for i, v in enumerate(p.parts.outputs)]
-        entry, gm_args, t = kernel_entry(gm, params)
-        self.gm = dict(zip([*self.kernel_inputs, *p.parts.outputs], gm_args))
-        self.t = t
-        kb = KernelBuilder(entry)
-        self.kb = kb
-        self._body()
-        kb.insert(buffer.ReturnOp())
-        kb.finish()
-        core = "aic" if p.direct else "mix"
-        return buffer.KernelOp(
-            self.name,
-            [a.type for a in entry.args],
-            Region(entry),
-            self.chip.name,
-            "matmul",
-            core,
-            len(self.kernel_inputs),
-            len(p.parts.outputs),
-        )
+    def outputs(self) -> list[SSAValue]:
+        return list(self.p.parts.outputs)
+
+    def params(self) -> Sequence[str]:
+        return [*PARAMS, *(f"batch{d}" for d in range(len(self.p.batch_shape)))]
+
+    def core_type(self) -> str:
+        return "aic" if self.p.direct else "mix"
 
     def _body(self) -> None:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
