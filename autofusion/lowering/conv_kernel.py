@@ -124,11 +124,10 @@ from autofusion.lowering.cube_common import (
     split_group,
     sub_blocks,
     tile_written,
-    tiling_function,
     width,
 )
 from autofusion.lowering.index_expr import IndexOps, IntOps, IrOps
-from autofusion.lowering.kernel_builder import KernelBuilder
+from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.rows_template import queue_slots

@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from typing import ClassVar, cast
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, StringAttr, TensorType, f32
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType, TensorType, f32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from autofusion import dtypes
@@ -488,26 +488,6 @@ def nonzero(kb: KernelBuilder, v: SSAValue) -> SSAValue:
     """v != 0 as an i1 (Mmad's accumulate flag: false on the first K step)."""
     op = arith.CmpiOp(v, kb.idx.const(0), "ne")
     return kb.insert(op, "acc").results[0]
-
-
-def tiling_function(
-    name: str, arg_names: Sequence[str], body: Callable[[KernelBuilder], list[SSAValue]]
-) -> func.FuncOp:
-    """A private host function (index args) -> (index results) built by `body`."""
-    entry = Block(arg_types=[IndexType()] * len(arg_names))
-    for a, n in zip(entry.args, arg_names):
-        a.name_hint = n
-    kb = KernelBuilder(entry)
-    results = body(kb)
-    kb.insert(func.ReturnOp(*results))
-    kb.finish()
-    f = func.FuncOp(
-        f"{name}_tiling",
-        ([IndexType()] * len(arg_names), [IndexType()] * len(results)),
-        Region(entry),
-    )
-    f.sym_visibility = StringAttr("private")
-    return f
 
 
 def kernel_entry(

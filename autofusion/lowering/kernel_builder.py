@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import (
     FloatAttr,
     IndexType,
@@ -221,3 +221,23 @@ def mapped_index(
             result = idx.add(result, idx.mul(coordinate, stride))
             stride = idx.mul(stride, outer[d])
     return result
+
+
+def tiling_function(
+    name: str, arg_names: Sequence[str], body: Callable[[KernelBuilder], list[SSAValue]]
+) -> func.FuncOp:
+    """A private host function (index args) -> (index results) built by `body`."""
+    entry = Block(arg_types=[IndexType()] * len(arg_names))
+    for a, n in zip(entry.args, arg_names):
+        a.name_hint = n
+    kb = KernelBuilder(entry)
+    results = body(kb)
+    kb.insert(func.ReturnOp(*results))
+    kb.finish()
+    f = func.FuncOp(
+        f"{name}_tiling",
+        ([IndexType()] * len(arg_names), [IndexType()] * len(results)),
+        Region(entry),
+    )
+    f.sym_visibility = StringAttr("private")
+    return f

@@ -91,11 +91,10 @@ from autofusion.lowering.cube_common import (
     split_group,
     sub_blocks,
     tile_written,
-    tiling_function,
     width,
 )
 from autofusion.lowering.index_expr import IndexOps, IntOps, IrOps
-from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
+from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index, tiling_function
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.template import (

@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from typing import cast
 
 from xdsl.builder import Builder
-from xdsl.dialects import func
-from xdsl.dialects.builtin import IndexType, StringAttr, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
 
 from autofusion import dtypes
 from autofusion.diagnostics import UserError
@@ -23,7 +22,7 @@ from autofusion.dialects.buffer_verifier import (
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IntOps, IrOps
-from autofusion.lowering.kernel_builder import KernelBuilder
+from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan, plan_rows
 from autofusion.lowering.row_tiling import rows_tiling
@@ -171,26 +170,22 @@ class RowsTemplate(KernelTemplate):
     def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
         p = cast(RowPlan, plan)
         kernel, emitter = _emit_fitting(p, name, chip)
+
         # the tiling function: (rows, cols) -> tiling scalars..., blocks
-        entry = Block(arg_types=[IndexType(), IndexType()])
-        entry.args[0].name_hint, entry.args[1].name_hint = "rows", "cols"
-        kb = KernelBuilder(entry)
-        tiling = rows_tiling(
-            kb.idx,
-            entry.args[0],
-            entry.args[1],
-            p.max_tile_elems,
-            p.align_elems,
-            chip.vector_cores,
-            p.has_reduction,
-        )
-        results = [*tiling.params(), tiling.blocks]
-        kb.insert(func.ReturnOp(*results))
-        kb.finish()
-        tiling_func = func.FuncOp(
-            f"{name}_tiling", ([IndexType()] * 2, [IndexType()] * len(results)), Region(entry)
-        )
-        tiling_func.sym_visibility = StringAttr("private")
+        def body(kb: KernelBuilder) -> list[SSAValue]:
+            rows, cols = kb.entry.args
+            tiling = rows_tiling(
+                kb.idx,
+                rows,
+                cols,
+                p.max_tile_elems,
+                p.align_elems,
+                chip.vector_cores,
+                p.has_reduction,
+            )
+            return [*tiling.params(), tiling.blocks]
+
+        tiling_func = tiling_function(name, ["rows", "cols"], body)
         return Lowered(kernel, tiling_func, list(emitter.kernel_inputs), emitter)
 
     def host(
