@@ -282,20 +282,20 @@ class Compiler:
         return f"{_graph_op_count(module)} ops"
 
     def _graph_fusion(self) -> str:
-        r = self.result
-        assert r.fused is not None
-        if not self.level.graph_fusion:
-            return f"off at -O{self.options.opt_level}"
-        stats = graph_fusion_stage(r.fused, self.options)
-        r.statistics.merge(stats)
-        return f"{len(stats.applications)} rewrites"
+        return self._rewrites(self.level.graph_fusion, graph_fusion_stage)
 
     def _split_fusion(self) -> str:
+        return self._rewrites(self.level.split_fusion, split_fusion_stage)
+
+    def _rewrites(
+        self, on: bool, stage: Callable[[ModuleOp, CompileOptions], FusionStatistics]
+    ) -> str:
+        """A rewrite stage on the fused module, its statistics merged."""
         r = self.result
         assert r.fused is not None
-        if not self.level.split_fusion:
+        if not on:
             return f"off at -O{self.options.opt_level}"
-        stats = split_fusion_stage(r.fused, self.options)
+        stats = stage(r.fused, self.options)
         r.statistics.merge(stats)
         return f"{len(stats.applications)} rewrites"
 
