@@ -559,35 +559,16 @@ def run_function_emulated(
     kernels: EmulatedKernels | None = None,
 ) -> dict[str, np.ndarray]:
     """`interpreter.run_function`, with every buffer.launch run by the compiled kernels."""
-    from autofusion.interpreter import (
-        argument_names,
-        coerce_input,
-        find_function,
-        make_interpreter,
-        result_names,
-    )
+    from autofusion.interpreter import bind_arguments, find_function, run_function
 
     if not kernels_of(module):
         raise UserError(
             "--emulate runs buffer-level IR, and the module has no buffer.kernel "
             "(lower it first: afc-opt -p lower-to-buffer)"
         )
-    f = find_function(module, entry)
-    names = argument_names(f)
-    missing = [n for n in names if n not in inputs]
-    if missing:
-        raise UserError("missing input(s): " + ", ".join(missing))
-    extra = sorted(set(inputs) - set(names))
-    if extra:
-        raise UserError(
-            "unknown input(s): " + ", ".join(extra) + "; the function takes " + ", ".join(names)
-        )
-    args = tuple(coerce_input(n, inputs[n], t) for n, t in zip(names, f.function_type.inputs.data))
+    bind_arguments(find_function(module, entry), inputs)  # bad inputs fail before g++ runs
     emulated = kernels if kernels is not None else EmulatedKernels(module)
-    interp = make_interpreter(module)
-    interp.register_implementations(EmulatedLaunchFunctions(emulated), override=True)
-    results = interp.call_op(f, args)
-    return dict(zip(result_names(f), (np.asarray(r) for r in results)))
+    return run_function(module, inputs, entry, overrides=[EmulatedLaunchFunctions(emulated)])
 
 
 __all__ = [

@@ -6,13 +6,13 @@ Inputs and outputs are named: a function argument or result is named by its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
-from xdsl.interpreter import Interpreter
+from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Attribute
 
@@ -107,14 +107,9 @@ def make_interpreter(
     return interp
 
 
-def run_function(
-    module: ModuleOp,
-    inputs: Mapping[str, np.ndarray],
-    entry: str | None = None,
-    shape_only_fill: Callable[..., np.ndarray] | None = None,
-) -> dict[str, np.ndarray]:
-    """Interpret a function on named inputs; return its named outputs."""
-    f = find_function(module, entry)
+def bind_arguments(f: func.FuncOp, inputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """`f`'s arguments from named inputs, each checked against its type; a missing or
+    unknown name is an error naming them."""
     names = argument_names(f)
     missing = [n for n in names if n not in inputs]
     if missing:
@@ -124,8 +119,23 @@ def run_function(
         raise UserError(
             "unknown input(s): " + ", ".join(extra) + "; the function takes " + ", ".join(names)
         )
-    args = tuple(coerce_input(n, inputs[n], t) for n, t in zip(names, f.function_type.inputs.data))
+    return tuple(coerce_input(n, inputs[n], t) for n, t in zip(names, f.function_type.inputs.data))
+
+
+def run_function(
+    module: ModuleOp,
+    inputs: Mapping[str, np.ndarray],
+    entry: str | None = None,
+    shape_only_fill: Callable[..., np.ndarray] | None = None,
+    overrides: Sequence[InterpreterFunctions] = (),
+) -> dict[str, np.ndarray]:
+    """Interpret a function on named inputs; return its named outputs. `overrides`
+    replace the implementations of the ops they cover (the emulator's buffer.launch)."""
+    f = find_function(module, entry)
+    args = bind_arguments(f, inputs)
     interp = make_interpreter(module, shape_only_fill)
+    for functions in overrides:
+        interp.register_implementations(functions, override=True)
     results = interp.call_op(f, args)
     return dict(zip(result_names(f), (np.asarray(r) for r in results)))
 
