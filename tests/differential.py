@@ -46,3 +46,19 @@ def check_pass(
         assert w.shape == g.shape, f"{name}: shape {g.shape} != {w.shape}"
         np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"output {name}")
     return module_to_text(ctx, after)
+
+
+def group(body: str, args: list[tuple[str, str]], results: list[tuple[str, str]]) -> str:
+    """A function holding one fusion group over its arguments (`%<name>_` inside)."""
+    sig = ", ".join(f"%{n}: {t}" for n, t in args)
+    bind = ", ".join(f"%{n}_ = %{n} : {t}" for n, t in args)
+    rtypes = ", ".join(t for _, t in results)
+    yields = ", ".join(f"%{n}" for n, _ in results)
+    return f"""
+func.func @main({sig}) -> ({rtypes}) {{
+  %grp:{len(results)} = graph.fusion_group ({bind}) -> ({rtypes}) {{
+{body}
+    graph.yield {yields} : {rtypes}
+  }}
+  func.return {", ".join(f"%grp#{i}" for i in range(len(results)))} : {rtypes}
+}}"""

@@ -31,27 +31,11 @@ from autofusion.mlir_io import default_context, module_to_text, parse_module
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.lower_to_buffer import group_parts
 
-from differential import apply_pipeline
+from differential import apply_pipeline, group
 
 TOLERANCE = {"f32": (1e-5, 1e-5), "f16": (2e-3, 2e-3), "bf16": (1.6e-2, 1.6e-2)}
 SPLIT, COUPLED = "Ascend910B1", "Ascend910"
 ALL_CHIPS = ("Ascend910", "Ascend910B1", "Ascend910B2", "Ascend910B3", "Ascend910B4", "Ascend310P3")
-
-
-def group(body: str, args: list[tuple[str, str]], results: list[tuple[str, str]]) -> str:
-    """A function holding one fusion group over its arguments (`%<name>_` inside)."""
-    sig = ", ".join(f"%{n}: {t}" for n, t in args)
-    bind = ", ".join(f"%{n}_ = %{n} : {t}" for n, t in args)
-    rtypes = ", ".join(t for _, t in results)
-    yields = ", ".join(f"%{n}" for n, _ in results)
-    return f"""
-func.func @main({sig}) -> ({rtypes}) {{
-  %grp:{len(results)} = graph.fusion_group ({bind}) -> ({rtypes}) {{
-{body}
-    graph.yield {yields} : {rtypes}
-  }}
-  func.return {", ".join(f"%grp#{i}" for i in range(len(results)))} : {rtypes}
-}}"""
 
 
 def T(shape: tuple[int, ...], elt: str) -> str:

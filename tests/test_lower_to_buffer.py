@@ -17,25 +17,9 @@ from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
 from autofusion.mlir_io import default_context, parse_module
 
-from differential import apply_pipeline
+from differential import apply_pipeline, group
 
 TOLERANCE = {"f32": (2e-5, 2e-6), "f16": (4e-3, 4e-3), "bf16": (3e-2, 3e-2)}
-
-
-def group(body: str, args: list[tuple[str, str]], results: list[tuple[str, str]]) -> str:
-    """A function holding one fusion group over its arguments."""
-    sig = ", ".join(f"%{n}: {t}" for n, t in args)
-    bind = ", ".join(f"%{n}_ = %{n} : {t}" for n, t in args)
-    rtypes = ", ".join(t for _, t in results)
-    yields = ", ".join(f"%{n}" for n, _ in results)
-    return f"""
-func.func @main({sig}) -> ({rtypes}) {{
-  %grp:{len(results)} = graph.fusion_group ({bind}) -> ({rtypes}) {{
-{body}
-    graph.yield {yields} : {rtypes}
-  }}
-  func.return {", ".join(f"%grp#{i}" for i in range(len(results)))} : {rtypes}
-}}"""
 
 
 def cases() -> dict[str, tuple[str, list[tuple[str, str]], list[tuple[str, str]]]]:
