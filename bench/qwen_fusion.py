@@ -54,32 +54,19 @@ def _gb(n: int) -> str:
     return f"{n / 1e9:8.3f}"
 
 
-def _one_kernel_per_op(ctx, module):
-    """A copy of `module` with every op its own kernel: ub-fusion with UB fusion off
-    plans each op alone (its template's tiles and re-reads, as the fused kernels'), and
-    ops no template takes stay library ops."""
-    import tempfile
-
-    from autofusion.passes.ub_fusion import UbFusionPass
-
-    copy = module.clone()
-    with tempfile.TemporaryDirectory() as tmp:
-        switch = Path(tmp) / "fusion_switch.cfg"
-        switch.write_text('{"Switch": {"UBFusion": {"ALL": "off"}}}')
-        UbFusionPass(chip=CHIP, dynamic_size=1, switch_file=str(switch)).run(copy)
-    return copy
-
-
 def decoder_layer_traffic() -> float:
     """Print the traffic table of one decoder layer; return fused HBM / lower bound."""
     import make_qwen2_5_7b
 
+    from autofusion.driver.compile import CompileOptions, one_kernel_per_op
     from autofusion.hardware import get_chip
     from autofusion.report import build_report
 
     chip = get_chip(CHIP)
     ctx, module = _import(make_qwen2_5_7b.decoder_layer_text())
-    unfused = build_report(_one_kernel_per_op(ctx, module), chip, dynamic_size=1).totals()
+    # every op its own kernel, planned by the same templates (afc compile's baseline)
+    baseline = one_kernel_per_op(module, CompileOptions(chip=CHIP, dynamic_size=1))
+    unfused = build_report(baseline, chip, dynamic_size=1).totals()
     for name in _pipeline():
         if name == "lower-to-buffer":
             break
