@@ -338,7 +338,7 @@ def _activation_plan(
     raws: list[SSAValue] = []
     mms: list[Operation] = []
     biases: list[SSAValue] = []
-    for i, what in enumerate(("gate", "up") if root.gated else ("h",)):
+    for what in ("gate", "up") if root.gated else ("h",):
         raw = pseudo_value(gu_elt, [m, f], what)
         operands = [x_ps, w_ps]
         if root.bias1:
@@ -347,7 +347,6 @@ def _activation_plan(
         props = {} if root.gated else {"activation": act}
         mms.append(graph.MatmulOp.make(operands, props))
         raws.append(raw)
-        del i
     ops: list[Operation] = list(mms)
     if act == "swiglu":
         ops.append(graph.SwigluOp.make([mms[0].results[0], mms[1].results[0]]))
