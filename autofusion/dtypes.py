@@ -126,14 +126,6 @@ def to_storage(x: np.ndarray | np.generic | float, element_type: Attribute) -> n
     return arr.astype(_STORAGE[name])
 
 
-def compute_dtype(element_type: Attribute) -> np.dtype:
-    """The dtype arithmetic on `element_type` is carried out in."""
-    name = type_name(element_type)
-    if name in ("f16", "bf16", "f32"):
-        return np.dtype(np.float32)
-    return np.dtype(_STORAGE[name])
-
-
 def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << 16).view(np.float32)
 

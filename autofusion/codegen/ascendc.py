@@ -158,7 +158,6 @@ class KernelPrinter(ScalarPrinter):
         self.kernel_name = kernel.sym_name.data
         self.op_type = camel(self.kernel_name)
         self.class_name = f"Kernel{self.op_type}"
-        self.tiling_struct = f"{self.op_type}TilingData"
         self.fields = tiling_field_names(kernel)
         self.gm_params = gm_param_names(kernel, self.fields)
         namer = Namer(RESERVED | set(self.fields) | set(self.gm_params) | {self.class_name})

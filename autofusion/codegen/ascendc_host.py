@@ -150,6 +150,11 @@ class _ContextPrinter(ScalarPrinter):
         super().statement(op)
 
 
+def tiling_struct_name(kernel_name: str) -> str:
+    """The tiling-data struct of a kernel (BEGIN_TILING_DATA_DEF), in namespace optiling."""
+    return f"{camel(kernel_name)}TilingData"
+
+
 class HostPrinter:
     """Prints the tiling header and the host tiling source of one kernel."""
 
@@ -162,7 +167,7 @@ class HostPrinter:
         self.debug = debug
         self.name = kernel.sym_name.data
         self.op_type = camel(self.name)
-        self.struct = f"{self.op_type}TilingData"
+        self.struct = tiling_struct_name(self.name)
         self.fields = tiling_field_names(kernel)
         self.launch = find_launch(module, kernel)
         self.rule = find_tiling_func(module, kernel, self.launch)

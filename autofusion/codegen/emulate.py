@@ -41,7 +41,7 @@ from autofusion.codegen.ascendc import (
     workspace_fields,
 )
 from autofusion.codegen.ascendc_api import CANN8
-from autofusion.codegen.ascendc_host import HostPrinter
+from autofusion.codegen.ascendc_host import HostPrinter, tiling_struct_name
 from autofusion.codegen.cpp_scalar import camel
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
@@ -210,7 +210,7 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
         entry = entry_name(kernel)
         host = HostPrinter(module, kernel, CANN8, False)
         rule = host.rule_signature()
-        struct = f"optiling::{op_type}TilingData"
+        struct = f"optiling::{host.struct}"
         params = ", ".join(["GM_ADDR"] * (len(gm) + 2))
         out.append(f'extern "C" __global__ __aicore__ void {entry}({params});')
         out.append("namespace optiling {")
@@ -317,7 +317,7 @@ def kernels_unit(kernels: Sequence[str]) -> str:
     ]
     for name in kernels:
         lines += [
-            f"#define AFC_TILING_DATA_TYPE ::optiling::{camel(name)}TilingData",
+            f"#define AFC_TILING_DATA_TYPE ::optiling::{tiling_struct_name(name)}",
             f"namespace afc_kernel_{name} {{",
             f'#include "op_kernel/{name}.cpp"',
             f"}}  // namespace afc_kernel_{name}",

@@ -203,18 +203,6 @@ def space_of(t: Attribute) -> str:
     raise VerifyException(f"expected a memref in a #buffer.space, got {t}")
 
 
-def _memref(value: SSAValue, what: str) -> MemRefType:
-    t = value.type
-    if not isinstance(t, MemRefType) or not isinstance(t.memory_space, SpaceAttr):
-        raise VerifyException(f"{what} must be a memref in a #buffer.space, got {t}")
-    return cast(MemRefType, t)
-
-
-def _index(value: SSAValue, what: str) -> None:
-    if not isinstance(value.type, IndexType):
-        raise VerifyException(f"{what} must be an index, got {value.type}")
-
-
 # --------------------------------------------------------------------------------------
 # Kernel structure
 # --------------------------------------------------------------------------------------
@@ -823,8 +811,6 @@ class CopyOp(IRDLOperation):
 
 class VectorOp(IRDLOperation):
     """A count-form vector instruction on UB views: dst[i] = f(src...[i]) for i < count."""
-
-    VECTOR_NAME: ClassVar[str]
 
     def verify_(self) -> None:
         for i, operand in enumerate(self.operands):

@@ -95,11 +95,11 @@ def verify_kernel(kernel: KernelOp) -> None:
                 f"{slots_per_position} per position"
             )
     _verify_atomics_and_syncs(kernel, name, chip)
-    from autofusion.dialects.buffer import AllocBufOp
+    from autofusion.dialects.buffer import MAX_BUFFERS_PER_PIPE, AllocBufOp
 
     total = sum(slots.values()) + sum(1 for op in kernel.walk() if isinstance(op, AllocBufOp))
-    if total > 64:
-        raise VerifyException(f"{name} uses {total} buffers, a TPipe allows 64")
+    if total > MAX_BUFFERS_PER_PIPE:
+        raise VerifyException(f"{name} uses {total} buffers, a TPipe allows {MAX_BUFFERS_PER_PIPE}")
     verify_cores(kernel, name, chip.mode == "split")
 
 

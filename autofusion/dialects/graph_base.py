@@ -70,8 +70,6 @@ def fusion_kind(op: Operation) -> FusionKind:
 # Property helpers
 # --------------------------------------------------------------------------------------
 
-IntList = DenseArrayBase[IntegerType]
-
 
 def ints_attr(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, [int(v) for v in values])

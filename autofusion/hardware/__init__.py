@@ -70,11 +70,6 @@ class ChipSpec:
             "l0c": self.l0c_align,
         }.get(space, 1)
 
-    @property
-    def vector_cores_for_kernels(self) -> int:
-        """Cores a vector-only kernel runs on (AIV on split chips, all AI cores coupled)."""
-        return self.vector_cores
-
 
 @cache
 def _table() -> dict[str, ChipSpec]:

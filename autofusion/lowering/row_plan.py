@@ -635,9 +635,4 @@ def _budget(plan: RowPlan, ub_bytes: int) -> None:
     plan.max_tile_elems = max(0, elems // 64 * 64)
 
 
-def rows_and_columns(plan: RowPlan) -> tuple[int | None, int | None]:
-    """R and C for static shapes (None where a dim is dynamic)."""
-    return si.num_elements(plan.outer), si.num_elements(plan.inner)
-
-
 __all__ = ["DYN", "RowPlan", "ValueInfo", "classify", "plan_rows"]

@@ -41,10 +41,6 @@ class FusionSwitch:
         default = self.all[kind]
         return True if default is None else default
 
-    def kind_enabled(self, kind: str) -> bool:
-        """False only when the kind is ALL off with no rule switched back on."""
-        return self.all[kind] is not False or any(self.explicit[kind].values())
-
 
 def _line_of(text: str, needle: str) -> int | None:
     for i, line in enumerate(text.splitlines(), start=1):

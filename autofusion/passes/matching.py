@@ -121,10 +121,6 @@ def constant_name(value: SSAValue, fallback: str) -> str:
     return name.data if isinstance(name, StringAttr) else fallback
 
 
-def all_have_values(values: Sequence[SSAValue]) -> bool:
-    return all(constant_array(v) is not None for v in values)
-
-
 def all_constant(values: Sequence[SSAValue]) -> bool:
     return all(constant_op(v) is not None for v in values)
 

@@ -166,10 +166,6 @@ class Sym:
     def type(self) -> TensorType:
         return graph.tensor(self.shape, self.elt)
 
-    def static_mask(self) -> np.ndarray:
-        """Elements that do not depend on symbolic dims."""
-        return cast(np.ndarray, self.a == self.b)
-
 
 @dataclass(eq=False)
 class Tensor:
@@ -293,9 +289,6 @@ class Node:
         return None if arr is None else [int(x) for x in np.asarray(arr).reshape(-1)]
 
     # ---- attributes ----------------------------------------------------------------
-
-    def has_attr(self, name: str) -> bool:
-        return name in self._attrs
 
     def attr(self, name: str, default: Any = _REQUIRED) -> Any:
         """Attribute `name` as a python value (strings decoded), or `default`."""
