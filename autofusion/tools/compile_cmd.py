@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
     """The options `afc compile` and `afc explain` share: they decide what gets fused."""
     from autofusion.driver.compile import DEFAULT_OPT_LEVEL, OPT_LEVELS
+    from autofusion.tools.import_model import add_input_shape_argument
 
     p.add_argument("model", help="model file: .onnx, .afc (text language), .pt2 or .mlir")
     p.add_argument("--chip", default=DEFAULT_CHIP, help=f"target SoC (default {DEFAULT_CHIP})")
@@ -32,13 +33,7 @@ def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fusion-switch", metavar="FILE", help="CANN fusion_switch.cfg (JSON or Name:off lines)"
     )
-    p.add_argument(
-        "--input-shape",
-        action="append",
-        default=[],
-        metavar="NAME=D1,D2,...",
-        help="static shape of an ONNX input, replacing symbolic dims (repeatable)",
-    )
+    add_input_shape_argument(p)
     p.add_argument(
         "--dynamic-size",
         type=int,

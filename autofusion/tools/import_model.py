@@ -13,6 +13,11 @@ from autofusion.tools.atomic_output import atomic_file
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="model file: .onnx, .afc (text language) or .mlir")
     p.add_argument("-o", "--output", help="MLIR file to write (default: stdout)")
+    add_input_shape_argument(p)
+
+
+def add_input_shape_argument(p: argparse.ArgumentParser) -> None:
+    """--input-shape NAME=D1,D2,... (repeatable), for every command that imports ONNX."""
     p.add_argument(
         "--input-shape",
         action="append",
