@@ -375,35 +375,34 @@ class StageOp(IRDLOperation):
             raise VerifyException(f"stage must be one of {self.STAGES}, got {self.stage.data!r}")
 
 
+class CoreIndexOp(IRDLOperation):
+    """An index of the running core, taking no operands."""
+
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+    assembly_format = "attr-dict"
+
+    def __init__(self) -> None:
+        super().__init__(result_types=[IndexType()])
+
+
 @irdl_op_definition
-class BlockIdxOp(IRDLOperation):
+class BlockIdxOp(CoreIndexOp):
     """This core's block index (GetBlockIdx). In a mix kernel on a split chip the AIC
     and the AIVs of a block share it (GetBlockIdx() / GetTaskRation() there)."""
 
     name = "buffer.block_idx"
-    result = result_def(IndexType)
-    traits = traits_def(Pure())
-    assembly_format = "attr-dict"
-
-    def __init__(self) -> None:
-        super().__init__(result_types=[IndexType()])
 
 
 @irdl_op_definition
-class BlockNumOp(IRDLOperation):
+class BlockNumOp(CoreIndexOp):
     """The number of blocks (cores) the kernel runs on (GetBlockNum)."""
 
     name = "buffer.block_num"
-    result = result_def(IndexType)
-    traits = traits_def(Pure())
-    assembly_format = "attr-dict"
-
-    def __init__(self) -> None:
-        super().__init__(result_types=[IndexType()])
 
 
 @irdl_op_definition
-class SubBlockIdxOp(IRDLOperation):
+class SubBlockIdxOp(CoreIndexOp):
     """This vector core's index in its cube core's group (GetSubBlockIdx).
 
     A `mix` kernel on a split chip (2201) runs every block on one AIC and its AIVs (two
@@ -413,12 +412,6 @@ class SubBlockIdxOp(IRDLOperation):
     """
 
     name = "buffer.sub_block_idx"
-    result = result_def(IndexType)
-    traits = traits_def(Pure())
-    assembly_format = "attr-dict"
-
-    def __init__(self) -> None:
-        super().__init__(result_types=[IndexType()])
 
 
 # the cores of a mix kernel on a split chip, and the pipes a cross-core flag can wait for
