@@ -136,16 +136,32 @@ def verify_located(
 
 
 def parse_module(
-    ctx: Context, data: str | bytes, name: str = "<stdin>", line_offset: int = 0
+    ctx: Context,
+    data: str | bytes,
+    name: str = "<stdin>",
+    line_offset: int = 0,
+    implicit_module: bool = True,
 ) -> ModuleOp:
     """Parse and verify MLIR text, raising located one-line errors.
 
     `line_offset` is the line the text starts at in its file (for --split-input-file).
+    Without `implicit_module`, the text must be one `builtin.module` (--no-implicit-module).
     """
     text = _decode(data, name)
     parser = LocatingParser(ctx, text, name)
+    # xDSL's explicit-module parse stops after the first op, dropping what follows (the
+    # resource blobs too); parse everything, then check that it was one module
     module = parser.parse_module()
-    verify_located(module, parser.op_offsets, LineIndex(text, name, line_offset))
+    index = LineIndex(text, name, line_offset)
+    if not implicit_module and module not in parser.op_offsets:
+        ops = list(module.ops)
+        stray = next((o for o in ops if not isinstance(o, ModuleOp)), ops[-1])
+        raise UserError(
+            "--no-implicit-module needs the input to be a single builtin.module; "
+            f"found a top-level {stray.name} here",
+            index.location(parser.op_offsets[stray]),
+        )
+    verify_located(module, parser.op_offsets, index)
     return module
 
 

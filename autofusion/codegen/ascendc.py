@@ -1447,7 +1447,9 @@ def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8)
 
     kernels = kernels_of(module)
     if not kernels:
-        raise UserError("the module has no buffer.kernel to print (run lower-to-buffer first)")
+        from autofusion.codegen.missing_kernels import no_kernel_reason
+
+        raise UserError(no_kernel_reason(module))
     facts = Divisibility(module)
     files: dict[str, str] = {}
     for kernel in kernels:
@@ -1463,18 +1465,16 @@ def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8)
 
 @dataclass(frozen=True)
 class AscendCTarget(Target):
-    """`afc-opt -t ascendc`: Ascend C kernels, tiling structs and host tiling functions.
-
-    Options: `debug` (comments mapping each statement to its graph op and source
-    location), `dir` (write the files into this directory, atomically, and print one
-    line per file instead of the sources), `api` (the API-name table, `cann8`).
-    """
+    """`afc-opt -t ascendc`: Ascend C kernels, tiling structs and host tiling functions."""
 
     name: ClassVar[str] = "ascendc"
 
     debug: bool = False
+    """Comment each statement with the graph op and source location it comes from."""
     dir: str | None = None
+    """Write the files into this directory, atomically, and print one line per file."""
     api: str = "cann8"
+    """The table of Ascend C API names to print with."""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         if self.api not in API_TABLES:

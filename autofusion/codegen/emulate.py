@@ -562,10 +562,9 @@ def run_function_emulated(
     from autofusion.interpreter import bind_arguments, find_function, run_function
 
     if not kernels_of(module):
-        raise UserError(
-            "--emulate runs buffer-level IR, and the module has no buffer.kernel "
-            "(lower it first: afc-opt -p lower-to-buffer)"
-        )
+        from autofusion.codegen.missing_kernels import no_kernel_reason
+
+        raise UserError(f"--emulate runs buffer-level IR, and {no_kernel_reason(module)}")
     bind_arguments(find_function(module, entry), inputs)  # bad inputs fail before g++ runs
     emulated = kernels if kernels is not None else EmulatedKernels(module)
     return run_function(module, inputs, entry, overrides=[EmulatedLaunchFunctions(emulated)])

@@ -21,7 +21,9 @@ class ReportTarget(Target):
     name = "report"
 
     chip: str = DEFAULT_CHIP
+    """The SoC the estimates are for (CANN name, e.g. Ascend910B1)."""
     dynamic_size: int = 128
+    """The size the estimates assume for dynamic dimensions."""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from autofusion.report import build_report

@@ -7,17 +7,26 @@ afc-opt model.mlir -p 'graph-fusion,ub-fusion{chip=Ascend910B1}'
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, Any, cast
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import PassPipeline
+from xdsl.utils.arg_spec import ArgSpec, parse_spec
+from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from autofusion.diagnostics import UserError, run_tool
+from autofusion.tools import pass_options
 from autofusion.tools.atomic_output import atomic_file, split_output_flag
 from autofusion.tools.pipeline_spec import mlir_pipeline_to_xdsl, quote_bare_values
 from frontends import Frontend
+
+DESCRIPTION = "afc-opt: xdsl-opt with afc's dialects, passes, targets and frontends registered"
+# targets whose output is a binary file: with `-o PATH` they write PATH through this option
+BINARY_FILE_OPTION = {"onnx": "file"}
 
 
 def _pass_pipeline(spec: str) -> str:
@@ -71,7 +80,11 @@ class AfcOptMain(xDSLOptMain):
         # MLIR input is parsed with located verification; the chunk's first line is
         # known only in parse_chunk, which records it
         self.available_frontends["mlir"] = lambda stream: parse_module(
-            self.ctx, stream.read(), self.get_input_name(), self._chunk_line_offset
+            self.ctx,
+            stream.read(),
+            self.get_input_name(),
+            self._chunk_line_offset,
+            not self.args.no_implicit_module,
         )
 
     _chunk_line_offset = 0
@@ -86,12 +99,99 @@ class AfcOptMain(xDSLOptMain):
         super().register_all_arguments(arg_parser)
         arg_parser.add_argument(
             "--pass-pipeline",
-            dest="passes",
             type=_pass_pipeline,
             help="MLIR-style pipeline, e.g. 'builtin.module(graph-fusion,ub-fusion)'",
         )
+        arg_parser.add_argument(
+            "--list-passes",
+            action=_ListPassesAction,
+            text=lambda: pass_options.catalog(self._afc_passes(), self._afc_targets()),
+            help="print afc's passes and targets with their options, and exit",
+        )
+        options = arg_parser._option_string_actions  # the actions xDSL added
+        options["-p"].default = None  # so that giving both -p and --pass-pipeline is seen
+        options["-p"].help = _names_help("passes", self.available_passes, self._afc_passes())
+        options["-t"].help = _names_help("targets", self.available_targets, self._afc_targets())
+        options["-t"].type = self._target_spec
         # errors are one line: drop the usage banner argparse prints before them
         arg_parser.print_usage = lambda file=None: None  # type: ignore[method-assign]
+
+    def _afc_passes(self) -> dict[str, Callable[[], type[Any]]]:
+        from autofusion.passes import get_all_passes
+
+        return {n: self.available_passes[n] for n in get_all_passes()}
+
+    def _afc_targets(self) -> dict[str, Callable[[], type[Any]]]:
+        from autofusion.codegen import get_all_targets
+
+        return dict(get_all_targets())
+
+    def _target_spec(self, text: str) -> str:
+        """`-t` checked now (name, options), written back with bare booleans made true."""
+        try:
+            spec = parse_spec(text)
+            factory = self.available_targets.get(spec.name)
+            if factory is None:
+                hint = pass_options.did_you_mean(spec.name, self.available_targets)
+                raise UserError(f"unknown target '{spec.name}'{hint}")
+            if spec.name not in self._afc_targets():
+                return text  # xDSL's own targets (mlir, ...) as xDSL reads them
+            target_class = cast(Callable[[], type[Target]], factory)()
+            target = pass_options.resolve(spec, target_class, "target")
+        except UserError as e:
+            raise argparse.ArgumentTypeError(str(e)) from e
+        return pass_options.spec_text(target.spec())
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        if self.args.input_file == "-":  # the Unix convention for stdin
+            return sys.stdin.buffer, "mlir"
+        return super().get_input_stream()
+
+    def get_input_name(self) -> str:
+        return "stdin" if self.args.input_file == "-" else super().get_input_name()
+
+    def setup_pipeline(self) -> None:
+        """Resolve the pipeline with afc's conventions; xDSL's callback runs between passes."""
+        if self.args.passes is not None and self.args.pass_pipeline is not None:
+            raise UserError("give the pipeline with -p/--passes or with --pass-pipeline, not both")
+        text = self.args.pass_pipeline if self.args.pass_pipeline is not None else self.args.passes
+        passes = pass_options.resolve_pipeline(self.available_passes, text or "")
+        self.args.passes = ""
+        super().setup_pipeline()
+        self.pipeline = PassPipeline(passes, self.pipeline.callback)
+        self.args.passes = text or ""
+        self._binary_output()
+
+    def _binary_output(self) -> None:
+        """`-t onnx -o m.onnx`: the target writes the binary model to the output path."""
+        spec = parse_spec(self.args.target)
+        option = BINARY_FILE_OPTION.get(spec.name)
+        if option is None or self.args.output_file is None or option in spec.parameters:
+            return
+        params = {**spec.parameters, option: (self.args.output_file,)}
+        self.args.target = pass_options.spec_text(ArgSpec(spec.name, params))
+        # the target's one-line summary of what it wrote is not part of the file
+        self.args.output_file = os.devnull
+
+
+class _ListPassesAction(argparse.Action):
+    """`--list-passes`: print the catalog and exit, as `--version` does."""
+
+    def __init__(self, *args: Any, text: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, nargs=0, **kwargs)
+        self.text = text
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        sys.stdout.write(self.text())
+        parser.exit()
+
+
+def _names_help(what: str, available: dict[str, Any], afc: dict[str, Any]) -> str:
+    others = [n for n in available if n not in afc]
+    return (
+        f"afc's {what}: {', '.join(afc)} (--list-passes shows their options); "
+        f"xDSL's {what}: {', '.join(others)}"
+    )
 
 
 _SPEC_FLAGS = ("-p", "--passes", "-t", "--target")
@@ -115,9 +215,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     def body() -> None:
         rest, output = split_output_flag(args)
         if output is None or output == "-":
-            AfcOptMain(args=rest).run()
+            AfcOptMain(DESCRIPTION, rest).run()
             return
         with atomic_file(output) as tmp:
-            AfcOptMain(args=[*rest, "-o", str(tmp)]).run()
+            AfcOptMain(DESCRIPTION, [*rest, "-o", str(tmp)]).run()
 
     return run_tool("afc-opt", body)

@@ -459,17 +459,18 @@ class _Exporter:
 
 @dataclass(frozen=True)
 class OnnxTarget(Target):
-    """`afc-opt -t onnx`: the ONNX text format, or `-t 'onnx{file="m.onnx"}'` for a model file.
+    """`afc-opt -t onnx`: the model in ONNX text format, or as a binary model file.
 
-    Options: `file` (write the binary model there and print a summary line), `opset`
-    (used when the module has no `graph.opset` attribute), `entry` (the function).
-    xDSL's option lexer needs a path with `.` or `/` in double quotes.
+    `-o m.onnx` or `-t 'onnx{file=m.onnx}'` writes the binary model (`onnx.load` reads it).
     """
 
     name: ClassVar[str] = "onnx"
     file: str | None = None
+    """Write the binary model to this path and print a one-line summary instead."""
     opset: int | None = None
+    """The ONNX opset, when the module has no `graph.opset` attribute."""
     entry: str | None = None
+    """The function to export (default: @main or the only function)."""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         onnx = _require_onnx()
