@@ -26,7 +26,7 @@ lit: $(STAMP)
 	$(BIN)/lit -sv --order=smart tests/filecheck
 
 pytest: $(STAMP)
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -n 2
 
 test: lint typecheck lit pytest
 

@@ -1,4 +1,5 @@
 # RUN: %python %s | filecheck %s
+# REQUIRES: torch
 # nn.Conv2d with padding="same" on an odd kernel: symmetric ONNX pads [t, l, b, r].
 
 import torch

@@ -1,4 +1,5 @@
 # RUN: %python %s | filecheck %s
+# REQUIRES: torch
 # nn.LayerNorm over the last two dims: graph.layer_norm from axis rank - 2. Without
 # elementwise_affine the scale is a splat of ones (graph.layer_norm requires one).
 

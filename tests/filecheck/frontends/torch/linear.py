@@ -1,4 +1,5 @@
 # RUN: %python %s | filecheck %s
+# REQUIRES: torch
 # nn.Linear imports as one graph.gemm on the weight in torch's [out, in] layout
 # (trans_b), with reshapes around it for a 3-D input; weights are named blobs.
 

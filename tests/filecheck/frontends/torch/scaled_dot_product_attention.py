@@ -1,4 +1,5 @@
 # RUN: %python %s | filecheck %s
+# REQUIRES: torch
 # F.scaled_dot_product_attention(is_causal=True) expands to matmul, scale, a constant
 # lower-triangular keep-mask, softmax and matmul. A causal mask never masks a whole row,
 # so no guard follows the softmax.

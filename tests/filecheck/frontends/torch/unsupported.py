@@ -1,4 +1,5 @@
 # RUN: %python %s | filecheck %s
+# REQUIRES: torch
 # An ATen op without a converter is a one-line error naming the op and the FX node.
 
 import torch
