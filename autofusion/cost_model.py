@@ -154,12 +154,22 @@ def is_view(op: Operation) -> bool:
     return isinstance(op, graph.ReshapeOp)
 
 
+def is_empty(op: Operation) -> bool:
+    """Whether an operand or result of `op` has no elements (a static zero-size dimension,
+    e.g. ONNX's shape of a scalar). Such an op computes nothing and runs no kernel."""
+    return any(
+        isinstance(v.type, TensorType) and 0 in v.type.get_shape()
+        for v in (*op.operands, *op.results)
+    )
+
+
 def op_cost(op: Operation, chip: ChipSpec, dynamic_size: int = 1) -> KernelCost:
     """One op run as its own kernel: inputs read once, outputs written once. A view op
-    (`is_view`) is free: no bytes, no work, no launch."""
+    (`is_view`) or one on an empty tensor (`is_empty`) is free: no bytes, no work, no
+    launch."""
     from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT
 
-    if is_view(op):
+    if is_view(op) or is_empty(op):
         return KernelCost(0, 0, 0.0, 0.0, REFERENCE_TRANSFER, 0, launches=0)
     read = sum(value_bytes(v, dynamic_size) for v in op.operands if isinstance(v.type, TensorType))
     write = sum(value_bytes(v, dynamic_size) for v in op.results if isinstance(v.type, TensorType))

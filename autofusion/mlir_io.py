@@ -17,6 +17,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException
 
 from autofusion.diagnostics import LineIndex, LocatedVerifyError, UserError
+from autofusion.dialects.shape_inference import INT64_MAX
 
 
 def _upstream_dialects() -> dict[str, Callable[[], Dialect]]:
@@ -96,6 +97,14 @@ class LocatingParser(Parser):
             handle = declared(interface.declare_resource(key), key)
             self._resource_keys[(dialect_name, key)] = handle
         return self._resource_keys[(dialect_name, key)]
+
+    def parse_shape_dimension(self, allow_dynamic: bool = True) -> int:
+        """A dimension, refused where it does not fit the int64 MLIR stores it in."""
+        start = self._current_token.span.start
+        dim = super().parse_shape_dimension(allow_dynamic)
+        if dim > INT64_MAX:
+            self.raise_error(f"dimension {dim} does not fit in int64", start, self.pos)
+        return dim
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start

@@ -2,8 +2,8 @@
 
 "Run lower-to-buffer first" helps only when there are fusion groups to lower. Otherwise
 the module is at an earlier stage (ub-fusion has not grouped its ops yet) or it has
-nothing ub-fusion makes a kernel of (only library and view ops, or no graph ops at all),
-and no pass will give the printer a kernel.
+nothing ub-fusion makes a kernel of (only library ops: views, ops without a vector kernel,
+ops on empty tensors; or no graph ops at all), and no pass will give the printer a kernel.
 """
 
 from __future__ import annotations
@@ -41,6 +41,6 @@ def no_kernel_reason(module: ModuleOp) -> str:
         )
     op, why = next((o, r) for o, r in result.library_ops if _computes(o))
     return (
-        "the module has no buffer.kernel, and ub-fusion makes none: every op runs as a "
-        f"library call or a view ({describe_op(op)}: {why})"
+        "the module has no buffer.kernel, and ub-fusion makes none: every op stays a "
+        f"library op ({describe_op(op)}: {why})"
     )

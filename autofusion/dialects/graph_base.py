@@ -160,6 +160,10 @@ def _tensor(t: Attribute, what: str) -> TensorType:
         raise ShapeError(f"{what} must be a ranked tensor, got {t}")
     if not dtypes.is_supported(t.element_type):
         raise ShapeError(f"{what} has unsupported element type {t.element_type}")
+    try:
+        si.check_dims(t.get_shape())
+    except ShapeError as e:
+        raise ShapeError(f"{what} ({t}): {e}") from e
     return cast(TensorType, t)
 
 

@@ -12,10 +12,18 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX
 
 DYN = DYNAMIC_INDEX
 Shape = tuple[int, ...]
+INT64_MAX = 2**63 - 1  # MLIR stores a dimension in an int64
 
 
 class ShapeError(ValueError):
     """Operand shapes or attributes that the op's semantics do not allow."""
+
+
+def check_dims(shape: Sequence[int]) -> None:
+    """Refuse a dimension beyond the int64 MLIR stores it in."""
+    for i, d in enumerate(shape):
+        if d > INT64_MAX:
+            raise ShapeError(f"dimension {i} ({d}) does not fit in int64")
 
 
 def fmt(shape: Sequence[int]) -> str:

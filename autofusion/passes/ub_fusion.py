@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
-from autofusion.cost_model import is_view, kernel_time
+from autofusion.cost_model import is_empty, is_view, kernel_time
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph
 from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
@@ -188,6 +188,10 @@ class Partitioner:
         for op in self.ops:
             if is_view(op):
                 self.result.library_ops.append((op, "a view of its input (no kernel, no bytes)"))
+                continue
+            if is_empty(op):
+                # no tiling divides an empty tensor, and there is nothing to compute
+                self.result.library_ops.append((op, "an empty tensor (nothing to compute)"))
                 continue
             planned = self.plan([op])
             if isinstance(planned, Refusal):

@@ -11,7 +11,10 @@ import argparse
 import zipfile
 
 import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
 
+from autofusion import dtypes
 from autofusion.diagnostics import UserError
 from autofusion.tools.atomic_output import atomic_file
 
@@ -44,6 +47,23 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
         raise UserError(f"not a readable .npz file ({e})", path) from e
 
 
+def check_dtypes(f: func.FuncOp, inputs: dict[str, np.ndarray], path: str) -> None:
+    """Each array must already have the dtype `f` stores its argument in: converting, say,
+    float64 or int64 data to f32 would silently change the values the model sees."""
+    from autofusion.interpreter import argument_names
+
+    for name, t in zip(argument_names(f), f.function_type.inputs.data):
+        if name not in inputs or not isinstance(t, TensorType):
+            continue  # a missing input is reported when the arguments are bound
+        want = dtypes.storage_dtype(t.element_type)
+        if inputs[name].dtype != want:
+            raise UserError(
+                f"input '{name}' has dtype {inputs[name].dtype}, but @{f.sym_name.data} "
+                f"takes {t} (store it as {want})",
+                path,
+            )
+
+
 def write_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
     with atomic_file(path) as tmp, open(tmp, "wb") as f:
         np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds badly
@@ -60,6 +80,7 @@ def main(args: argparse.Namespace) -> int:
     module = load_model(ctx, args.model)
     if args.inputs is not None:
         inputs = read_npz(args.inputs)
+        check_dtypes(find_function(module, args.entry), inputs, args.inputs)
     else:
         inputs = random_inputs(find_function(module, args.entry), args.random_inputs)
     if args.emulate:

@@ -21,7 +21,7 @@ func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // UNGROUPED: afc-opt: error: the module has no buffer.kernel: its graph ops are not grouped into kernels yet (run ub-fusion,lower-to-buffer first){{$}}
 // UNLOWERED: afc-opt: error: the module has no buffer.kernel: its 1 graph.fusion_group op(s) are not lowered yet (run lower-to-buffer first){{$}}
 // KERNEL: ===== op_kernel/main_kernel0.cpp =====
-// LIBRARY: afc-opt: error: the module has no buffer.kernel, and ub-fusion makes none: every op runs as a library call or a view (graph.sin %e: graph.sin has no vector kernel){{$}}
+// LIBRARY: afc-opt: error: the module has no buffer.kernel, and ub-fusion makes none: every op stays a library op (graph.sin %e: graph.sin has no vector kernel){{$}}
 // LIBRARY-NOT: first
 // EMPTY: afc-opt: error: the module has no buffer.kernel, and no graph op that computes (nothing to fuse){{$}}
 // EMULATE: afc: error: --emulate runs buffer-level IR, and the module has no buffer.kernel: its graph ops are not grouped into kernels yet (run ub-fusion,lower-to-buffer first)
