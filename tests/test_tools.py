@@ -131,7 +131,8 @@ def test_afc_run_npz_round_trip(tmp_path: Path) -> None:
         ("missing", "missing input(s): x"),
         ("garbled", "not a readable .npz file"),
         ("wrong_shape", "input 'x' has shape 3x16, expected 4x16"),
-        ("wrong_kind", "input 'x' has dtype bool, but the function expects f32"),
+        ("wrong_kind", "input 'x' has dtype bool, but @main takes tensor<4x16xf32> (store it"),
+        ("wider", "input 'x' has dtype float64, but @main takes tensor<4x16xf32> (store it"),
     ],
 )
 def test_afc_run_bad_inputs(tmp_path: Path, setup: str, message: str) -> None:
@@ -142,6 +143,8 @@ def test_afc_run_bad_inputs(tmp_path: Path, setup: str, message: str) -> None:
         inputs.write_bytes(b"PK\x03\x04 not really a zip")
     elif setup == "wrong_shape":
         np.savez(inputs, x=np.zeros((3, 16), np.float32))
+    elif setup == "wider":
+        np.savez(inputs, x=np.zeros((4, 16)))
     else:
         np.savez(inputs, x=np.zeros((4, 16), bool))
     out = tmp_path / "out.npz"

@@ -37,7 +37,9 @@ def _pass_pipeline(spec: str) -> str:
 
 
 class AfcOptMain(xDSLOptMain):
-    """The afc-opt driver; it only registers afc's constructs on top of xDSL's."""
+    """The afc-opt driver: afc's constructs registered on top of xDSL's, and mlir-opt's
+    conventions (bare boolean options, `-` for stdin, did-you-mean, ...) added by overriding
+    xDSLOptMain's hooks."""
 
     version_format = "afc-opt 0.1.0 (xdsl {xdsl_version})"
 
@@ -168,6 +170,11 @@ class AfcOptMain(xDSLOptMain):
         option = BINARY_FILE_OPTION.get(spec.name)
         if option is None or self.args.output_file is None or option in spec.parameters:
             return
+        if self.args.split_input_file:
+            raise UserError(
+                f"-t {spec.name} -o writes one binary model; with --split-input-file, "
+                "leave out -o to print each chunk as text"
+            )
         params = {**spec.parameters, option: (self.args.output_file,)}
         self.args.target = pass_options.spec_text(ArgSpec(spec.name, params))
         # the target's one-line summary of what it wrote is not part of the file
@@ -177,8 +184,8 @@ class AfcOptMain(xDSLOptMain):
 class _ListPassesAction(argparse.Action):
     """`--list-passes`: print the catalog and exit, as `--version` does."""
 
-    def __init__(self, *args: Any, text: Callable[[], str], **kwargs: Any) -> None:
-        super().__init__(*args, nargs=0, **kwargs)
+    def __init__(self, option_strings: list[str], text: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(option_strings, nargs=0, **kwargs)
         self.text = text
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:

@@ -225,9 +225,9 @@ def catalog(
 ) -> str:
     """The `--list-passes` text: each pass and target, its summary and its options."""
     lines = ["Passes (-p 'NAME{OPTION=VALUE ...},...'; a bare boolean option means true):"]
-    for name, factory in passes.items():
-        lines += _entry(name, factory())
+    for name, pass_factory in passes.items():
+        lines += _entry(name, pass_factory())
     lines += ["", "Targets (-t 'NAME{OPTION=VALUE ...}'):"]
-    for name, factory in targets.items():
-        lines += _entry(name, factory())
+    for name, target_factory in targets.items():
+        lines += _entry(name, target_factory())
     return "\n".join(lines) + "\n"

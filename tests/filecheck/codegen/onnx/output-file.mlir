@@ -8,6 +8,8 @@
 // RUN: sed -e 's/xf32/xbf16/g' %s > %t/bf16.mlir
 // RUN: not afc-opt %t/bf16.mlir -t onnx -o %t/bad.onnx 2>&1 | filecheck %s --check-prefix=ERROR
 // RUN: not test -e %t/bad.onnx
+// RUN: not afc-opt %s --split-input-file -t onnx -o %t/split.onnx 2>&1 | filecheck %s --check-prefix=SPLIT
+// RUN: not test -e %t/split.onnx
 // Without -o the text format still goes to stdout.
 // RUN: afc-opt %s -t onnx | filecheck %s --check-prefix=TEXT
 
@@ -22,3 +24,4 @@ func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // OPSET: 18
 // ERROR: afc-opt: error: cannot export 'graph.sin'
 // TEXT: Sin
+// SPLIT: afc-opt: error: -t onnx -o writes one binary model; with --split-input-file, leave out -o to print each chunk as text{{$}}
