@@ -408,9 +408,14 @@ def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter
 
 def converters() -> dict[str, Converter]:
     """ONNX op type -> converter, for the default domain."""
-    from frontends.onnx import ops_math, ops_tensor
+    from frontends.onnx import ops_elementwise, ops_math, ops_search, ops_tensor
 
-    return {**ops_math.CONVERTERS, **ops_tensor.CONVERTERS}
+    return {
+        **ops_math.CONVERTERS,
+        **ops_tensor.CONVERTERS,
+        **ops_elementwise.CONVERTERS,
+        **ops_search.CONVERTERS,
+    }
 
 
 # --------------------------------------------------------------------------------------
