@@ -12,9 +12,49 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import graph_math as gm
 from autofusion.dialects.graph_base import GraphOp
-from frontends.onnx.importer import Converter, Node, Value, register
+from frontends.onnx.importer import (
+    Converter,
+    Node,
+    OpVersions,
+    RefusedVersions,
+    Value,
+    register,
+)
 
 CONVERTERS: dict[str, Converter] = {}
+
+# The operator versions (reached from opset 13 on) each converter implements; unless its
+# docstring says otherwise, a later version only adds element types
+VERSIONS: OpVersions = {
+    "Acos": (7, 22),
+    "Acosh": (9, 22),
+    "Asin": (7, 22),
+    "Asinh": (9, 22),
+    "Atan": (7, 22),
+    "Atanh": (9, 22),
+    "BitShift": (11, 28),
+    "BitwiseAnd": (18,),
+    "BitwiseNot": (18,),
+    "BitwiseOr": (18,),
+    "BitwiseXor": (18,),
+    "Ceil": (13,),
+    "Celu": (12, 28),
+    "Cosh": (9, 22),
+    "Floor": (13,),
+    "Gelu": (20,),
+    "IsInf": (10, 20),
+    "IsNaN": (13, 20),
+    "Mod": (13, 28),
+    "Round": (11, 22),
+    "Shrink": (9,),
+    "Sign": (13,),
+    "Sinh": (9, 22),
+    "Swish": (24,),
+    "Tan": (7, 22),
+}
+
+# versions of these operators whose semantics afc does not implement: none
+REFUSED_VERSIONS: RefusedVersions = {}
 
 UNARY: dict[str, type[GraphOp]] = {
     "Tan": gm.TanOp,

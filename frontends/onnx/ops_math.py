@@ -82,6 +82,7 @@ VERSIONS: OpVersions = {
     "ReduceMax": (13, 18, 20),
     "ReduceMean": (13, 18),
     "ReduceMin": (13, 18, 20),
+    "ReduceProd": (13, 18),
     "ReduceSum": (13,),
     "ReduceSumSquare": (13, 18),
     "Relu": (13, 14),

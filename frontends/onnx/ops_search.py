@@ -7,9 +7,30 @@ Versions are cited as `Op-<since_version>`.
 from __future__ import annotations
 
 from autofusion.dialects import graph_math as gm
-from frontends.onnx.importer import Converter, Node, Value, register
+from frontends.onnx.importer import (
+    Converter,
+    Node,
+    OpVersions,
+    RefusedVersions,
+    Value,
+    register,
+)
 
 CONVERTERS: dict[str, Converter] = {}
+
+# The operator versions (reached from opset 13 on) each converter implements; a later
+# version only adds element types
+VERSIONS: OpVersions = {
+    "ArgMax": (13,),
+    "ArgMin": (13,),
+    "CumProd": (26,),
+    "CumSum": (14,),
+    "Hardmax": (13,),
+    "TopK": (11, 24),
+}
+
+# versions of these operators whose semantics afc does not implement: none
+REFUSED_VERSIONS: RefusedVersions = {}
 
 ARG: dict[str, type[gm.ArgReduceOp]] = {"ArgMax": gm.ArgMaxOp, "ArgMin": gm.ArgMinOp}
 
