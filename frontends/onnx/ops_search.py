@@ -24,7 +24,7 @@ VERSIONS: OpVersions = {
     "ArgMax": (13,),
     "ArgMin": (13,),
     "CumProd": (26,),
-    "CumSum": (14,),
+    "CumSum": (11, 14),
     "Hardmax": (13,),
     "TopK": (11, 24),
 }
@@ -78,7 +78,7 @@ SCAN: dict[str, type[gm.ScanOp]] = {"CumSum": gm.CumSumOp, "CumProd": gm.CumProd
 
 @register(CONVERTERS, *SCAN)
 def convert_scan(node: Node) -> list[Value]:
-    """CumSum-14 / CumProd-26: the axis is a constant input; exclusive and reverse."""
+    """CumSum-11 and -14 (f16/bf16 added) / CumProd-26: the axis is a constant input; exclusive and reverse."""
     props = {
         "axis": _scalar_input(node, 1, "axis"),
         "exclusive": bool(node.attr("exclusive", 0)),
