@@ -39,37 +39,10 @@ MATH_OP_TYPES = frozenset(
     ]
 )
 
-_UNSIGNED = "which afc does not support"  # element types outside the graph dialect
 _OPSET_9 = "the model uses ONNX opset 9"
 
 # case -> the reason it is refused (a fragment of the importer's message)
 REFUSED: dict[str, str] = {
-    "test_bitshift_left_int16": _UNSIGNED,
-    "test_bitshift_left_uint16": _UNSIGNED,
-    "test_bitshift_left_uint32": _UNSIGNED,
-    "test_bitshift_left_uint64": _UNSIGNED,
-    "test_bitshift_left_uint8": _UNSIGNED,
-    "test_bitshift_right_int16": _UNSIGNED,
-    "test_bitshift_right_uint16": _UNSIGNED,
-    "test_bitshift_right_uint32": _UNSIGNED,
-    "test_bitshift_right_uint64": _UNSIGNED,
-    "test_bitshift_right_uint8": _UNSIGNED,
-    "test_bitwise_and_i16_3d": _UNSIGNED,
-    "test_bitwise_and_ui64_bcast_3v1d": _UNSIGNED,
-    "test_bitwise_and_ui8_bcast_4v3d": _UNSIGNED,
-    "test_bitwise_not_3d": _UNSIGNED,
-    "test_bitwise_not_4d": _UNSIGNED,
-    "test_bitwise_or_ui64_bcast_3v1d": _UNSIGNED,
-    "test_bitwise_or_ui8_bcast_4v3d": _UNSIGNED,
-    "test_bitwise_xor_i16_3d": _UNSIGNED,
-    "test_bitwise_xor_ui64_bcast_3v1d": _UNSIGNED,
-    "test_bitwise_xor_ui8_bcast_4v3d": _UNSIGNED,
-    "test_mod_mixed_sign_int16": _UNSIGNED,
-    "test_mod_uint16": _UNSIGNED,
-    "test_mod_uint32": _UNSIGNED,
-    "test_mod_uint64": _UNSIGNED,
-    "test_mod_uint8": _UNSIGNED,
-    "test_top_k_uint64": _UNSIGNED,
     # written at opset 11 (and their output is uint8)
     "test_dynamicquantizelinear_expanded": "the model uses ONNX opset 11",
     "test_dynamicquantizelinear_max_adjusted_expanded": "the model uses ONNX opset 11",
