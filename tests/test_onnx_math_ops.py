@@ -9,6 +9,8 @@ that reason; a refused case that imports must give the right results all the sam
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -313,3 +315,15 @@ def test_converter_refusals(node: onnx.NodeProto, message: str) -> None:
         import_onnx_model(default_context(), model, "bad")
     assert "\n" not in e.value.message
     assert e.value.message.startswith(f"node '{node.op_type}_0' ({node.op_type}-")
+
+
+@pytest.mark.parametrize("which", sorted(MODELS))
+def test_compile_check_passes(which: str, tmp_path: Path) -> None:
+    """`afc compile --check`: the library ops run beside the kernels, and the fused
+    graph, the buffer kernels and fused.onnx on ONNX Runtime agree with the original."""
+    from autofusion.driver.compile import CompileOptions, compile_model
+
+    path = tmp_path / f"{which}.onnx"
+    onnx.save(MODELS[which](), str(path))
+    c = compile_model(str(path), CompileOptions(check=True))
+    assert c.check is not None and c.check["ok"], c.check
