@@ -327,3 +327,28 @@ def test_compile_check_passes(which: str, tmp_path: Path) -> None:
     onnx.save(MODELS[which](), str(path))
     c = compile_model(str(path), CompileOptions(check=True))
     assert c.check is not None and c.check["ok"], c.check
+
+
+def test_constant_inputs_fold_with_the_interpreter_semantics() -> None:
+    """Nodes on constants fold at import through the same implementations (no op left)."""
+    i64 = TensorProto.INT64
+    # Round halves to even: [2, 2, -2] (away from zero would give [3, 2, -2]), [3, 3, -7]
+    c = np.asarray([[2.5, 2.4, -1.5], [3.0, 3.0, -7.25]], np.float32)
+    nodes = [
+        helper.make_node("Round", ["c"], ["r"]),
+        # the last maxima: [1, 1]
+        helper.make_node("ArgMax", ["r"], ["am"], axis=1, keepdims=0, select_last_index=1),
+        # exclusive sums from the end: [1, 0]
+        helper.make_node("CumSum", ["am", "axis"], ["cs"], exclusive=1, reverse=1),
+        helper.make_node("Add", ["x", "cs"], ["y"]),
+    ]
+    inits = [
+        numpy_helper.from_array(c, "c"),
+        numpy_helper.from_array(np.asarray(0, np.int64), "axis"),
+    ]
+    model = _model(nodes, [_value("x", i64, [2])], [_value("y", i64, [2])], inits, 18)
+    module = import_onnx_model(default_context(), model, "fold")
+    names = {op.name for op in module.walk()}
+    assert not names & {"graph.round", "graph.arg_max", "graph.cum_sum"}
+    y = run_function(module, {"x": np.asarray([10, 20], np.int64)})["y"]
+    np.testing.assert_array_equal(y, [11, 20])
