@@ -258,7 +258,7 @@ def test_exported_model_matches_onnxruntime(which: str) -> None:
     module = import_onnx_model(default_context(), model, which)
     exported = export_module(module)
     assert not exported.functions
-    original = {n.op_type for n in model.graph.node} - {"Mul", "Div", "Tanh", "Swish"}
+    original = {n.op_type for n in model.graph.node} - {"Mul", "Div", "Tanh"}
     assert original <= {n.op_type for n in exported.graph.node}
     _compare(run_function(module, feeds), _ort(exported, feeds))
 
@@ -352,3 +352,27 @@ def test_constant_inputs_fold_with_the_interpreter_semantics() -> None:
     assert not names & {"graph.round", "graph.arg_max", "graph.cum_sum"}
     y = run_function(module, {"x": np.asarray([10, 20], np.int64)})["y"]
     np.testing.assert_array_equal(y, [11, 20])
+
+
+@pytest.mark.parametrize(("opset", "t"), [(17, "f32"), (17, "f16"), (24, "f32"), (24, "f16")])
+def test_swish_exports_as_swish_or_its_function(opset: int, t: str) -> None:
+    """graph.swish is Swish-24 from opset 24, before it the function ai.afc.Swish."""
+    from autofusion.mlir_io import parse_module
+
+    ty = f"tensor<3x?x{t}>"
+    text = (
+        f"func.func @main(%x: {ty}) -> {ty} {{\n"
+        f"  %r = graph.swish %x {{alpha = 0.75}} : {ty}\n  func.return %r : {ty}\n}}"
+    )
+    module = parse_module(default_context(), text, "swish.mlir")
+    exported = export_module(module, opset)
+    [node] = exported.graph.node
+    assert (node.op_type, node.domain) == ("Swish", "" if opset >= 24 else "ai.afc")
+    x = np.linspace(-6, 6, 15, dtype=np.float32).reshape(3, 5)
+    x = x.astype(np.float16 if t == "f16" else np.float32)
+    want = run_function(module, {"arg0": x})
+    got = _ort(exported, {"arg0": x})
+    tol = 1e-3 if t == "f16" else 1e-6
+    np.testing.assert_allclose(
+        got["out0"].astype(np.float64), want["out0"].astype(np.float64), rtol=tol, atol=tol
+    )

@@ -251,6 +251,22 @@ class CeluOp(FloatUnaryOp):
         return [types[0]]
 
 
+@irdl_op_definition
+class SwishOp(FloatUnaryOp):
+    """y = x * sigmoid(alpha * x) (ONNX Swish-24); alpha = 1 is graph.silu.
+
+    %y = graph.swish %x {alpha = 0.5} : tensor<4xf32>
+    """
+
+    name = "graph.swish"
+    alpha = prop_def(FloatAttr)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        p.real("alpha")
+        return [types[0]]
+
+
 # --------------------------------------------------------------------------------------
 # Elementwise binary
 # --------------------------------------------------------------------------------------
@@ -502,6 +518,7 @@ MATH_OPS: list[type[IRDLOperation]] = [
     IsInfOp,
     ShrinkOp,
     CeluOp,
+    SwishOp,
     ModOp,
     BitShiftOp,
     BitwiseAndOp,

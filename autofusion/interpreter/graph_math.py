@@ -20,7 +20,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from autofusion.dialects import graph_math as gm
-from autofusion.interpreter.graph import Array, _compute, _props, _quiet, _result
+from autofusion.interpreter.graph import Array, _compute, _props, _quiet, _result, sigmoid
 
 
 def sign(x: Array) -> Array:
@@ -215,6 +215,12 @@ class GraphMathFunctions(InterpreterFunctions):
         alpha = _props(op).real("alpha")
         x = _compute(args[0])
         return (_result(op, _quiet(lambda: celu(x, alpha))),)
+
+    @impl(gm.SwishOp)
+    def run_swish(self, i: Interpreter, op: gm.SwishOp, args: PythonValues) -> PythonValues:
+        alpha = _props(op).real("alpha")
+        x = _compute(args[0])
+        return (_result(op, _quiet(lambda: x * sigmoid(alpha * x))),)
 
     @impl(gm.ModOp)
     def run_mod(self, i: Interpreter, op: gm.ModOp, args: PythonValues) -> PythonValues:

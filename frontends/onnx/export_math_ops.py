@@ -90,9 +90,22 @@ def _flags(*names: str) -> Any:
     return lambda e: {n: int(e.props.flag(n)) for n in names}
 
 
+def swish(e: Emitter) -> None:
+    """ai.afc.Swish = x * Sigmoid(alpha * x), in float32 for f16/bf16."""
+    x = e.up(e.inputs[0])
+    elem = e.body.elem(x)
+    assert elem is not None
+    scaled = e.node("Mul", [x, e.scalar(e.props.real("alpha"), elem, "alpha")])
+    e.finish(0, e.node("Mul", [x, e.node("Sigmoid", [scaled])], out=e.target()))
+
+
+def swish_native(e: Emitter) -> None:
+    e.nodes("Swish", e.inputs, e.outputs, alpha=e.props.real("alpha"))
+
+
 def math_table() -> dict[type[Operation], Mapping]:
     """The export entries of the graph_math ops (ONNX op versions cited as Op-N)."""
-    from frontends.onnx.export_ops import Standard, direct, emit_reduce
+    from frontends.onnx.export_ops import Named, Standard, direct, emit_reduce, since
 
     def standard(op_type: str, since: int, attrs: Any = None) -> Standard:
         return Standard(_standard(op_type, since, attrs), f"{op_type}-{since}")
@@ -122,6 +135,13 @@ def math_table() -> dict[type[Operation], Mapping]:
             "Shrink", 9, lambda e: {"lambd": e.props.real("lambd"), "bias": e.props.real("bias")}
         ),
         gm.CeluOp: standard("Celu", 12, lambda e: {"alpha": e.props.real("alpha")}),
+        gm.SwishOp: Named(
+            "Swish",
+            swish,
+            "Swish-24; before: ai.afc.Swish = x * Sigmoid(alpha * x)",
+            native=swish_native,
+            native_when=since(24),
+        ),
         gm.ModOp: Standard(emit_mod, "Mod-13 (fmod=0 on floats: Mod-28)"),
         gm.ReduceProdOp: Standard(emit_reduce("ReduceProd"), "ReduceProd (axes input from 18)"),
         gm.ArgMaxOp: Standard(emit_arg("ArgMax"), "ArgMax-13"),

@@ -1,12 +1,10 @@
 """Converters of ONNX elementwise math beyond `ops_math`: rounding, trigonometric and
 hyperbolic functions, NaN/Inf tests, Mod, bit shifts and bitwise ops, Shrink, Celu,
-Swish and Gelu. Each becomes one op of `autofusion.dialects.graph_math` (Swish and Gelu
-map to graph.silu and graph.gelu). Versions are cited as `Op-<since_version>`.
+Swish and Gelu. Each becomes one op of `autofusion.dialects.graph_math` (Swish with
+alpha = 1 is graph.silu, Gelu graph.gelu). Versions are cited as `Op-<since_version>`.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from autofusion import dtypes
 from autofusion.dialects import graph
@@ -152,13 +150,12 @@ def convert_celu(node: Node) -> list[Value]:
 @register(CONVERTERS, "Swish")
 def convert_swish(node: Node) -> list[Value]:
     """Swish-24: x * sigmoid(alpha * x); alpha = 1 is graph.silu (which has a vector
-    kernel), other alphas scale the sigmoid's argument first."""
+    kernel), other alphas graph.swish."""
     x = node.input(0)
     alpha = float(node.attr("alpha", 1.0))
     if alpha == 1.0:
         return node.emit(graph.SiluOp, [x])
-    scaled = node.emit1(graph.MulOp, [x, node.const(np.asarray(alpha), x.elt)])
-    return node.emit(graph.MulOp, [x, node.emit1(graph.SigmoidOp, [scaled])])
+    return node.emit(gm.SwishOp, [x], {"alpha": alpha})
 
 
 @register(CONVERTERS, "Gelu")

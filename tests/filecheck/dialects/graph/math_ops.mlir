@@ -22,8 +22,9 @@
 // CHECK-NEXT:    %14 = graph.shrink %13 {bias = 5.000000e-01, lambd = 1.500000e+00} : tensor<2x?xf32>
 // CHECK-NEXT:    %15 = graph.is_nan %14 : tensor<2x?xf32> -> tensor<2x?xi1>
 // CHECK-NEXT:    %16 = graph.is_inf %14 {detect_negative = false, detect_positive = true} : tensor<2x?xf32> -> tensor<2x?xi1>
+// CHECK-NEXT:    %17 = graph.swish %14 {alpha = 5.000000e-01} : tensor<2x?xf32>
 // CHECK-GENERIC: "graph.is_inf"(%{{.*}}) <{detect_negative = false, detect_positive = true}> : (tensor<2x?xf32>) -> tensor<2x?xi1>
-func.func @float_unary(%x: tensor<2x?xf32>) -> (tensor<2x?xi1>, tensor<2x?xi1>) {
+func.func @float_unary(%x: tensor<2x?xf32>) -> (tensor<2x?xi1>, tensor<2x?xi1>, tensor<2x?xf32>) {
   %0 = graph.tan %x : tensor<2x?xf32>
   %1 = graph.asin %0 : tensor<2x?xf32>
   %2 = graph.acos %1 : tensor<2x?xf32>
@@ -41,7 +42,8 @@ func.func @float_unary(%x: tensor<2x?xf32>) -> (tensor<2x?xi1>, tensor<2x?xi1>) 
   %14 = graph.shrink %13 {bias = 0.5, lambd = 1.5} : tensor<2x?xf32>
   %15 = graph.is_nan %14 : tensor<2x?xf32> -> tensor<2x?xi1>
   %16 = graph.is_inf %14 {detect_negative = false, detect_positive = true} : tensor<2x?xf32> -> tensor<2x?xi1>
-  func.return %15, %16 : tensor<2x?xi1>, tensor<2x?xi1>
+  %17 = graph.swish %14 {alpha = 0.5} : tensor<2x?xf32>
+  func.return %15, %16, %17 : tensor<2x?xi1>, tensor<2x?xi1>, tensor<2x?xf32>
 }
 
 // CHECK-LABEL: func.func @integer
