@@ -234,37 +234,38 @@ class ShrinkOp(UnaryOp):
         return [types[0]]
 
 
+class AlphaUnaryOp(FloatUnaryOp, ABC):
+    """y = f(x) on floats with a float parameter `alpha` (nonzero where f divides by it)."""
+
+    alpha = prop_def(FloatAttr)
+    NONZERO_ALPHA: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        if p.real("alpha") == 0 and cls.NONZERO_ALPHA:
+            raise ShapeError("alpha must be nonzero")
+        return [types[0]]
+
+
 @irdl_op_definition
-class CeluOp(FloatUnaryOp):
+class CeluOp(AlphaUnaryOp):
     """y = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (ONNX Celu-12).
 
     %y = graph.celu %x {alpha = 2.0} : tensor<4xf32>
     """
 
     name = "graph.celu"
-    alpha = prop_def(FloatAttr)
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
-        if p.real("alpha") == 0:
-            raise ShapeError("alpha must be nonzero")
-        return [types[0]]
+    NONZERO_ALPHA: ClassVar[bool] = True
 
 
 @irdl_op_definition
-class SwishOp(FloatUnaryOp):
+class SwishOp(AlphaUnaryOp):
     """y = x * sigmoid(alpha * x) (ONNX Swish-24); alpha = 1 is graph.silu.
 
     %y = graph.swish %x {alpha = 0.5} : tensor<4xf32>
     """
 
     name = "graph.swish"
-    alpha = prop_def(FloatAttr)
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
-        p.real("alpha")
-        return [types[0]]
 
 
 # --------------------------------------------------------------------------------------
