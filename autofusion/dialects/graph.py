@@ -63,10 +63,15 @@ from autofusion.dialects import shape_inference as si
 
 # the names below are re-exported: `autofusion.dialects.graph` is the dialect's public API
 from autofusion.dialects.graph_base import (
+    BinaryOp,
+    CompareOp,
+    FloatUnaryOp,
     Fusible,
     FusionKind,
     GraphOp,
     Props,
+    ReduceOp,
+    UnaryOp,
     _check_epsilon,
     _check_param,
     _tensor,
@@ -95,6 +100,7 @@ from autofusion.dialects.graph_fused import (
     RopeOp,
     SwigluOp,
 )
+from autofusion.dialects.graph_math import MATH_OPS
 from autofusion.dialects.shape_inference import ShapeError
 
 # --------------------------------------------------------------------------------------
@@ -200,22 +206,6 @@ def _has_non_finite(value: Attribute) -> bool:
 # --------------------------------------------------------------------------------------
 # Elementwise unary ops
 # --------------------------------------------------------------------------------------
-
-
-class UnaryOp(GraphOp, ABC):
-    """y = f(x) elementwise; y has x's type."""
-
-    input = operand_def(TensorType)
-    output = result_def(TensorType)
-    traits = traits_def(Pure(), Fusible(FusionKind.ELEMENTWISE))
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
-        return [types[0]]
-
-
-class FloatUnaryOp(UnaryOp, ABC):
-    FLOAT_ONLY: ClassVar[bool] = True
 
 
 @irdl_op_definition
@@ -405,37 +395,6 @@ class CastOp(GraphOp):
 # --------------------------------------------------------------------------------------
 
 
-class BinaryOp(GraphOp, ABC):
-    """z = f(x, y) with numpy broadcasting; operands share an element type."""
-
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    output = result_def(TensorType)
-    traits = traits_def(Pure(), Fusible(FusionKind.BROADCAST))
-
-    @classmethod
-    def result_element_type(cls, operand: Attribute) -> Attribute:
-        return operand
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
-        a, b = types
-        if a.element_type != b.element_type:
-            raise ShapeError(
-                f"operands have different element types {a.element_type} and {b.element_type}"
-            )
-        shape = si.broadcast(a.get_shape(), b.get_shape())
-        return [tensor(shape, cls.result_element_type(a.element_type))]
-
-
-class CompareOp(BinaryOp, ABC):
-    """Elementwise comparison with broadcasting; the result is i1."""
-
-    @classmethod
-    def result_element_type(cls, operand: Attribute) -> Attribute:
-        return i1
-
-
 @irdl_op_definition
 class AddOp(BinaryOp):
     """z = x + y (ONNX Add)."""
@@ -559,27 +518,6 @@ class WhereOp(GraphOp):
 # --------------------------------------------------------------------------------------
 # Reductions and softmax
 # --------------------------------------------------------------------------------------
-
-
-class ReduceOp(GraphOp, ABC):
-    """Reduce over `axes` (all axes when empty); `keepdims` keeps them as size 1."""
-
-    input = operand_def(TensorType)
-    output = result_def(TensorType)
-    axes = prop_def(DenseArrayBase)
-    keepdims = prop_def(BoolAttr)
-    traits = traits_def(Pure(), Fusible(FusionKind.REDUCE))
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
-        x = types[0]
-        shape = si.reduce(x.get_shape(), p.integers("axes"), p.flag("keepdims"))
-        return [tensor(shape, x.element_type)]
-
-    def reduced_axes(self) -> tuple[int, ...]:
-        rank = len(cast(TensorType, self.input.type).get_shape())
-        axes = Props(self.properties, self.name).integers("axes")
-        return tuple(sorted(si.normalize_axis(a, rank) for a in axes)) or tuple(range(rank))
 
 
 @irdl_op_definition
@@ -1309,6 +1247,7 @@ Graph = Dialect(
         FusionGroupOp,
         YieldOp,
         *FUSED_OPS,
+        *MATH_OPS,
     ],
     [],
 )

@@ -1,6 +1,7 @@
 """Infrastructure of the graph dialect: fusion kinds, properties, the shared op syntax.
 
-`graph.py` (primitive ops) and `graph_fused.py` (named fused ops) build on this module;
+`graph.py` (primitive ops), `graph_fused.py` (named fused ops) and `graph_math.py` (further
+math and search ops) build on this module;
 import ops from `autofusion.dialects.graph`, which re-exports the names here.
 """
 
@@ -27,10 +28,10 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import IRDLOperation
+from xdsl.irdl import IRDLOperation, operand_def, prop_def, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import OpTrait
+from xdsl.traits import OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion import dtypes
@@ -382,3 +383,76 @@ def infer_norm(types: Sequence[TensorType], p: Props) -> list[TensorType]:
             raise ShapeError(f"{what} has element type {t.element_type}, not {x.element_type}")
     _check_epsilon(p)
     return [x]
+
+
+# --------------------------------------------------------------------------------------
+# Op families shared by graph.py and graph_math.py
+# --------------------------------------------------------------------------------------
+
+
+class UnaryOp(GraphOp, ABC):
+    """y = f(x) elementwise; y has x's type."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), Fusible(FusionKind.ELEMENTWISE))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        return [types[0]]
+
+
+class FloatUnaryOp(UnaryOp, ABC):
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+class BinaryOp(GraphOp, ABC):
+    """z = f(x, y) with numpy broadcasting; operands share an element type."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), Fusible(FusionKind.BROADCAST))
+
+    @classmethod
+    def result_element_type(cls, operand: Attribute) -> Attribute:
+        return operand
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        a, b = types
+        if a.element_type != b.element_type:
+            raise ShapeError(
+                f"operands have different element types {a.element_type} and {b.element_type}"
+            )
+        shape = si.broadcast(a.get_shape(), b.get_shape())
+        return [tensor(shape, cls.result_element_type(a.element_type))]
+
+
+class CompareOp(BinaryOp, ABC):
+    """Elementwise comparison with broadcasting; the result is i1."""
+
+    @classmethod
+    def result_element_type(cls, operand: Attribute) -> Attribute:
+        return i1
+
+
+class ReduceOp(GraphOp, ABC):
+    """Reduce over `axes` (all axes when empty); `keepdims` keeps them as size 1."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axes = prop_def(DenseArrayBase)
+    keepdims = prop_def(BoolAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.REDUCE))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0]
+        shape = si.reduce(x.get_shape(), p.integers("axes"), p.flag("keepdims"))
+        return [tensor(shape, x.element_type)]
+
+    def reduced_axes(self) -> tuple[int, ...]:
+        rank = len(cast(TensorType, self.input.type).get_shape())
+        axes = Props(self.properties, self.name).integers("axes")
+        return tuple(sorted(si.normalize_axis(a, rank) for a in axes)) or tuple(range(rank))

@@ -44,6 +44,7 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import Props
+from frontends.onnx import export_math_ops
 
 DOMAIN = "ai.afc"
 """The domain of afc's model-local functions."""
@@ -1197,6 +1198,7 @@ TABLE: dict[type[Operation], Mapping] = {
     graph.RmsNormStatsOp: Named("RmsNormStats", rms_norm_stats, "ai.afc.RmsNormStats"),
     graph.LayerNormApplyOp: Named("LayerNormApply", layer_norm_apply, "ai.afc.LayerNormApply"),
     graph.RmsNormApplyOp: Named("RmsNormApply", rms_norm_apply, "ai.afc.RmsNormApply"),
+    **export_math_ops.math_table(),
 }
 
 

@@ -431,19 +431,27 @@ def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter
 
 def converters() -> dict[str, Converter]:
     """ONNX op type -> converter, for the default domain."""
-    from frontends.onnx import ops_math, ops_tensor
+    from frontends.onnx import ops_elementwise, ops_math, ops_search, ops_tensor
 
-    return {**ops_math.CONVERTERS, **ops_tensor.CONVERTERS}
+    return {
+        **ops_math.CONVERTERS,
+        **ops_tensor.CONVERTERS,
+        **ops_elementwise.CONVERTERS,
+        **ops_search.CONVERTERS,
+    }
 
 
 def operator_versions() -> tuple[OpVersions, RefusedVersions]:
     """The versions each converter implements, and what the refused versions change."""
-    from frontends.onnx import ops_math, ops_tensor
+    from frontends.onnx import ops_elementwise, ops_math, ops_search, ops_tensor
 
-    return (
-        {**ops_math.VERSIONS, **ops_tensor.VERSIONS},
-        {**ops_math.REFUSED_VERSIONS, **ops_tensor.REFUSED_VERSIONS},
-    )
+    modules = (ops_math, ops_tensor, ops_elementwise, ops_search)
+    versions: OpVersions = {}
+    refused: RefusedVersions = {}
+    for m in modules:
+        versions.update(m.VERSIONS)
+        refused.update(m.REFUSED_VERSIONS)
+    return versions, refused
 
 
 # --------------------------------------------------------------------------------------

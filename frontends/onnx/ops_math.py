@@ -14,7 +14,7 @@ import numpy as np
 from xdsl.dialects.builtin import f32
 
 from autofusion.diagnostics import UserError
-from autofusion.dialects import graph
+from autofusion.dialects import graph, graph_math
 from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
     Const,
@@ -82,6 +82,7 @@ VERSIONS: OpVersions = {
     "ReduceMax": (13, 18, 20),
     "ReduceMean": (13, 18),
     "ReduceMin": (13, 18, 20),
+    "ReduceProd": (13, 18),
     "ReduceSum": (13,),
     "ReduceSumSquare": (13, 18),
     "Relu": (13, 14),
@@ -373,6 +374,7 @@ REDUCE: dict[str, type[graph.GraphOp]] = {
     "ReduceMean": graph.ReduceMeanOp,
     "ReduceMax": graph.ReduceMaxOp,
     "ReduceMin": graph.ReduceMinOp,
+    "ReduceProd": graph_math.ReduceProdOp,
 }
 
 
@@ -386,7 +388,7 @@ REDUCE: dict[str, type[graph.GraphOp]] = {
     "ReduceLogSumExp",
 )
 def convert_reduce(node: Node) -> list[Value]:
-    """ReduceSum-13, ReduceMean/Max/Min-13 and -18, and the composite reductions
+    """ReduceSum-13, ReduceMean/Max/Min/Prod-13 and -18, and the composite reductions
     ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp (13 and 18)."""
     x = node.input(0)
     axes = _reduce_axes(node)
