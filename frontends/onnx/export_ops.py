@@ -887,6 +887,10 @@ def flash_attention(e: Emitter) -> None:
         k, v = (e.node("Gather", [t, heads_idx], axis=1) for t in (k, v))
     s = e.node("MatMul", [q, e.node("Transpose", [k], perm=[0, 1, 3, 2])])
     s = e.node("Mul", [s, e.scalar(p.real("scale"), cast(int, e.body.elem(s)), "scale")])
+    softcap = p.opt_real("softcap")
+    if softcap is not None:
+        cap = e.scalar(softcap, cast(int, e.body.elem(s)), "softcap")
+        s = e.node("Mul", [e.node("Tanh", [e.node("Div", [s, cap])]), cap])
     if e.has(3):
         if e.elem(3) == TensorProto.BOOL:
             ninf = e.scalar(-np.inf, cast(int, e.body.elem(s)), "ninf")
