@@ -42,6 +42,7 @@ from xdsl.irdl import OptOperandDef, VarOperandDef
 
 from autofusion import dtypes
 from autofusion.dialects import graph
+from autofusion.dialects import graph_indexing as gi
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import Props
 
@@ -1071,6 +1072,63 @@ def emit_pad(e: Emitter) -> None:
 
 
 # --------------------------------------------------------------------------------------
+# Indexing ops (autofusion/dialects/graph_indexing.py): the ONNX ops of the same names
+# --------------------------------------------------------------------------------------
+
+
+def with_props(op_type: str, *names: str) -> Standard:
+    """The ONNX op `op_type` on the same operands, with the op's properties `names` (those
+    present) as its attributes."""
+
+    def emit(e: Emitter) -> None:
+        attrs = {n: e.op.properties[n] for n in names if n in e.op.properties}
+        values = {n: e.props.text(n) if n == "reduction" else e.props.integer(n) for n in attrs}
+        e.nodes(op_type, e.inputs, e.outputs, **values)
+
+    return Standard(emit, op_type)
+
+
+def emit_scatter(op_type: str) -> Standard:
+    """ScatterElements/ScatterND: the reduction attribute from version 16 (add, mul) and
+    18 (max, min); 'none' is every version's default."""
+    inner = with_props(op_type, "axis", "reduction")
+
+    def emit(e: Emitter) -> None:
+        reduction = e.props.text("reduction")
+        need = 18 if reduction in ("max", "min") else 16
+        if reduction != "none" and e.opset < need:
+            raise NotExportable(f"{op_type} reduction {reduction!r} needs opset {need}")
+        inner.emit(e)
+
+    return Standard(emit, f"{op_type} (reduction from opset 16)")
+
+
+def emit_one_hot(e: Emitter) -> None:
+    depth = e.const(np.asarray([e.props.integer("depth")], np.int64), TensorProto.INT64, "depth")
+    ins = [e.inputs[0], depth, e.inputs[1]]
+    e.nodes("OneHot", ins, e.outputs, axis=e.props.integer("axis"))
+
+
+def emit_unique(e: Emitter) -> None:
+    attrs = {"sorted": int(e.props.flag("sorted"))}
+    if e.props.has("axis"):
+        attrs["axis"] = e.props.integer("axis")
+    e.nodes("Unique", e.inputs, e.outputs, **attrs)
+
+
+INDEXING_TABLE: dict[type[Operation], Mapping] = {
+    gi.GatherElementsOp: with_props("GatherElements", "axis"),
+    gi.ScatterElementsOp: emit_scatter("ScatterElements"),
+    gi.ScatterNDOp: emit_scatter("ScatterND"),
+    gi.OneHotOp: Standard(emit_one_hot, "OneHot (depth as a constant input)"),
+    gi.ReverseSequenceOp: with_props("ReverseSequence", "batch_axis", "time_axis"),
+    gi.CompressOp: with_props("Compress", "axis"),
+    gi.NonZeroOp: direct("NonZero"),
+    gi.UniqueOp: Standard(emit_unique, "Unique"),
+}
+
+
+# --------------------------------------------------------------------------------------
 # The table
 # --------------------------------------------------------------------------------------
 
@@ -1196,6 +1254,7 @@ TABLE: dict[type[Operation], Mapping] = {
     graph.RmsNormStatsOp: Named("RmsNormStats", rms_norm_stats, "ai.afc.RmsNormStats"),
     graph.LayerNormApplyOp: Named("LayerNormApply", layer_norm_apply, "ai.afc.LayerNormApply"),
     graph.RmsNormApplyOp: Named("RmsNormApply", rms_norm_apply, "ai.afc.RmsNormApply"),
+    **INDEXING_TABLE,
 }
 
 

@@ -21,9 +21,24 @@ from xdsl.dialects.builtin import i1, i64
 from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
-from frontends.onnx.importer import Converter, Node, Value, register
+from frontends.onnx.importer import (
+    Converter,
+    Node,
+    OpVersions,
+    RefusedVersions,
+    Value,
+    register,
+)
 
 CONVERTERS: dict[str, Converter] = {}
+
+# Attention-24 adds nonpad_kv_seqlen; Attention-25 the sliding window attributes
+VERSIONS: OpVersions = {
+    "Attention": (23, 24, 25),
+    "RMSNormalization": (23,),
+    "RotaryEmbedding": (23,),
+}
+REFUSED_VERSIONS: RefusedVersions = {}
 
 DYN = si.DYN
 BNSD_SWAP = [0, 2, 1, 3]  # BSND <-> BNSD
