@@ -907,6 +907,27 @@ def flash_attention(e: Emitter) -> None:
     e.finish(0, out)
 
 
+def flash_attention_native(e: Emitter) -> None:
+    """Attention-23 on BNSD operands (BSND is transposed in and out): its top-left causal
+    mask without a cache, GQA head mapping, mask forms and fully-masked-row zeros are
+    graph.flash_attention's; softcap is its attribute of the same name."""
+    p = e.props
+    bsnd = p.text("layout") == "BSND"
+    q, k, v = e.inputs[:3]
+    if bsnd:
+        q, k, v = (e.node("Transpose", [t], perm=[0, 2, 1, 3]) for t in (q, k, v))
+    attrs: dict[str, Any] = {"scale": p.real("scale"), "is_causal": int(p.flag("causal"))}
+    softcap = p.opt_real("softcap")
+    if softcap is not None:
+        attrs["softcap"] = softcap
+    ins = [q, k, v, *e.inputs[3:4]]
+    if bsnd:
+        out = e.node("Attention", ins, **attrs)
+        e.nodes("Transpose", [out], e.outputs, perm=[0, 2, 1, 3])
+    else:
+        e.nodes("Attention", ins, e.outputs, **attrs)
+
+
 def rope(e: Emitter) -> None:
     """x * cos + rotate(x) * sin; rotate by Slice-13, Neg-13, Concat-13 (and Reshape-14)."""
     d = e.in_type(0).get_shape()[-1]
@@ -1240,11 +1261,16 @@ TABLE: dict[type[Operation], Mapping] = {
     graph.GatherOp: Standard(emit_gather, "Gather"),
     graph.ExpandOp: Standard(emit_expand, "Expand (-1 dims as 1)"),
     graph.PadOp: Standard(emit_pad, "Pad"),
-    # named fused ops: always functions. Attention-23 matches flash_attention's BNSD
-    # form, but ONNX Runtime 1.31 rejects its masks that broadcast over the query axis
-    # (padding masks [B, 1, 1, Skv]); RotaryEmbedding-23 takes position ids and half-width
-    # caches rather than rope's full cos/sin
-    graph.FlashAttentionOp: Named("FlashAttention", flash_attention, "ai.afc.FlashAttention"),
+    # named fused ops: functions, except flash_attention from opset 23 (Attention-23);
+    # RotaryEmbedding-23 takes position ids and half-width caches rather than rope's
+    # full cos/sin
+    graph.FlashAttentionOp: Named(
+        "FlashAttention",
+        flash_attention,
+        "Attention-23; before: ai.afc.FlashAttention",
+        native=flash_attention_native,
+        native_when=since(23),
+    ),
     graph.RopeOp: Named("Rope", rope, "ai.afc.Rope"),
     graph.SwigluOp: Named("SwiGLU", swiglu, "ai.afc.SwiGLU"),
     graph.FfnOp: Named("FFN", ffn, "ai.afc.FFN"),

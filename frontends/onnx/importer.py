@@ -417,27 +417,35 @@ def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter
 
 def converters() -> dict[str, Converter]:
     """ONNX op type -> converter, for the default domain."""
-    from frontends.onnx import ops_fused, ops_indexing, ops_math, ops_tensor
+    from frontends.onnx import ops_fused, ops_indexing, ops_math, ops_norm, ops_tensor
 
     return {
         **ops_math.CONVERTERS,
         **ops_tensor.CONVERTERS,
         **ops_fused.CONVERTERS,
         **ops_indexing.CONVERTERS,
+        **ops_norm.CONVERTERS,
     }
 
 
 def operator_versions() -> tuple[OpVersions, RefusedVersions]:
     """The versions each converter implements, and what the refused versions change."""
-    from frontends.onnx import ops_fused, ops_indexing, ops_math, ops_tensor
+    from frontends.onnx import ops_fused, ops_indexing, ops_math, ops_norm, ops_tensor
 
     return (
-        {**ops_math.VERSIONS, **ops_tensor.VERSIONS, **ops_fused.VERSIONS, **ops_indexing.VERSIONS},
+        {
+            **ops_math.VERSIONS,
+            **ops_tensor.VERSIONS,
+            **ops_fused.VERSIONS,
+            **ops_indexing.VERSIONS,
+            **ops_norm.VERSIONS,
+        },
         {
             **ops_math.REFUSED_VERSIONS,
             **ops_tensor.REFUSED_VERSIONS,
             **ops_fused.REFUSED_VERSIONS,
             **ops_indexing.REFUSED_VERSIONS,
+            **ops_norm.REFUSED_VERSIONS,
         },
     )
 
