@@ -42,47 +42,17 @@ OP_TYPES = frozenset(
     ]
 )
 
-_QK = "output #3 (qk_matmul_output"
-_WINDOW_NONPAD = "a sliding window with nonpad_kv_seqlen is not supported"
 # case -> the text of the importer's refusal
 REFUSED = {
-    **{
-        name: _QK
-        for name in (
-            "test_attention_23_fullymasked_qk_matmul_output_mode3_zero",
-            "test_attention_24_fullymasked_qk_matmul_output_mode3_zero",
-            "test_attention_24_qk_matmul_output_mode3_softmax_precision",
-            "test_attention_3d_with_past_and_present_qk_matmul",
-            "test_attention_3d_with_past_and_present_qk_matmul_bias",
-            "test_attention_3d_with_past_and_present_qk_matmul_softcap",
-            "test_attention_3d_with_past_and_present_qk_matmul_softmax",
-            "test_attention_4d_with_past_and_present_qk_matmul",
-            "test_attention_4d_with_past_and_present_qk_matmul_bias",
-            "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask",
-            "test_attention_4d_with_past_and_present_qk_matmul_bias_3d_mask_causal",
-            "test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask",
-            "test_attention_4d_with_past_and_present_qk_matmul_bias_4d_mask_causal",
-            "test_attention_4d_with_qk_matmul",
-            "test_attention_4d_with_qk_matmul_bias",
-            "test_attention_4d_with_qk_matmul_softcap",
-            "test_attention_4d_with_qk_matmul_softmax",
-        )
-    },
-    **{
-        name: _WINDOW_NONPAD
-        for name in (
-            "test_attention_local_window_ext_cache_float16_mask",
-            "test_attention_local_window_ext_cache_rank2_mask",
-            "test_attention_local_window_ext_cache_rank3_head_mask",
-            "test_attention_local_window_ext_cache_rank4_batch_mask",
-        )
-    },
+    # afc's attention computes its softmax in float32, not float64
     "test_attention_local_window_gqa_rank4_mask": "softmax_precision='DOUBLE' is not supported",
 }
 
 # graph.flash_attention rounds once from float32; ONNX's reference rounds Q * sqrt(scale),
 # the scores and the probabilities to bf16 on the way, which moves results by up to two
-# bf16 ulps (2**-7 relative each)
+# bf16 ulps (2**-7 relative each). afc's result is the closer one: on
+# test_attention_4d_causal_bf16 it is within 0.0020 of the float64 attention of the same
+# bf16 inputs, the reference within 0.0044.
 BF16_ATTENTION = (2.0**-6, 2.0**-8)
 
 

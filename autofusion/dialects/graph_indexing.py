@@ -9,6 +9,7 @@ same names (https://onnx.ai/onnx/operators/); negative indices count from the ba
 
 from __future__ import annotations
 
+from abc import ABC
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import BoolAttr, IntegerAttr, StringAttr, TensorType, i1, i64
@@ -41,11 +42,6 @@ def _same_type(a: TensorType, b: TensorType, what: str) -> None:
         raise ShapeError(f"{what} has element type {b.element_type}, not {a.element_type}")
 
 
-def _reduction(p: Props) -> None:
-    if p.text("reduction") not in SCATTER_REDUCTIONS:
-        raise ShapeError(f"reduction must be one of {SCATTER_REDUCTIONS}")
-
-
 @irdl_op_definition
 class GatherElementsOp(GraphOp):
     """out[i][j][k] = data[indices[i][j][k]][j][k] for axis 0, and so on for the other
@@ -72,27 +68,38 @@ class GatherElementsOp(GraphOp):
         return [tensor(ix, data.element_type)]
 
 
-@irdl_op_definition
-class ScatterElementsOp(GraphOp):
-    """A copy of `data` with out[indices[i][j]][j] = f(out[...], updates[i][j]) for axis 0,
-    and so on (ONNX ScatterElements-18); f is the reduction: none (replace), add, mul,
-    max or min. `indices` and `updates` have one shape."""
+class ScatterOp(GraphOp, ABC):
+    """A copy of `data` with some elements or slices combined with `updates` by the
+    reduction: none (replace), add, mul, max or min."""
 
-    name = "graph.scatter_elements"
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
     updates = operand_def(TensorType)
     output = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
     reduction = prop_def(StringAttr)
     traits = traits_def(Pure(), OPAQUE)
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+    def check_operands(cls, types: Sequence[TensorType], p: Props) -> None:
         data, idx, upd = types
         _index_type(idx, "indices")
         _same_type(data, upd, "updates")
-        _reduction(p)
+        if p.text("reduction") not in SCATTER_REDUCTIONS:
+            raise ShapeError(f"reduction must be one of {SCATTER_REDUCTIONS}")
+
+
+@irdl_op_definition
+class ScatterElementsOp(ScatterOp):
+    """out[indices[i][j]][j] = f(out[...], updates[i][j]) for axis 0, and so on (ONNX
+    ScatterElements-18); `indices` and `updates` have one shape."""
+
+    name = "graph.scatter_elements"
+    axis = prop_def(IntegerAttr)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        cls.check_operands(types, p)
+        data, idx, upd = types
         ds = data.get_shape()
         si.normalize_axis(p.integer("axis"), len(ds))
         if not si.shapes_compatible(idx.get_shape(), upd.get_shape()):
@@ -105,26 +112,18 @@ class ScatterElementsOp(GraphOp):
 
 
 @irdl_op_definition
-class ScatterNDOp(GraphOp):
-    """A copy of `data` with out[indices[i...]] = f(out[...], updates[i...]), where each
-    innermost row of `indices` (length k) addresses a slice data[i0, ..., ik-1, ...]
-    (ONNX ScatterND-18; the KV-cache update of decode graphs); reductions as
-    graph.scatter_elements. updates has shape indices.shape[:-1] + data.shape[k:]."""
+class ScatterNDOp(ScatterOp):
+    """out[indices[i...]] = f(out[...], updates[i...]), where each innermost row of
+    `indices` (length k) addresses a slice data[i0, ..., ik-1, ...] (ONNX ScatterND-18;
+    the KV-cache update of decode graphs). updates has shape
+    indices.shape[:-1] + data.shape[k:]."""
 
     name = "graph.scatter_nd"
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    updates = operand_def(TensorType)
-    output = result_def(TensorType)
-    reduction = prop_def(StringAttr)
-    traits = traits_def(Pure(), OPAQUE)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        cls.check_operands(types, p)
         data, idx, upd = types
-        _index_type(idx, "indices")
-        _same_type(data, upd, "updates")
-        _reduction(p)
         ds, ix = data.get_shape(), idx.get_shape()
         if not ix:
             raise ShapeError("indices must have rank >= 1")

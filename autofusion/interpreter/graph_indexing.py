@@ -25,7 +25,7 @@ def _wrapped(op_name: str, indices: Array, size: int) -> Array:
 
 def _element_coords(indices: Array, axis: int) -> tuple[Array, ...]:
     """Full coordinates of each element of `indices`, with `axis` replaced by its value."""
-    coords = list(np.indices(indices.shape, sparse=True))
+    coords: list[Array] = list(np.indices(indices.shape, sparse=True))
     coords[axis] = indices
     return tuple(np.broadcast_arrays(*coords))
 

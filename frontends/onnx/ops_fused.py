@@ -135,20 +135,44 @@ def _offset_mask(
     return node.const(allowed, i1)
 
 
-def _batch_offset_mask(node: Node, sq: int, total: int, nonpad: Value, causal: bool) -> Value:
+def _batch_offset_mask(node: Node, nonpad: Value, frontier: _Frontier) -> Value:
     """Allowed keys [B, 1, Sq, T] with per-batch key lengths L[b]: j < L[b] (padding), and
-    when causal j <= i + L[b] - Sq (bottom-right aligned to the valid keys)."""
+    for query i at absolute position p = i + L[b] - Sq (bottom-right aligned to the valid
+    keys) j <= p when causal, p - left <= j <= p + right for a sliding window."""
+    sq, total = frontier.sq, frontier.total
     lengths = node.emit1(graph.ReshapeOp, [nonpad], {"shape": [-1, 1, 1, 1]})
     j = node.const(np.arange(total, dtype=np.int64), i64)
     masks = [node.emit1(graph.LessOp, [j, lengths])]
-    if causal:
-        i = np.arange(sq).reshape(sq, 1)
-        # j <= i + L - Sq  <=>  j - i + Sq - 1 < L
-        rel = node.const((np.arange(total).reshape(1, total) - i + sq - 1).astype(np.int64), i64)
-        masks.append(node.emit1(graph.LessOp, [rel, lengths]))
+    # with rel = j - i + Sq:  j <= p  <=>  rel - 1 < L;  p - left <= j  <=>  L < rel + left + 1;
+    # j <= p + right  <=>  rel - right - 1 < L
+    rel = np.arange(total).reshape(1, total) - np.arange(sq).reshape(sq, 1) + sq
+    below: list[np.ndarray] = []  # C < L
+    above: list[np.ndarray] = []  # L < C
+    if frontier.causal:
+        below.append(rel - 1)
+    if frontier.window is not None:
+        left, right = frontier.window
+        if left >= 0:
+            above.append(rel + left + 1)
+        if right >= 0:
+            below.append(rel - right - 1)
+    for c in below:
+        masks.append(node.emit1(graph.LessOp, [node.const(c.astype(np.int64), i64), lengths]))
+    for c in above:
+        masks.append(node.emit1(graph.LessOp, [lengths, node.const(c.astype(np.int64), i64)]))
     out = _and(node, masks)
     assert out is not None
     return out
+
+
+@dataclass(frozen=True)
+class _Frontier:
+    """Which keys each query may see besides the masks: sizes, causal, sliding window."""
+
+    sq: int
+    total: int
+    causal: bool
+    window: tuple[int, int] | None
 
 
 @register(CONVERTERS, "Attention")
@@ -161,7 +185,7 @@ def convert_attention(node: Node) -> list[Value | None]:
     flash_attention's top-left causal flag; with a cache (offset P) or per-batch key
     lengths (Attention-24 nonpad_kv_seqlen) the causal frontier, the key padding and the
     sliding window (Attention-25) become a boolean mask, combined with attn_mask. The 4th
-    output (qk_matmul_output) is refused: the fused op does not expose its scores.
+    output (qk_matmul_output) is computed beside the fused op in primitive ops (`_Scores`).
     """
     a = _Attention(node)
     q_elt = a.q.elt
@@ -199,11 +223,7 @@ def convert_attention(node: Node) -> list[Value | None]:
         if (left, right) != (-1, -1):
             window = (left, right)
     outs = node.proto.output
-    if len(outs) > 3 and outs[3]:
-        raise node.error(
-            f"output #3 (qk_matmul_output, mode {mode}) is not supported: "
-            "graph.flash_attention does not expose its attention scores"
-        )
+    want_scores = len(outs) > 3 and bool(outs[3])
 
     past_k, past_v = node.opt_input(4), node.opt_input(5)
     nonpad = node.opt_input(6)
@@ -213,7 +233,7 @@ def convert_attention(node: Node) -> list[Value | None]:
         raise node.error("nonpad_kv_seqlen cannot be combined with past_key/past_value")
     want_present = any(outs[i] for i in (1, 2) if i < len(outs))
     offset = 0
-    if past_k is not None or want_present:
+    if past_k is not None or want_present or want_scores:
         a.to_bnsd()
     if past_k is not None and past_v is not None:
         for p, what in ((past_k, "past_key"), (past_v, "past_value")):
@@ -234,17 +254,13 @@ def convert_attention(node: Node) -> list[Value | None]:
     if nonpad is not None:
         if dtypes.type_name(nonpad.elt) != "i64":
             raise node.error(f"nonpad_kv_seqlen must be int64, got {nonpad.elt}")
-        if window is not None:
-            raise node.error("a sliding window with nonpad_kv_seqlen is not supported")
-        allowed.append(
-            _batch_offset_mask(
-                node,
-                _static(node, sq, "the query length"),
-                _static(node, total, "the key length"),
-                nonpad,
-                causal,
-            )
+        frontier = _Frontier(
+            _static(node, sq, "the query length"),
+            _static(node, total, "the key length"),
+            causal,
+            window,
         )
+        allowed.append(_batch_offset_mask(node, nonpad, frontier))
     elif (causal and not flash_causal) or window is not None:
         allowed.append(
             _offset_mask(
@@ -291,11 +307,68 @@ def convert_attention(node: Node) -> list[Value | None]:
         props["softcap"] = softcap
     operands = [a.q, a.k, a.v, *([mask] if mask is not None else [])]
     y = node.emit1(graph.FlashAttentionOp, operands, props)
+    scores = None
+    if want_scores:
+        cap = softcap if softcap > 0 else None
+        scores = _Scores(a, mask, flash_causal, scale, cap).emit(node, mode)
     if a.rank == 3:
         if a.layout == "BNSD":
             y = node.emit1(graph.TransposeOp, [y], {"perm": BNSD_SWAP})
         y = node.emit1(graph.ReshapeOp, [y], {"shape": [0, 0, -1]})
-    return [y, present_k, present_v]
+    return [y, present_k, present_v, scores]
+
+
+class _Scores:
+    """ONNX Attention's 4th output, qk_matmul_output, in primitive ops on BNSD operands
+    (graph.flash_attention does not expose its scores): mode 0 and 1 the scaled (and
+    softcapped) Q K^T, mode 2 with the mask added, mode 3 the softmax, 0 on fully masked
+    rows, as ONNX's reference computes them."""
+
+    def __init__(
+        self, a: _Attention, mask: Value | None, causal: bool, scale: float, cap: float | None
+    ) -> None:
+        self.a, self.mask, self.causal, self.scale, self.cap = a, mask, causal, scale, cap
+
+    def emit(self, node: Node, mode: int) -> Value:
+        a = self.a
+        q, k = a.q, a.k
+        hq, hkv = q.shape[1], k.shape[1]
+        if hq != hkv:  # query head h reads key head h // (Hq / Hkv)
+            group = _static(node, hq, "the query heads") // _static(node, hkv, "the kv heads")
+            heads = node.const(np.arange(hq, dtype=np.int64) // group, i64)
+            k = node.emit1(graph.GatherOp, [k, heads], {"axis": 1})
+        kt = node.emit1(graph.TransposeOp, [k], {"perm": [0, 1, 3, 2]})
+        s = node.emit1(graph.MatmulOp, [q, kt])
+        s = node.emit1(graph.MulOp, [s, node.const(np.asarray(self.scale), q.elt)])
+        if self.cap is not None:
+            cap = node.const(np.asarray(self.cap), q.elt)
+            s = node.emit1(graph.DivOp, [s, cap])
+            s = node.emit1(graph.MulOp, [node.emit1(graph.TanhOp, [s]), cap])
+        if mode in (0, 1):
+            return s
+        ninf = node.const(np.asarray(-np.inf), q.elt)
+        if self.mask is not None:
+            if self.mask.elt == i1:
+                s = node.emit1(graph.WhereOp, [self.mask, s, ninf])
+            else:
+                s = node.emit1(graph.AddOp, [s, self.mask])
+        if self.causal:
+            sq, total = s.shape[2], s.shape[3]
+            tril = _offset_mask(
+                node,
+                _static(node, sq, "the query length"),
+                _static(node, total, "the key length"),
+                0,
+                None,
+                True,
+            )
+            s = node.emit1(graph.WhereOp, [tril, s, ninf])
+        if mode == 2:
+            return s
+        p = node.emit1(graph.SoftmaxOp, [s], {"axis": -1})
+        row_max = node.emit1(graph.ReduceMaxOp, [s], {"axes": [3], "keepdims": True})
+        dead = node.emit1(graph.EqualOp, [row_max, ninf])
+        return node.emit1(graph.WhereOp, [dead, node.const(np.asarray(0.0), q.elt), p])
 
 
 @register(CONVERTERS, "RMSNormalization")

@@ -3,7 +3,7 @@
 # RUN: afc import %t/attention3d.onnx | filecheck %s --check-prefix=ATTN3D
 # RUN: afc import %t/rms.onnx | filecheck %s --check-prefix=RMS
 # RUN: afc import %t/rope.onnx | filecheck %s --check-prefix=ROPE
-# RUN: not afc import %t/qk_output.onnx 2>&1 | filecheck %s --check-prefix=QK
+# RUN: afc import %t/qk_output.onnx | filecheck %s --check-prefix=QK
 # RUN: not afc import %t/stash.onnx 2>&1 | filecheck %s --check-prefix=STASH
 
 # ONNX's opset-23/24 fused operators import directly as the fused graph ops.
@@ -85,10 +85,15 @@ save(
     [vi("Y", F, [1, 2, 3, 8])],
 )
 
-# QK: node 'Attention_0' (Attention-23): output #3 (qk_matmul_output, mode 0) is not supported: graph.flash_attention does not expose its attention scores
+# the scores output (mode 3: after the softmax) is computed beside the fused op
+# QK:      %[[Y:.*]] = graph.flash_attention %Q, %Q, %Q
+# QK:      %[[KT:.*]] = graph.transpose %Q {perm = [0, 1, 3, 2]}
+# QK-NEXT: %[[S:.*]] = graph.matmul %Q, %[[KT]]
+# QK:      graph.softmax
+# QK:      func.return %[[Y]], %{{.*}} : tensor<1x2x3x8xf32>, tensor<1x2x3x3xf32>
 save(
     "qk_output",
-    helper.make_node("Attention", ["Q", "Q", "Q"], ["Y", "", "", "qk"]),
+    helper.make_node("Attention", ["Q", "Q", "Q"], ["Y", "", "", "qk"], qk_matmul_output_mode=3),
     [vi("Q", F, [1, 2, 3, 8])],
     [vi("Y", F, [1, 2, 3, 8]), vi("qk", F, [1, 2, 3, 3])],
 )
