@@ -497,6 +497,131 @@ def test_every_opset_from_13_imports(opset: int) -> None:
     assert module.attributes["graph.opset"].value.data == opset  # type: ignore[attr-defined]
 
 
+# --------------------------------------------------------------------------------------
+# pooling windows larger than their input (ceil_mode)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "shape", "attrs"),
+    [
+        # transformers EfficientNet's pooler: AvgPool2d(1280, ceil_mode=True) on a 2x2 map
+        ("AveragePool", [1, 16, 2, 2], {"kernel_shape": [640, 640], "strides": [640, 640]}),
+        ("AveragePool", [1, 3, 2, 3], {"kernel_shape": [4, 5], "strides": [3, 4]}),
+        (
+            "AveragePool",
+            [1, 2, 2, 2],
+            {
+                "kernel_shape": [5, 5],
+                "strides": [2, 2],
+                "pads": [1, 1, 1, 1],
+                "count_include_pad": 1,
+            },
+        ),
+        ("AveragePool", [1, 2, 3, 7], {"kernel_shape": [4, 3], "strides": [3, 3]}),
+        ("MaxPool", [1, 16, 2, 2], {"kernel_shape": [640, 640], "strides": [640, 640]}),
+        ("MaxPool", [1, 2, 2, 3], {"kernel_shape": [3, 2], "strides": [4, 2], "dilations": [2, 2]}),
+        ("AveragePool", [1, 4, 6], {"kernel_shape": [9], "strides": [9]}),
+    ],
+)
+def test_ceil_mode_window_larger_than_input(op: str, shape: list[int], attrs: dict) -> None:
+    """ONNX, ONNX Runtime and PyTorch give such a window one output: the input it covers."""
+    node = helper.make_node(op, ["x"], ["y"], ceil_mode=1, **attrs)
+    m = make_model([node], [vi("x", F, shape)], [vi("y", F, None)], opset=19)
+    check_against_ort(m, {"x": randn(*shape)})  # values and shapes
+
+
+def test_floor_mode_window_larger_than_input_is_refused() -> None:
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[3, 3])
+    m = make_model([node], [vi("x", F, [1, 1, 2, 2])], [vi("y", F, None)], opset=19)
+    assert error_of(m) == (
+        "node 'pool' (AveragePool-19): window of extent 3 does not fit input extent 2 + pad 0"
+    )
+
+
+# --------------------------------------------------------------------------------------
+# element types
+# --------------------------------------------------------------------------------------
+
+# ONNX integer types -> the graph dialect's element type and numpy dtype
+INTEGER_TYPES = [
+    (TensorProto.UINT8, "ui8", np.uint8),
+    (TensorProto.INT8, "i8", np.int8),
+    (TensorProto.INT16, "i16", np.int16),
+    (TensorProto.UINT16, "ui16", np.uint16),
+    (TensorProto.UINT32, "ui32", np.uint32),
+    (TensorProto.UINT64, "ui64", np.uint64),
+]
+
+
+@pytest.mark.parametrize(("elem", "name", "dtype"), INTEGER_TYPES)
+def test_integer_types_against_onnxruntime(elem: int, name: str, dtype: type) -> None:
+    """Each integer type is a real element type: arithmetic wraps as in ONNX Runtime, and
+    casts from and to float and bool convert values."""
+    c = numpy_helper.from_array(np.array([1, 2, 100], dtype), "c")
+    nodes = [
+        helper.make_node("Add", ["x", "c"], ["s"]),
+        helper.make_node("Mul", ["s", "x"], ["y"]),
+        helper.make_node("Cast", ["y"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["f"], ["z"], to=elem),
+        helper.make_node("Cast", ["x"], ["b"], to=TensorProto.BOOL),
+    ]
+    m = make_model(
+        nodes,
+        [vi("x", elem, [2, 3])],
+        [
+            vi("y", elem, [2, 3]),
+            vi("f", F, [2, 3]),
+            vi("z", elem, [2, 3]),
+            vi("b", TensorProto.BOOL, [2, 3]),
+        ],
+        [c],
+        opset=21,
+    )
+    module = check_against_ort(m, {"x": np.array([[0, 1, 2], [3, 100, 127]], dtype)})
+    assert f"tensor<2x3x{name}>" in module_to_text(default_context(), module)
+
+
+@pytest.mark.parametrize(
+    ("elem", "where"),
+    [
+        (TensorProto.STRING, "input 'x'"),
+        (TensorProto.FLOAT8E4M3FN, "input 'x'"),
+        (TensorProto.UINT4, "input 'x'"),
+        (TensorProto.COMPLEX64, "input 'x'"),
+    ],
+)
+def test_element_types_without_a_home_are_refused(elem: int, where: str) -> None:
+    m = make_model(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        [vi("x", elem, [2])],
+        [vi("y", elem, [2])],
+        opset=21,
+    )
+    name = TensorProto.DataType.Name(elem)
+    assert error_of(m).startswith(f"{where} has element type {name}, which afc does not support")
+
+
+def test_cast_to_float8_is_refused_naming_the_node() -> None:
+    node = helper.make_node("Cast", ["x"], ["y"], name="to_fp8", to=TensorProto.FLOAT8E5M2)
+    m = make_model([node], [vi("x", F, [2])], [vi("y", TensorProto.FLOAT8E5M2, [2])], opset=21)
+    assert error_of(m).startswith(
+        "node 'to_fp8' (Cast-21): the cast target has element type FLOAT8E5M2, which afc does not"
+    )
+
+
+def test_float8_initializer_is_refused_naming_it() -> None:
+    w = helper.make_tensor("w8", TensorProto.FLOAT8E4M3FN, [2], [1.0, 2.0])
+    m = make_model(
+        [helper.make_node("Cast", ["w8"], ["y"], to=TensorProto.FLOAT)],
+        [],
+        [vi("y", F, [2])],
+        [w],
+        opset=21,
+    )
+    assert error_of(m).startswith("initializer 'w8' has element type FLOAT8E4M3FN")
+
+
 def test_version_tables_cover_every_converter_and_version() -> None:
     """Every converter lists, for each version its op reaches from opset 13 to the newest,
     whether it implements it (VERSIONS) or what differs (REFUSED_VERSIONS)."""

@@ -134,6 +134,12 @@ def pool2d(
     count_include_pad: bool = False,
 ) -> Array:
     h_out, w_out = si.window2d(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    # taps at or past the end of the padded input (a ceil_mode window larger than the
+    # input) never count: every window starts inside it, so dropping them changes nothing
+    kernel = tuple(
+        min(k, -(-(size + before + after) // d))
+        for k, size, before, after, d in zip(kernel, x.shape[2:], pads[:2], pads[2:], dilations)
+    )
     # extra bottom/right padding so the strided view yields ceil-mode windows
     need_h = (h_out - 1) * strides[0] + dilations[0] * (kernel[0] - 1) + 1
     need_w = (w_out - 1) * strides[1] + dilations[1] * (kernel[1] - 1) + 1
@@ -228,6 +234,16 @@ _REDUCE: dict[type[Operation], Callable[..., Array]] = {
     graph.ReduceMaxOp: np.max,
     graph.ReduceMinOp: np.min,
 }
+
+
+def _extreme(x: Array, low: bool) -> Any:
+    """The lowest (or highest) value of `x`'s dtype: -inf/+inf for floats."""
+    if x.dtype == np.bool_:
+        return not low
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        return info.min if low else info.max
+    return -np.inf if low else np.inf
 
 
 _ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
@@ -380,7 +396,7 @@ class GraphFunctions(InterpreterFunctions):
         target = cast(TensorType, op.output.type).element_type
         # float -> int truncates toward zero; float -> bool is x != 0
         source = cast(TensorType, op.input.type).element_type
-        if dtypes.is_float(source) and dtypes.type_name(target) in ("i8", "i32", "i64"):
+        if dtypes.is_float(source) and dtypes.is_integer(target):
             x = np.trunc(x)
         return (_result(op, _quiet(lambda: x)),)
 
@@ -444,7 +460,10 @@ class GraphFunctions(InterpreterFunctions):
         keep = _props(op).flag("keepdims")
         fn = _REDUCE[type(op)]
         if x.size == 0 and isinstance(op, graph.ReduceMaxOp | graph.ReduceMinOp):
-            raise InterpretationError(f"{op.name} of an empty tensor")
+            # ONNX ReduceMax/ReduceMin-18: an empty set gives -inf/+inf, or the integer
+            # type's lowest/highest value (False/True for bool)
+            low = isinstance(op, graph.ReduceMaxOp)
+            return (_result(op, fn(x, axis=axes, keepdims=keep, initial=_extreme(x, low))),)
         return (_result(op, _quiet(lambda: fn(_compute(x), axis=axes, keepdims=keep))),)
 
     @impl(graph.ReduceSumOp)
