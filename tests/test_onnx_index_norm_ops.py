@@ -207,3 +207,72 @@ def test_normalizations_match_ort(node, shape) -> None:
         feeds["s"] = RNG.standard_normal(4).astype(np.float32)
         feeds["b"] = RNG.standard_normal(4).astype(np.float32)
     _against_ort(_model(node, inputs, [_vi("y", F, shape)], 21), feeds, 1e-4, 1e-5)
+
+
+# --------------------------------------------------------------------------------------
+# Export back to the same operators
+# --------------------------------------------------------------------------------------
+
+
+def _exported_matches_ort(model, feeds) -> onnx.ModelProto:
+    """Import `model`, export it again, and compare ONNX Runtime on both."""
+    from frontends.onnx.export import export_module
+
+    module = import_onnx_model(default_context(), model, "m")
+    exported = export_module(module)
+    runs = []
+    for m in (model, exported):
+        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        runs.append(sess.run(None, feeds))
+    for got, want in zip(*runs):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    return exported
+
+
+def test_attention_exports_as_attention() -> None:
+    """graph.flash_attention (BSND from 3-D inputs, softcap, a boolean mask) is Attention-23
+    again at opset 23."""
+    node = helper.make_node(
+        "Attention", ["q", "k", "v", "m"], ["y"], q_num_heads=4, kv_num_heads=2, softcap=5.0
+    )
+    model = _model(
+        node,
+        [
+            _vi("q", F, [2, 3, 32]),
+            _vi("k", F, [2, 5, 16]),
+            _vi("v", F, [2, 5, 16]),
+            _vi("m", TensorProto.BOOL, [3, 5]),
+        ],
+        [_vi("y", F, [2, 3, 32])],
+        23,
+    )
+    feeds = {
+        "q": RNG.standard_normal((2, 3, 32)).astype(np.float32),
+        "k": RNG.standard_normal((2, 5, 16)).astype(np.float32),
+        "v": RNG.standard_normal((2, 5, 16)).astype(np.float32),
+        "m": RNG.random((3, 5)) < 0.7,
+    }
+    exported = _exported_matches_ort(model, feeds)
+    assert [n.op_type for n in exported.graph.node].count("Attention") == 1
+    assert not exported.functions
+
+
+@pytest.mark.parametrize(
+    "op_type, attrs",
+    [("GatherElements", {"axis": 0}), ("ScatterElements", {"axis": 1, "reduction": "add"})],
+)
+def test_indexing_exports_as_itself(op_type: str, attrs: dict) -> None:
+    scatter = op_type.startswith("Scatter")
+    ins = ["x", "i", "u"] if scatter else ["x", "i"]
+    node = helper.make_node(op_type, ins, ["y"], **attrs)
+    inputs = [_vi("x", F, [4, 3]), _vi("i", I64, [2, 3])]
+    feeds = {
+        "x": RNG.standard_normal((4, 3)).astype(np.float32),
+        "i": RNG.integers(0, 3, (2, 3)).astype(np.int64),
+    }
+    if scatter:
+        inputs.append(_vi("u", F, [2, 3]))
+        feeds["u"] = RNG.standard_normal((2, 3)).astype(np.float32)
+    out = _vi("y", F, [4, 3] if scatter else [2, 3])
+    exported = _exported_matches_ort(_model(node, inputs, [out], 18), feeds)
+    assert [n.op_type for n in exported.graph.node] == [op_type]
