@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from onnx import TensorProto
-from xdsl.dialects.builtin import i1, i64
+from xdsl.dialects.builtin import f32, i1, i64
+from xdsl.ir import Attribute
 
 from autofusion import dtypes
 from autofusion.dialects import graph
@@ -275,8 +276,8 @@ def convert_attention(node: Node) -> list[Value | None]:
 
     mask = node.opt_input(3)
     if mask is not None:
-        if mask.elt not in (i1, q_elt):
-            raise node.error(f"attn_mask must be bool or {q_elt}, got {mask.elt}")
+        if mask.elt not in (i1, q_elt):  # any other type is an additive mask
+            mask = _cast(node, mask, q_elt)
         if not mask.shape:
             raise node.error("attn_mask must have rank >= 1")
         width = mask.shape[-1]
@@ -384,7 +385,18 @@ def convert_rms_normalization(node: Node) -> list[Value]:
         axis = si.normalize_axis(axis, len(x.shape))
     except si.ShapeError as e:
         raise node.error(str(e)) from e
-    return node.emit(graph.RmsNormOp, [x, scale], {"axis": axis, "epsilon": epsilon})
+    props = {"axis": axis, "epsilon": epsilon}
+    if x.elt == scale.elt:
+        return node.emit(graph.RmsNormOp, [x, scale], props)
+    # X and scale of two float types: normalize in float32, give Y the scale's type (V)
+    x32, scale32 = (_cast(node, v, f32) for v in (x, scale))
+    return [_cast(node, node.emit1(graph.RmsNormOp, [x32, scale32], props), scale.elt)]
+
+
+def _cast(node: Node, v: Value, elt: Attribute) -> Value:
+    if v.elt == elt:
+        return v
+    return node.emit1(graph.CastOp, [v], result_types=[graph.tensor(v.shape, elt)])
 
 
 @register(CONVERTERS, "RotaryEmbedding")
