@@ -276,3 +276,44 @@ def test_indexing_exports_as_itself(op_type: str, attrs: dict) -> None:
     out = _vi("y", F, [4, 3] if scatter else [2, 3])
     exported = _exported_matches_ort(_model(node, inputs, [out], 18), feeds)
     assert [n.op_type for n in exported.graph.node] == [op_type]
+
+
+def test_group_normalization_18_per_group_scale_matches_reference() -> None:
+    """GroupNormalization-18 scales per group ([G]); afc gathers them per channel."""
+    from onnx.reference import ReferenceEvaluator
+
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)
+    shape = [2, 6, 3]
+    model = _model(
+        node,
+        [_vi("x", F, shape), _vi("s", F, [2]), _vi("b", F, [2])],
+        [_vi("y", F, shape)],
+        18,
+    )
+    feeds = {
+        "x": RNG.standard_normal(shape).astype(np.float32),
+        "s": np.array([0.5, 2.0], np.float32),
+        "b": np.array([1.0, -1.0], np.float32),
+    }
+    got = run_function(import_onnx_model(default_context(), model, "m"), feeds)["y"]
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_rms_normalization_with_a_scale_of_another_type() -> None:
+    """X f16, scale f32: Y is f32 (the scale's type V), normalized in float32."""
+    from onnx.reference import ReferenceEvaluator
+
+    node = helper.make_node("RMSNormalization", ["x", "w"], ["y"])
+    model = _model(
+        node, [_vi("x", TensorProto.FLOAT16, [2, 8]), _vi("w", F, [8])], [_vi("y", F, [2, 8])], 23
+    )
+    feeds = {
+        "x": RNG.standard_normal((2, 8)).astype(np.float16),
+        "w": RNG.standard_normal(8).astype(np.float32),
+    }
+    got = run_function(import_onnx_model(default_context(), model, "m"), feeds)["y"]
+    assert got.dtype == np.float32
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    # the reference normalizes in float16 before the float32 scale; afc in float32
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
