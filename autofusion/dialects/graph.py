@@ -101,6 +101,7 @@ from autofusion.dialects.graph_fused import (
     SwigluOp,
 )
 from autofusion.dialects.graph_math import MATH_OPS
+from autofusion.dialects.graph_indexing import INDEXING_OPS
 from autofusion.dialects.shape_inference import ShapeError
 
 # --------------------------------------------------------------------------------------
@@ -1248,6 +1249,7 @@ Graph = Dialect(
         YieldOp,
         *FUSED_OPS,
         *MATH_OPS,
+        *INDEXING_OPS,
     ],
     [],
 )

@@ -27,6 +27,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -66,6 +67,7 @@ class FlashAttentionOp(GraphOp):
     reads key/value head h // (Hq / Hkv) (transformers' repeat_kv).
 
         s = scale * q @ k^T                       (per head, float32)
+        s = softcap * tanh(s / softcap)           if softcap is given (Gemma 2; ONNX Attention)
         s = s + mask          if mask is float    (additive)
         s = where(mask, s, -inf) if mask is i1    (true = attend)
         s[i, j] = -inf for j > i if causal        (top-left aligned, as torch SDPA)
@@ -87,12 +89,16 @@ class FlashAttentionOp(GraphOp):
     scale = prop_def(FloatAttr)
     causal = prop_def(BoolAttr)
     layout = prop_def(StringAttr)
+    softcap = opt_prop_def(FloatAttr)
     traits = traits_def(Pure(), Fusible(FusionKind.CUBE))
     FLOAT_ONLY: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
         layout = p.text("layout")
+        softcap = p.opt_real("softcap")
+        if softcap is not None and not softcap > 0:
+            raise ShapeError(f"softcap must be > 0, got {softcap}")
         if layout not in ATTENTION_LAYOUTS:
             raise ShapeError(f"layout must be one of {ATTENTION_LAYOUTS}")
         q, k, v = (t.get_shape() for t in types[:3])

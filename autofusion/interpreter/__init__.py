@@ -93,6 +93,7 @@ def make_interpreter(
     from autofusion.interpreter.graph import GraphFunctions
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
     from autofusion.interpreter.graph_math import GraphMathFunctions
+    from autofusion.interpreter.graph_indexing import GraphIndexingFunctions
     from autofusion.interpreter.index_arith import IndexArithFunctions
 
     interp = Interpreter(module)
@@ -106,6 +107,7 @@ def make_interpreter(
     interp.register_implementations(graph_functions)
     interp.register_implementations(GraphFusedFunctions())
     interp.register_implementations(GraphMathFunctions())
+    interp.register_implementations(GraphIndexingFunctions())
     return interp
 
 

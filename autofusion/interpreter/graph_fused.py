@@ -36,15 +36,18 @@ def attention(
     scale: float,
     causal: bool,
     mask_is_bool: bool,
+    softcap: float | None = None,
 ) -> Array:
-    """softmax(scale * q k^T + mask) v on [B, H, S, D] arrays, with GQA head mapping; a
-    fully masked row gives 0."""
+    """softmax(cap(scale * q k^T) + mask) v on [B, H, S, D] arrays, with GQA head
+    mapping; a fully masked row gives 0."""
     hq, hkv = q.shape[1], k.shape[1]
     if hq != hkv:
         # query head h reads kv head h // (hq // hkv): transformers' repeat_kv
         k = np.repeat(k, hq // hkv, axis=1)
         v = np.repeat(v, hq // hkv, axis=1)
     s = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
+    if softcap is not None:
+        s = np.float32(softcap) * np.tanh(s / np.float32(softcap))
     if mask is not None:
         s = np.where(mask, s, -np.inf) if mask_is_bool else s + mask
     if causal:
@@ -124,7 +127,16 @@ class GraphFusedFunctions(InterpreterFunctions):
             mask_is_bool = cast(TensorType, op.operands[3].type).element_type == i1
             mask = args[3] if mask_is_bool else _compute(args[3])
         out = _quiet(
-            lambda: attention(q, k, v, mask, p.real("scale"), p.flag("causal"), mask_is_bool)
+            lambda: attention(
+                q,
+                k,
+                v,
+                mask,
+                p.real("scale"),
+                p.flag("causal"),
+                mask_is_bool,
+                p.opt_real("softcap"),
+            )
         )
         if bsnd:
             out = np.swapaxes(out, 1, 2)

@@ -237,6 +237,8 @@ def plan_attention(parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal
     if why is not None:
         return why
     props = graph.Props(root.properties, root.name)
+    if props.has("softcap"):
+        return Refusal("a softcap (the attention kernel has no tanh cap on its scores)")
     bsnd = props.text("layout") == "BSND"
     order = (0, 2, 1, 3) if bsnd else (0, 1, 2, 3)
     q, k, v = (tuple(shape(x)[i] for i in order) for x in root.operands[:3])

@@ -42,6 +42,7 @@ from xdsl.irdl import OptOperandDef, VarOperandDef
 
 from autofusion import dtypes
 from autofusion.dialects import graph
+from autofusion.dialects import graph_indexing as gi
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import Props
 from frontends.onnx import export_math_ops
@@ -893,6 +894,10 @@ def flash_attention(e: Emitter) -> None:
         k, v = (e.node("Gather", [t, heads_idx], axis=1) for t in (k, v))
     s = e.node("MatMul", [q, e.node("Transpose", [k], perm=[0, 1, 3, 2])])
     s = e.node("Mul", [s, e.scalar(p.real("scale"), cast(int, e.body.elem(s)), "scale")])
+    softcap = p.opt_real("softcap")
+    if softcap is not None:
+        cap = e.scalar(softcap, cast(int, e.body.elem(s)), "softcap")
+        s = e.node("Mul", [e.node("Tanh", [e.node("Div", [s, cap])]), cap])
     if e.has(3):
         if e.elem(3) == TensorProto.BOOL:
             ninf = e.scalar(-np.inf, cast(int, e.body.elem(s)), "ninf")
@@ -906,6 +911,27 @@ def flash_attention(e: Emitter) -> None:
     if bsnd:
         out = e.node("Transpose", [out], perm=[0, 2, 1, 3], out=e.target())
     e.finish(0, out)
+
+
+def flash_attention_native(e: Emitter) -> None:
+    """Attention-23 on BNSD operands (BSND is transposed in and out): its top-left causal
+    mask without a cache, GQA head mapping, mask forms and fully-masked-row zeros are
+    graph.flash_attention's; softcap is its attribute of the same name."""
+    p = e.props
+    bsnd = p.text("layout") == "BSND"
+    q, k, v = e.inputs[:3]
+    if bsnd:
+        q, k, v = (e.node("Transpose", [t], perm=[0, 2, 1, 3]) for t in (q, k, v))
+    attrs: dict[str, Any] = {"scale": p.real("scale"), "is_causal": int(p.flag("causal"))}
+    softcap = p.opt_real("softcap")
+    if softcap is not None:
+        attrs["softcap"] = softcap
+    ins = [q, k, v, *e.inputs[3:4]]
+    if bsnd:
+        out = e.node("Attention", ins, **attrs)
+        e.nodes("Transpose", [out], e.outputs, perm=[0, 2, 1, 3])
+    else:
+        e.nodes("Attention", ins, e.outputs, **attrs)
 
 
 def rope(e: Emitter) -> None:
@@ -1073,6 +1099,63 @@ def emit_pad(e: Emitter) -> None:
 
 
 # --------------------------------------------------------------------------------------
+# Indexing ops (autofusion/dialects/graph_indexing.py): the ONNX ops of the same names
+# --------------------------------------------------------------------------------------
+
+
+def with_props(op_type: str, *names: str) -> Standard:
+    """The ONNX op `op_type` on the same operands, with the op's properties `names` (those
+    present) as its attributes."""
+
+    def emit(e: Emitter) -> None:
+        attrs = {n: e.op.properties[n] for n in names if n in e.op.properties}
+        values = {n: e.props.text(n) if n == "reduction" else e.props.integer(n) for n in attrs}
+        e.nodes(op_type, e.inputs, e.outputs, **values)
+
+    return Standard(emit, op_type)
+
+
+def emit_scatter(op_type: str) -> Standard:
+    """ScatterElements/ScatterND: the reduction attribute from version 16 (add, mul) and
+    18 (max, min); 'none' is every version's default."""
+    inner = with_props(op_type, "axis", "reduction")
+
+    def emit(e: Emitter) -> None:
+        reduction = e.props.text("reduction")
+        need = 18 if reduction in ("max", "min") else 16
+        if reduction != "none" and e.opset < need:
+            raise NotExportable(f"{op_type} reduction {reduction!r} needs opset {need}")
+        inner.emit(e)
+
+    return Standard(emit, f"{op_type} (reduction from opset 16)")
+
+
+def emit_one_hot(e: Emitter) -> None:
+    depth = e.const(np.asarray([e.props.integer("depth")], np.int64), TensorProto.INT64, "depth")
+    ins = [e.inputs[0], depth, e.inputs[1]]
+    e.nodes("OneHot", ins, e.outputs, axis=e.props.integer("axis"))
+
+
+def emit_unique(e: Emitter) -> None:
+    attrs = {"sorted": int(e.props.flag("sorted"))}
+    if e.props.has("axis"):
+        attrs["axis"] = e.props.integer("axis")
+    e.nodes("Unique", e.inputs, e.outputs, **attrs)
+
+
+INDEXING_TABLE: dict[type[Operation], Mapping] = {
+    gi.GatherElementsOp: with_props("GatherElements", "axis"),
+    gi.ScatterElementsOp: emit_scatter("ScatterElements"),
+    gi.ScatterNDOp: emit_scatter("ScatterND"),
+    gi.OneHotOp: Standard(emit_one_hot, "OneHot (depth as a constant input)"),
+    gi.ReverseSequenceOp: with_props("ReverseSequence", "batch_axis", "time_axis"),
+    gi.CompressOp: with_props("Compress", "axis"),
+    gi.NonZeroOp: direct("NonZero"),
+    gi.UniqueOp: Standard(emit_unique, "Unique"),
+}
+
+
+# --------------------------------------------------------------------------------------
 # The table
 # --------------------------------------------------------------------------------------
 
@@ -1184,11 +1267,16 @@ TABLE: dict[type[Operation], Mapping] = {
     graph.GatherOp: Standard(emit_gather, "Gather"),
     graph.ExpandOp: Standard(emit_expand, "Expand (-1 dims as 1)"),
     graph.PadOp: Standard(emit_pad, "Pad"),
-    # named fused ops: always functions. Attention-23 matches flash_attention's BNSD
-    # form, but ONNX Runtime 1.31 rejects its masks that broadcast over the query axis
-    # (padding masks [B, 1, 1, Skv]); RotaryEmbedding-23 takes position ids and half-width
-    # caches rather than rope's full cos/sin
-    graph.FlashAttentionOp: Named("FlashAttention", flash_attention, "ai.afc.FlashAttention"),
+    # named fused ops: functions, except flash_attention from opset 23 (Attention-23);
+    # RotaryEmbedding-23 takes position ids and half-width caches rather than rope's
+    # full cos/sin
+    graph.FlashAttentionOp: Named(
+        "FlashAttention",
+        flash_attention,
+        "Attention-23; before: ai.afc.FlashAttention",
+        native=flash_attention_native,
+        native_when=since(23),
+    ),
     graph.RopeOp: Named("Rope", rope, "ai.afc.Rope"),
     graph.SwigluOp: Named("SwiGLU", swiglu, "ai.afc.SwiGLU"),
     graph.FfnOp: Named("FFN", ffn, "ai.afc.FFN"),
@@ -1199,6 +1287,7 @@ TABLE: dict[type[Operation], Mapping] = {
     graph.LayerNormApplyOp: Named("LayerNormApply", layer_norm_apply, "ai.afc.LayerNormApply"),
     graph.RmsNormApplyOp: Named("RmsNormApply", rms_norm_apply, "ai.afc.RmsNormApply"),
     **export_math_ops.math_table(),
+    **INDEXING_TABLE,
 }
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -429,26 +430,35 @@ def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter
     return add
 
 
+def _converter_modules() -> tuple[ModuleType, ...]:
+    """The modules of default-domain converters, each with CONVERTERS, VERSIONS and
+    REFUSED_VERSIONS tables."""
+    from frontends.onnx import (
+        ops_elementwise,
+        ops_fused,
+        ops_indexing,
+        ops_math,
+        ops_norm,
+        ops_search,
+        ops_tensor,
+    )
+
+    return (ops_math, ops_tensor, ops_elementwise, ops_search, ops_fused, ops_indexing, ops_norm)
+
+
 def converters() -> dict[str, Converter]:
     """ONNX op type -> converter, for the default domain."""
-    from frontends.onnx import ops_elementwise, ops_math, ops_search, ops_tensor
-
-    return {
-        **ops_math.CONVERTERS,
-        **ops_tensor.CONVERTERS,
-        **ops_elementwise.CONVERTERS,
-        **ops_search.CONVERTERS,
-    }
+    table: dict[str, Converter] = {}
+    for m in _converter_modules():
+        table.update(m.CONVERTERS)
+    return table
 
 
 def operator_versions() -> tuple[OpVersions, RefusedVersions]:
     """The versions each converter implements, and what the refused versions change."""
-    from frontends.onnx import ops_elementwise, ops_math, ops_search, ops_tensor
-
-    modules = (ops_math, ops_tensor, ops_elementwise, ops_search)
     versions: OpVersions = {}
     refused: RefusedVersions = {}
-    for m in modules:
+    for m in _converter_modules():
         versions.update(m.VERSIONS)
         refused.update(m.REFUSED_VERSIONS)
     return versions, refused
