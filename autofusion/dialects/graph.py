@@ -95,6 +95,7 @@ from autofusion.dialects.graph_fused import (
     RopeOp,
     SwigluOp,
 )
+from autofusion.dialects.graph_vision import VISION_OPS
 from autofusion.dialects.shape_inference import ShapeError
 
 # --------------------------------------------------------------------------------------
@@ -1309,6 +1310,7 @@ Graph = Dialect(
         FusionGroupOp,
         YieldOp,
         *FUSED_OPS,
+        *VISION_OPS,
     ],
     [],
 )

@@ -92,6 +92,7 @@ def make_interpreter(
     from autofusion.interpreter.buffer import BufferFunctions
     from autofusion.interpreter.graph import GraphFunctions
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
+    from autofusion.interpreter.graph_vision import GraphVisionFunctions
     from autofusion.interpreter.index_arith import IndexArithFunctions
 
     interp = Interpreter(module)
@@ -104,6 +105,7 @@ def make_interpreter(
     graph_functions.shape_only_fill = shape_only_fill
     interp.register_implementations(graph_functions)
     interp.register_implementations(GraphFusedFunctions())
+    interp.register_implementations(GraphVisionFunctions())
     return interp
 
 

@@ -408,9 +408,9 @@ def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter
 
 def converters() -> dict[str, Converter]:
     """ONNX op type -> converter, for the default domain."""
-    from frontends.onnx import ops_math, ops_tensor
+    from frontends.onnx import ops_math, ops_tensor, ops_vision
 
-    return {**ops_math.CONVERTERS, **ops_tensor.CONVERTERS}
+    return {**ops_math.CONVERTERS, **ops_tensor.CONVERTERS, **ops_vision.CONVERTERS}
 
 
 # --------------------------------------------------------------------------------------

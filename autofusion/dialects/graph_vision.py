@@ -1,0 +1,317 @@
+"""Vision ops of the graph dialect: resampling, transposed convolution, depth/space moves.
+
+They follow the ONNX operator specs (https://onnx.ai/onnx/operators/) on NCHW (N-D
+spatial) tensors. None of them has a kernel template yet, so each is `opaque`: ub-fusion
+keeps it alone in its group and lower-to-buffer refuses the group by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f64,
+)
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+
+from autofusion import dtypes
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.graph_base import Fusible, FusionKind, GraphOp, Props, tensor
+from autofusion.dialects.shape_inference import ShapeError
+
+DYN = si.DYN
+
+RESIZE_MODES = ("nearest", "linear", "cubic")
+COORDINATE_MODES = (
+    "half_pixel",
+    "half_pixel_symmetric",
+    "pytorch_half_pixel",
+    "align_corners",
+    "asymmetric",
+    "tf_crop_and_resize",
+)
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+DEPTH_SPACE_MODES = ("DCR", "CRD")
+
+
+def reals_attr(values: Sequence[float]) -> DenseArrayBase:
+    """A list of floats as a property (array<f64: ...>)."""
+    return DenseArrayBase.from_list(f64, [float(v) for v in values])
+
+
+def reals(p: Props, name: str) -> tuple[float, ...] | None:
+    """Float-list property `name`, or None when absent."""
+    if not p.has(name):
+        return None
+    a = p._get(name)
+    if not isinstance(a, DenseArrayBase) or a.elt_type != f64:
+        raise ShapeError(f"property '{name}' must be a list of f64")
+    return tuple(float(v) for v in a.get_values())
+
+
+def _choice(p: Props, name: str, allowed: Sequence[str]) -> str:
+    value = p.text(name)
+    if value not in allowed:
+        raise ShapeError(f"{name} '{value}' is not one of {', '.join(allowed)}")
+    return value
+
+
+def _per_dim(values: Sequence[object] | None, rank: int, what: str) -> None:
+    if values is not None and len(values) != rank:
+        raise ShapeError(f"{what} has {len(values)} entries for a rank-{rank} input")
+
+
+# --------------------------------------------------------------------------------------
+# Resize
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class ResizeOp(GraphOp):
+    """Resample every axis of the input (ONNX Resize-19, Upsample-10 as nearest/asymmetric).
+
+    `scales` (one per axis) drive the coordinate transform; `sizes` is the output shape.
+    Without `sizes` an output dim is floor(in * scale); without `scales` a scale is
+    out / in. `roi` ([starts..., ends...], normalized) is for tf_crop_and_resize only.
+    Example: `%y = graph.resize %x {mode = "linear", scales = array<f64: 1., 1., 2., 2.>,
+    ...} : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>`
+    """
+
+    name = "graph.resize"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    mode = prop_def(StringAttr)
+    coordinate_transformation_mode = prop_def(StringAttr)
+    nearest_mode = prop_def(StringAttr)
+    cubic_coeff_a = prop_def(FloatAttr)
+    exclude_outside = prop_def(BoolAttr)
+    extrapolation_value = prop_def(FloatAttr)
+    antialias = prop_def(BoolAttr)
+    scales = opt_prop_def(DenseArrayBase)
+    sizes = opt_prop_def(DenseArrayBase)
+    roi = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0]
+        shape = x.get_shape()
+        rank = len(shape)
+        mode = _choice(p, "mode", RESIZE_MODES)
+        coord = _choice(p, "coordinate_transformation_mode", COORDINATE_MODES)
+        _choice(p, "nearest_mode", NEAREST_MODES)
+        p.real("cubic_coeff_a")
+        p.real("extrapolation_value")
+        p.flag("exclude_outside")
+        if p.flag("antialias") and mode == "nearest":
+            raise ShapeError("antialias applies to linear and cubic modes only")
+        if mode != "nearest" and not dtypes.is_float(x.element_type):
+            raise ShapeError(f"{mode} mode needs a floating-point input, got {x.element_type}")
+        scales = reals(p, "scales")
+        sizes = p.integers("sizes") if p.has("sizes") else None
+        roi = reals(p, "roi")
+        _per_dim(scales, rank, "scales")
+        _per_dim(sizes, rank, "sizes")
+        _per_dim(roi, 2 * rank, "roi")
+        if scales is None and sizes is None:
+            raise ShapeError("needs scales or sizes")
+        if scales is not None and any(not s > 0 for s in scales):
+            raise ShapeError(f"scales {list(scales)} must be positive")
+        if sizes is not None and any(s <= 0 for s in sizes):
+            raise ShapeError(f"sizes {list(sizes)} must be positive")
+        if (roi is not None) != (coord == "tf_crop_and_resize"):
+            raise ShapeError("roi is given exactly when the mode is tf_crop_and_resize")
+        if sizes is not None:
+            return [tensor(sizes, x.element_type)]
+        assert scales is not None
+        out = [
+            d if d == DYN and s == 1.0 else DYN if d == DYN else resized_dim(d, s, roi, k, rank)
+            for k, (d, s) in enumerate(zip(shape, scales))
+        ]
+        return [tensor(out, x.element_type)]
+
+
+def resized_dim(size: int, scale: float, roi: Sequence[float] | None, axis: int, rank: int) -> int:
+    """floor(in * (roi_end - roi_start) * scale) (Resize-19's output_dimension)."""
+    extent = 1.0 if roi is None else roi[rank + axis] - roi[axis]
+    out = int(size * extent * scale)
+    if out <= 0:
+        raise ShapeError(f"axis {axis} of extent {size} resizes to {out} elements")
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Transposed convolution
+# --------------------------------------------------------------------------------------
+
+
+def conv_transpose_shape(
+    x: Sequence[int], w: Sequence[int], p: Props, group: int
+) -> tuple[int, ...]:
+    """Output shape of ConvTranspose-11 with explicit pads:
+    out = stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pad_begin - pad_end."""
+    spatial = len(x) - 2
+    if spatial < 1 or len(w) != len(x):
+        raise ShapeError(f"input {si.fmt(x)} and weight {si.fmt(w)} are not N-D conv shapes")
+    strides, pads = p.integers("strides"), p.integers("pads")
+    dilations, out_pad = p.integers("dilations"), p.integers("output_padding")
+    for vals, n, what in (
+        (strides, spatial, "strides"),
+        (dilations, spatial, "dilations"),
+        (out_pad, spatial, "output_padding"),
+        (pads, 2 * spatial, "pads"),
+    ):
+        if len(vals) != n:
+            raise ShapeError(f"{what} has {len(vals)} entries, expected {n}")
+    if any(s < 1 for s in strides) or any(d < 1 for d in dilations) or any(v < 0 for v in pads):
+        raise ShapeError("strides and dilations must be >= 1 and pads >= 0")
+    if any(not 0 <= o < max(s, d) for o, s, d in zip(out_pad, strides, dilations)):
+        raise ShapeError(f"output_padding {list(out_pad)} must be below stride or dilation")
+    if (
+        group < 1
+        or (x[1] != DYN and x[1] % group)
+        or (w[0] != DYN and x[1] != DYN and w[0] != x[1])
+    ):
+        raise ShapeError(f"input channels {x[1]} and weight {si.fmt(w)} do not fit group {group}")
+    out = [x[0], DYN if w[1] == DYN else w[1] * group]
+    for k in range(spatial):
+        if x[2 + k] == DYN or w[2 + k] == DYN:
+            out.append(DYN)
+            continue
+        size = (
+            strides[k] * (x[2 + k] - 1)
+            + out_pad[k]
+            + (w[2 + k] - 1) * dilations[k]
+            + 1
+            - pads[k]
+            - pads[spatial + k]
+        )
+        if size <= 0:
+            raise ShapeError(f"spatial axis {k} has output extent {size}")
+        out.append(size)
+    return tuple(out)
+
+
+@irdl_op_definition
+class ConvTransposeOp(GraphOp):
+    """N-D transposed convolution, input [N, C, D...], weight [C, M/group, k...] (ONNX
+    ConvTranspose-11 with explicit pads [begin..., end...]; output_shape and auto_pad are
+    resolved to pads at import). y = col2im(W^T x) + bias."""
+
+    name = "graph.conv_transpose"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    output_padding = prop_def(DenseArrayBase)
+    group = prop_def(IntegerAttr)
+    # the conv kernel template is a forward conv2d: no template takes this op yet
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x, w = types[0], types[1]
+        if x.element_type != w.element_type:
+            raise ShapeError(
+                f"input and weight element types differ: {x.element_type}, {w.element_type}"
+            )
+        shape = conv_transpose_shape(x.get_shape(), w.get_shape(), p, p.integer("group"))
+        if len(types) == 3:
+            b = types[2]
+            if len(b.get_shape()) != 1 or not si.dims_compatible(b.get_shape()[0], shape[1]):
+                raise ShapeError(
+                    f"bias must be 1-D with {shape[1]} elements, got {si.fmt(b.get_shape())}"
+                )
+            if b.element_type != x.element_type:
+                raise ShapeError(f"bias has element type {b.element_type}, not {x.element_type}")
+        return [tensor(shape, x.element_type)]
+
+
+# --------------------------------------------------------------------------------------
+# Depth <-> space
+# --------------------------------------------------------------------------------------
+
+
+def _block(p: Props, shape: Sequence[int]) -> int:
+    if len(shape) != 4:
+        raise ShapeError(f"expects a 4-D NCHW input, got {si.fmt(shape)}")
+    b = p.integer("blocksize")
+    if b < 1:
+        raise ShapeError(f"blocksize {b} must be >= 1")
+    _choice(p, "mode", DEPTH_SPACE_MODES)
+    return b
+
+
+def _times(d: int, k: int) -> int:
+    return DYN if d == DYN else d * k
+
+
+def _split(d: int, k: int, what: str) -> int:
+    if d == DYN:
+        return DYN
+    if d % k:
+        raise ShapeError(f"{what} {d} is not divisible by {k}")
+    return d // k
+
+
+@irdl_op_definition
+class DepthToSpaceOp(GraphOp):
+    """Move channel blocks into b x b spatial blocks (ONNX DepthToSpace-13):
+    [N, C, H, W] -> [N, C/b^2, H*b, W*b]; DCR takes depth as (b, b, C'), CRD as (C', b, b)."""
+
+    name = "graph.depth_to_space"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    blocksize = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        b = _block(p, types[0].get_shape())
+        n, c, h, w = types[0].get_shape()
+        shape = (n, _split(c, b * b, "channels"), _times(h, b), _times(w, b))
+        return [tensor(shape, types[0].element_type)]
+
+
+@irdl_op_definition
+class SpaceToDepthOp(GraphOp):
+    """Move b x b spatial blocks into channels (ONNX SpaceToDepth-13, mode of -28):
+    [N, C, H, W] -> [N, C*b^2, H/b, W/b]; DCR puts depth as (b, b, C), CRD as (C, b, b)."""
+
+    name = "graph.space_to_depth"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    blocksize = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        b = _block(p, types[0].get_shape())
+        n, c, h, w = types[0].get_shape()
+        shape = (n, _times(c, b * b), _split(h, b, "height"), _split(w, b, "width"))
+        return [tensor(shape, types[0].element_type)]
+
+
+VISION_OPS = [ResizeOp, ConvTransposeOp, DepthToSpaceOp, SpaceToDepthOp]

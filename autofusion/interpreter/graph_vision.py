@@ -1,0 +1,232 @@
+"""Reference semantics of the vision graph ops (see autofusion/dialects/graph_vision.py).
+
+Resize is separable: each resized axis is one weighted gather, with the neighbour and
+weight rules of ONNX's Resize-19 reference (onnx/reference/ops/op_resize.py), computed
+in float64 and rounded to the result type once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import cast
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.ir import Operation
+
+from autofusion.dialects import graph_vision as gv
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.graph_base import Props
+from autofusion.interpreter.graph import Array, _compute, _props, _quiet, _result
+
+# --------------------------------------------------------------------------------------
+# Resize
+# --------------------------------------------------------------------------------------
+
+
+def source_coordinates(
+    mode: str, out_size: int, in_size: int, scale: float, roi: tuple[float, float] | None
+) -> Array:
+    """x_original of every output index along one axis (Resize-19's coordinate modes)."""
+    y = np.arange(out_size, dtype=np.float64)
+    length = scale * in_size  # the unrounded output length
+    if mode == "align_corners":
+        return np.zeros(out_size) if length == 1 else y * (in_size - 1) / (length - 1)
+    if mode == "asymmetric":
+        return y / scale
+    if mode == "tf_crop_and_resize":
+        assert roi is not None
+        start, end = roi
+        if length == 1:
+            x = np.full(out_size, (end - start) * (in_size - 1) / 2)
+        else:
+            x = y * (end - start) * (in_size - 1) / (length - 1)
+        return cast(Array, x + start * (in_size - 1))
+    if mode == "pytorch_half_pixel":
+        return np.full(out_size, -0.5) if length == 1 else (y + 0.5) / scale - 0.5
+    if mode == "half_pixel_symmetric":
+        offset = in_size / 2 * (1 - out_size / length)
+        return offset + (y + 0.5) / scale - 0.5
+    return (y + 0.5) / scale - 0.5  # half_pixel
+
+
+def _cubic_kernel(x: Array, a: float) -> Array:
+    x = np.abs(x)
+    near = ((a + 2) * x - (a + 3)) * x * x + 1
+    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return np.where(x <= 1, near, np.where(x < 2, far, 0.0))
+
+
+def resize_weights(p: Props, ratio: Array, scale: float) -> Array:
+    """[out, n] weights of the n neighbours of each output index; `ratio` in (0, 1] is the
+    source coordinate's distance from the neighbour left of it (1 when it is on one)."""
+    mode = p.text("mode")
+    r = ratio[:, None]
+    if mode == "nearest":
+        nearest = p.text("nearest_mode")
+        right = {
+            "round_prefer_floor": r > 0.5,
+            "round_prefer_ceil": r >= 0.5,
+            "floor": np.zeros_like(r, dtype=bool),
+            "ceil": np.ones_like(r, dtype=bool),
+        }[nearest] | (r == 1)
+        return np.concatenate([~right, right], axis=1).astype(np.float64)
+    a = p.real("cubic_coeff_a")
+    if p.flag("antialias"):  # the kernel widens by 1/scale when downsampling
+        s = min(scale, 1.0)
+        reach = 1 if mode == "linear" else 2  # the kernel's support at scale 1
+        start = math.floor(-reach / s) + 1
+        taps = np.arange(start, 2 - start)
+        args = (taps[None, :] - r) * s
+        w = np.clip(1 - np.abs(args), 0, 1) if mode == "linear" else _cubic_kernel(args, a)
+        return cast(Array, w / w.sum(axis=1, keepdims=True))
+    if mode == "linear":
+        return np.concatenate([1 - r, r], axis=1)
+    return _cubic_kernel(np.concatenate([r + 1, r, 1 - r, 2 - r], axis=1), a)
+
+
+def _neighbours(x: Array, n: int) -> Array:
+    """[out, n] indices of the n neighbours of each source coordinate, left ties first
+    (the reference's nearest-n rule on an edge-padded axis)."""
+    pad = math.ceil(n / 2)
+    xp = x + pad
+    base = np.floor(xp).astype(np.int64)
+    frac = xp - base
+    if n % 2 == 0:
+        offset = np.where(frac == 0, -(n // 2), -(n // 2) + 1)
+    else:
+        offset = np.where(frac <= 0.5, -((n - 1) // 2), -((n - 1) // 2) + 1)
+    return cast(Array, (base + offset)[:, None] + np.arange(n)[None, :] - pad)
+
+
+def resize_axis(
+    data: Array, axis: int, out_size: int, scale: float, p: Props, roi: tuple[float, float] | None
+) -> Array:
+    """`data` resized along `axis` to `out_size` elements."""
+    in_size = data.shape[axis]
+    coord = p.text("coordinate_transformation_mode")
+    x = source_coordinates(coord, out_size, in_size, scale, roi)
+    whole = np.floor(x)
+    ratio = np.where(x == whole, 1.0, x - whole)
+    weights = resize_weights(p, ratio, scale)
+    idx = _neighbours(x, weights.shape[1])
+    if p.flag("exclude_outside"):
+        weights = np.where((idx < 0) | (idx >= in_size), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    taken = np.take(data, np.clip(idx, 0, in_size - 1), axis=axis)  # [.., out, n, ..]
+    shape = (1,) * axis + weights.shape + (1,) * (data.ndim - axis - 1)
+    result = cast(Array, (taken * weights.reshape(shape)).sum(axis=axis + 1))
+    if coord == "tf_crop_and_resize":
+        outside = ((x < 0) | (x > in_size - 1)).reshape(
+            (1,) * axis + (-1,) + (1,) * (data.ndim - axis - 1)
+        )
+        result = np.where(outside, p.real("extrapolation_value"), result)
+    return result
+
+
+def resize(x: Array, p: Props, out_shape: Sequence[int]) -> Array:
+    """Resize-19 of `x` to `out_shape` (dynamic dims of the result type as -1)."""
+    rank = x.ndim
+    scales = gv.reals(p, "scales")
+    sizes = p.integers("sizes") if p.has("sizes") else None
+    roi = gv.reals(p, "roi")
+    y = x.astype(np.float64)
+    for axis in range(rank):
+        if sizes is not None:
+            out = sizes[axis]
+        elif out_shape[axis] != si.DYN:
+            out = out_shape[axis]
+        else:
+            assert scales is not None
+            out = gv.resized_dim(x.shape[axis], scales[axis], roi, axis, rank)
+        scale = scales[axis] if scales is not None else out / x.shape[axis]
+        pair = None if roi is None else (roi[axis], roi[rank + axis])
+        if math.isclose(scale, 1.0) and out == x.shape[axis] and (pair in (None, (0.0, 1.0))):
+            continue
+        y = resize_axis(y, axis, out, scale, p, pair)
+    return y
+
+
+# --------------------------------------------------------------------------------------
+# ConvTranspose, DepthToSpace, SpaceToDepth
+# --------------------------------------------------------------------------------------
+
+
+def conv_transpose(x: Array, w: Array, b: Array | None, p: Props) -> Array:
+    """Scatter-add of x * w for every kernel offset, then the pads cropped off."""
+    spatial = x.ndim - 2
+    strides, pads = p.integers("strides"), p.integers("pads")
+    dilations, out_pad = p.integers("dilations"), p.integers("output_padding")
+    group = p.integer("group")
+    kernel = w.shape[2:]
+    cg, mg = x.shape[1] // group, w.shape[1]
+    full = [
+        strides[k] * (x.shape[2 + k] - 1) + (kernel[k] - 1) * dilations[k] + 1 + out_pad[k]
+        for k in range(spatial)
+    ]
+    out = np.zeros((x.shape[0], mg * group, *full), dtype=np.result_type(x, w))
+    for g in range(group):
+        xg = x[:, g * cg : (g + 1) * cg]
+        wg = w[g * cg : (g + 1) * cg]
+        for offset in itertools.product(*(range(k) for k in kernel)):
+            part = np.moveaxis(
+                np.tensordot(xg, wg[(slice(None), slice(None), *offset)], (1, 0)), -1, 1
+            )
+            window = tuple(
+                slice(o * d, o * d + s * (n - 1) + 1, s)
+                for o, d, s, n in zip(offset, dilations, strides, x.shape[2:])
+            )
+            out[(slice(None), slice(g * mg, (g + 1) * mg), *window)] += part
+    crop = tuple(slice(pads[k], full[k] - pads[spatial + k]) for k in range(spatial))
+    y = out[(slice(None), slice(None), *crop)]
+    if b is not None:
+        y = y + b.reshape((1, -1) + (1,) * spatial)
+    return cast(Array, y)
+
+
+def depth_to_space(x: Array, block: int, mode: str) -> Array:
+    n, c, h, w = x.shape
+    if mode == "DCR":
+        t = x.reshape(n, block, block, c // block**2, h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        t = x.reshape(n, c // block**2, block, block, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return t.reshape(n, c // block**2, h * block, w * block)
+
+
+def space_to_depth(x: Array, block: int, mode: str) -> Array:
+    n, c, h, w = x.shape
+    t = x.reshape(n, c, h // block, block, w // block, block)
+    t = t.transpose(0, 3, 5, 1, 2, 4) if mode == "DCR" else t.transpose(0, 1, 3, 5, 2, 4)
+    return t.reshape(n, c * block**2, h // block, w // block)
+
+
+@register_impls
+class GraphVisionFunctions(InterpreterFunctions):
+    """numpy implementations of the vision graph ops."""
+
+    @impl(gv.ResizeOp)
+    def run_resize(self, i: Interpreter, op: gv.ResizeOp, args: PythonValues) -> PythonValues:
+        out_shape = cast(TensorType, op.output.type).get_shape()
+        return (_result(op, _quiet(lambda: resize(_compute(args[0]), _props(op), out_shape))),)
+
+    @impl(gv.ConvTransposeOp)
+    def run_conv_transpose(
+        self, i: Interpreter, op: gv.ConvTransposeOp, args: PythonValues
+    ) -> PythonValues:
+        x, w = _compute(args[0]), _compute(args[1])
+        b = _compute(args[2]) if len(args) == 3 else None
+        return (_result(op, _quiet(lambda: conv_transpose(x, w, b, _props(op)))),)
+
+    @impl(gv.DepthToSpaceOp)
+    def run_depth_to_space(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        p = _props(op)
+        return (_result(op, depth_to_space(args[0], p.integer("blocksize"), p.text("mode"))),)
+
+    @impl(gv.SpaceToDepthOp)
+    def run_space_to_depth(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        p = _props(op)
+        return (_result(op, space_to_depth(args[0], p.integer("blocksize"), p.text("mode"))),)
