@@ -469,11 +469,73 @@ def test_gather_nd_with_constant_indices() -> None:
     check_against_ort(m, {"x": randn(2, 3, 4)})
 
 
-@pytest.mark.parametrize("opset", [12, 19])
-def test_opset_out_of_range(opset: int) -> None:
+NEWEST_OPSET = onnx.defs.onnx_opset_version()
+
+
+def test_opset_below_13_is_refused() -> None:
     m = make_model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])])
-    m.opset_import[0].version = opset
-    assert f"ONNX opset {opset}; afc imports opsets 13 to 18" in error_of(m)
+    m.opset_import[0].version = 12
+    assert f"ONNX opset 12; afc imports opsets 13 to {NEWEST_OPSET}" in error_of(m)
+
+
+def test_opset_newer_than_onnx_is_refused() -> None:
+    m = make_model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])])
+    m.opset_import[0].version = NEWEST_OPSET + 1
+    assert f"ONNX opset {NEWEST_OPSET + 1}, newer than the installed onnx" in error_of(m)
+
+
+@pytest.mark.parametrize("opset", range(13, NEWEST_OPSET + 1))
+def test_every_opset_from_13_imports(opset: int) -> None:
+    """A model at any opset the installed onnx knows imports (Relu-14, Add-14 on)."""
+    m = make_model(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])],
+        [vi("x", F, [2])],
+        [vi("y", F, [2])],
+        opset=opset,
+    )
+    module = do_import(m)
+    assert module.attributes["graph.opset"].value.data == opset  # type: ignore[attr-defined]
+
+
+def test_version_tables_cover_every_converter_and_version() -> None:
+    """Every converter lists, for each version its op reaches from opset 13 to the newest,
+    whether it implements it (VERSIONS) or what differs (REFUSED_VERSIONS)."""
+    from frontends.onnx.importer import converters, operator_versions
+
+    implemented, refused = operator_versions()
+    assert set(implemented) == set(converters())
+    for op, versions in implemented.items():
+        reached = set()
+        for opset in range(13, NEWEST_OPSET + 1):
+            try:
+                reached.add(onnx.defs.get_schema(op, opset, "").since_version)
+            except onnx.defs.SchemaError:  # the op is newer than this opset
+                continue
+        known = set(versions) | {v for (o, v) in refused if o == op}
+        assert reached <= known, f"{op}: versions {sorted(reached - known)} are not in the tables"
+        assert not set(versions) & {v for (o, v) in refused if o == op}
+
+
+def test_unimplemented_operator_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A version missing from the converter's table is refused in one line naming the
+    node, the operator and its version (here Relu-14, as if afc implemented only Relu-13)."""
+    from frontends.onnx import ops_math
+
+    monkeypatch.setitem(ops_math.VERSIONS, "Relu", (13,))
+    m = make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="act")],
+        [vi("x", F, [2])],
+        [vi("y", F, [2])],
+        opset=14,
+    )
+    assert error_of(m) == (
+        "node 'act' (Relu-14): operator version 14 is not supported: afc implements versions "
+        "13 of Relu, and version 14 is newer than the ones it was checked against"
+    )
+    monkeypatch.setitem(ops_math.REFUSED_VERSIONS, ("Relu", 14), "it adds integer types")
+    assert error_of(m) == (
+        "node 'act' (Relu-14): operator version 14 is not supported: it adds integer types"
+    )
 
 
 # --------------------------------------------------------------------------------------

@@ -68,10 +68,11 @@ from autofusion.interpreter.folding import evaluate
 if TYPE_CHECKING:
     from frontends.onnx import InputShapes
 
-# the default-domain opsets the converters implement (the per-op signature changes
-# between them are handled by each converter from `Node.version`)
+# the oldest default-domain opset afc imports; the newest is the installed onnx's
+# (`onnx.defs.onnx_opset_version()`). Each node is converted by the version of its
+# operator that the model's opset resolves to (its schema's since_version), and a
+# version its converter does not implement is refused (see `OpVersions`).
 MIN_OPSET = 13
-MAX_OPSET = 18
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -393,6 +394,14 @@ class Node:
 
 Converter = Callable[[Node], Sequence[Value | None]]
 
+# op type -> the since_versions its converter implements (a version it is not listed
+# for is refused); each converter module has one such table, `VERSIONS`
+OpVersions = dict[str, tuple[int, ...]]
+
+# (op type, since_version) -> what that version changes that afc does not implement;
+# each converter module has one such table, `REFUSED_VERSIONS`
+RefusedVersions = dict[tuple[str, int], str]
+
 
 def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter], Converter]:
     """Decorator: register a converter for `op_types` in `table`."""
@@ -411,6 +420,16 @@ def converters() -> dict[str, Converter]:
     from frontends.onnx import ops_math, ops_tensor, ops_vision
 
     return {**ops_math.CONVERTERS, **ops_tensor.CONVERTERS, **ops_vision.CONVERTERS}
+
+
+def operator_versions() -> tuple[OpVersions, RefusedVersions]:
+    """The versions each converter implements, and what the refused versions change."""
+    from frontends.onnx import ops_math, ops_tensor
+
+    return (
+        {**ops_math.VERSIONS, **ops_tensor.VERSIONS},
+        {**ops_math.REFUSED_VERSIONS, **ops_tensor.REFUSED_VERSIONS},
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -441,6 +460,7 @@ class Importer:
         self.symbols: dict[str, int] = {}
         self._since: dict[str, int] = {}
         self._table = converters()
+        self._versions, self._refused = operator_versions()
 
     # ---- opsets --------------------------------------------------------------------
 
@@ -449,10 +469,16 @@ class Importer:
         if not versions:
             raise UserError("the model imports no default-domain (ai.onnx) opset")
         opset = versions[0]
-        if not MIN_OPSET <= opset <= MAX_OPSET:
+        newest = onnx.defs.onnx_opset_version()
+        if opset < MIN_OPSET:
             raise UserError(
-                f"the model uses ONNX opset {opset}; afc imports opsets "
-                f"{MIN_OPSET} to {MAX_OPSET} (convert it with onnx.version_converter)"
+                f"the model uses ONNX opset {opset}; afc imports opsets {MIN_OPSET} to "
+                f"{newest} (convert it with onnx.version_converter)"
+            )
+        if opset > newest:
+            raise UserError(
+                f"the model uses ONNX opset {opset}, newer than the installed onnx "
+                f"{onnx.__version__} knows ({newest}); afc imports opsets {MIN_OPSET} to {newest}"
             )
         return opset
 
@@ -592,6 +618,7 @@ class Importer:
             raise UserError(
                 f"node '{node.name}': unsupported ONNX operator {proto.op_type} (opset {self.opset})"
             )
+        self._check_version(node)
         outputs = list(fn(node))
         node.check_attrs()
         for k, out_name in enumerate(proto.output):
@@ -604,6 +631,20 @@ class Importer:
             if isinstance(value, Const) and value.initializer is None and value.ssa is None:
                 value.hint = out_name
             self.values[out_name] = value
+
+    def _check_version(self, node: Node) -> None:
+        """Refuse an operator version the converter does not implement, saying what differs."""
+        implemented = self._versions.get(node.op_type, ())
+        if node.version in implemented:
+            return
+        listed = ", ".join(str(v) for v in implemented)
+        reason = self._refused.get((node.op_type, node.version))
+        if reason is None:
+            reason = (
+                f"afc implements versions {listed} of {node.op_type}, and version "
+                f"{node.version} is newer than the ones it was checked against"
+            )
+        raise node.error(f"operator version {node.version} is not supported: {reason}")
 
     def _results(self) -> list[SSAValue]:
         results: list[SSAValue] = []

@@ -1,9 +1,9 @@
 """Converters of ONNX compute operators: elementwise math, reductions, NN layers.
 
-Each converter reads every attribute its operator has in opsets 13-18 (an attribute
-value it cannot express is an error) and builds graph ops with `Node.emit`, which folds
-them when all operands are known. Operator versions are cited as `Op-<since_version>`
-from https://onnx.ai/onnx/operators/.
+Each converter reads every attribute of the operator versions `VERSIONS` lists for it
+(an attribute value it cannot express is an error) and builds graph ops with
+`Node.emit`, which folds them when all operands are known. Operator versions are cited
+as `Op-<since_version>` from https://onnx.ai/onnx/operators/.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from frontends.onnx.importer import (
     Const,
     Converter,
     Node,
+    OpVersions,
+    RefusedVersions,
     Value,
     element_type,
     probe_dims,
@@ -27,6 +29,78 @@ from frontends.onnx.importer import (
 )
 
 CONVERTERS: dict[str, Converter] = {}
+
+# The operator versions (since_version, reached from opset 13 on) each converter
+# implements. Unless its converter's docstring says otherwise, a later version only
+# adds element types, which `element_type` accepts or refuses by name.
+VERSIONS: OpVersions = {
+    "Abs": (13,),
+    "Add": (13, 14),
+    "And": (7,),
+    "AveragePool": (11, 19, 22),
+    "BatchNormalization": (9, 14, 15),
+    "Cast": (13, 19, 21, 23, 24, 25, 28),
+    "CastLike": (15, 19, 21, 23, 24, 25),
+    "Clip": (13,),
+    "Conv": (11, 22),
+    "Cos": (7, 22),
+    "Div": (13, 14),
+    "Elu": (6, 22),
+    "Equal": (13, 19),
+    "Erf": (13,),
+    "Exp": (13,),
+    "Gemm": (13,),
+    "GlobalAveragePool": (1, 22),
+    "GlobalMaxPool": (1, 22),
+    "Greater": (13,),
+    "GreaterOrEqual": (12, 16),
+    "HardSigmoid": (6, 22),
+    "HardSwish": (14, 22),
+    "LayerNormalization": (17,),
+    "LeakyRelu": (6, 16),
+    "Less": (13,),
+    "LessOrEqual": (12, 16),
+    "Log": (13,),
+    "LogSoftmax": (13,),
+    "MatMul": (13,),
+    "Max": (13,),
+    "MaxPool": (12, 22),
+    "Mean": (13,),
+    "Min": (13,),
+    "Mish": (18, 22),
+    "Mul": (13, 14),
+    "Neg": (13,),
+    "Not": (1,),
+    "Or": (7,),
+    "PRelu": (9, 16),
+    "Pow": (13, 15),
+    "Reciprocal": (13,),
+    "ReduceL1": (13, 18),
+    "ReduceL2": (13, 18),
+    "ReduceLogSum": (13, 18, 28),
+    "ReduceLogSumExp": (13, 18, 28),
+    "ReduceMax": (13, 18, 20),
+    "ReduceMean": (13, 18),
+    "ReduceMin": (13, 18, 20),
+    "ReduceSum": (13,),
+    "ReduceSumSquare": (13, 18),
+    "Relu": (13, 14),
+    "Selu": (6, 22),
+    "Sigmoid": (13,),
+    "Sin": (7, 22),
+    "Softmax": (13,),
+    "Softplus": (1, 22),
+    "Softsign": (1, 22),
+    "Sqrt": (13,),
+    "Sub": (13, 14),
+    "Sum": (13,),
+    "Tanh": (13,),
+    "ThresholdedRelu": (10, 22),
+    "Xor": (7,),
+}
+
+# versions of these operators whose semantics afc does not implement: none so far
+REFUSED_VERSIONS: RefusedVersions = {}
 
 
 def _scalar(node: Node, value: float, like: Value) -> Const:
@@ -509,8 +583,8 @@ def convert_layer_norm(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "MaxPool", "AveragePool")
 def convert_pool(node: Node) -> list[Value]:
-    """MaxPool-12 and AveragePool-11 in 1-D and 2-D; MaxPool's Indices output is
-    unsupported (AveragePool's dilations exist from version 19 only)."""
+    """MaxPool-12/22 and AveragePool-11/19/22 in 1-D and 2-D; MaxPool's Indices output is
+    unsupported. AveragePool has dilations from version 19 on; only 1 is supported."""
     x = node.input(0)
     spatial = _check_spatial(node, x)
     kernel = node.ints_attr("kernel_shape")
@@ -523,6 +597,10 @@ def convert_pool(node: Node) -> list[Value]:
             raise node.error("the Indices output is not supported")
         node.attr("storage_order", 0)  # only affects Indices
         dilations = node.ints_attr("dilations", dilations) or []
+    elif node.version >= 19:
+        given = node.ints_attr("dilations", dilations) or []
+        if any(d != 1 for d in given):
+            raise node.reject("dilations", given, "AveragePool supports only dilations of 1")
     pads = _window_pads(node, x, kernel, strides, dilations)
     if spatial == 1:
         x = _insert_unit_dim(node, x, 2)
@@ -571,10 +649,21 @@ def cast_to(node: Node, x: Value, elt: object) -> Value:
     return node.emit1(graph.CastOp, [x], result_types=[graph.tensor(x.shape, elt)])  # type: ignore[arg-type]
 
 
+def _float8_only_attrs(node: Node) -> None:
+    """Read Cast's saturate (version 19 on) and round_mode (24 on): they only change casts
+    to float8 types, which `element_type` refuses."""
+    if node.version >= 19:
+        node.attr("saturate", 1)
+    if node.version >= 24:
+        node.attr("round_mode", "up")
+
+
 @register(CONVERTERS, "Cast")
 def convert_cast(node: Node) -> list[Value]:
-    """Cast-13 to a supported element type (float to integer truncates)."""
+    """Cast-13 to a supported element type (float to integer truncates). Cast-19's
+    saturate and Cast-24's round_mode only apply to float8 targets, which afc refuses."""
     to = int(node.attr("to"))
+    _float8_only_attrs(node)
     try:
         elt = element_type(to, "the cast target")
     except UserError as e:
@@ -584,5 +673,7 @@ def convert_cast(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "CastLike")
 def convert_cast_like(node: Node) -> list[Value]:
-    """CastLike-15: cast to the element type of the second input."""
+    """CastLike-15: cast to the element type of the second input (saturate and
+    round_mode as in Cast)."""
+    _float8_only_attrs(node)
     return [cast_to(node, node.input(0), node.input(1).elt)]

@@ -27,6 +27,8 @@ from frontends.onnx.importer import (
     Const,
     Converter,
     Node,
+    OpVersions,
+    RefusedVersions,
     Sym,
     Tensor,
     Value,
@@ -36,6 +38,37 @@ from frontends.onnx.importer import (
 )
 
 CONVERTERS: dict[str, Converter] = {}
+
+# The operator versions (since_version, reached from opset 13 on) each converter
+# implements. Unless its converter's docstring says otherwise, a later version only
+# adds element types, which `element_type` accepts or refuses by name.
+VERSIONS: OpVersions = {
+    "Concat": (13,),
+    "Constant": (13, 19, 21, 23, 24, 25),
+    "ConstantOfShape": (9, 20, 21, 23, 24, 25),
+    "Dropout": (13, 22),
+    "Expand": (13,),
+    "Flatten": (13, 21, 23, 24, 25),
+    "Gather": (13,),
+    "GatherND": (13,),
+    "Identity": (13, 14, 16, 19, 21, 23, 24, 25),
+    "Pad": (13, 18, 19, 21, 23, 24, 25),
+    "Range": (11, 27),
+    "Reshape": (13, 14, 19, 21, 23, 24, 25),
+    "Shape": (13, 15, 19, 21, 23, 24, 25),
+    "Size": (13, 19, 21, 23, 24, 25),
+    "Slice": (13,),
+    "Split": (13, 18),
+    "Squeeze": (13, 21, 23, 24, 25),
+    "Tile": (13,),
+    "Transpose": (13, 21, 23, 24, 25),
+    "Trilu": (14,),
+    "Unsqueeze": (13, 21, 23, 24, 25),
+    "Where": (9, 16),
+}
+
+# versions of these operators whose semantics afc does not implement: none so far
+REFUSED_VERSIONS: RefusedVersions = {}
 
 INT64_MAX = 2**63 - 1
 
@@ -54,7 +87,8 @@ def _norm_axis(node: Node, axis: int, rank: int) -> int:
 
 @register(CONVERTERS, "Identity")
 def convert_identity(node: Node) -> list[Value]:
-    """Identity-16: the input itself."""
+    """Identity-13 to -25: the input itself (optional and sequence values, which Identity-14
+    and -16 add, are not tensors and are refused where they are made)."""
     return [node.input(0)]
 
 
@@ -126,15 +160,29 @@ def convert_constant_of_shape(node: Node) -> list[Value]:
     return [node.const(np.full(dims, fill.array.reshape(())), fill.elt)]
 
 
+# Range-27's stash_type: the numpy type float16/bfloat16 ranges are computed in
+RANGE_STASH = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64}
+
+
 @register(CONVERTERS, "Range")
 def convert_range(node: Node) -> list[Value]:
-    """Range-11: max(ceil((limit - start) / delta), 0) elements start, start + delta, ..."""
+    """Range-11/27: max(ceil((limit - start) / delta), 0) elements start, start + delta, ...
+
+    Range-27 adds float16/bfloat16 and stash_type, the type (float or double) they are
+    computed in before the result is rounded back.
+    """
     values = [node.input(i) for i in range(3)]
     if any(isinstance(v, Sym) for v in values):
         raise node.symbolic_error("the length of the range")
     start, limit, delta = (node.const_input(i, "range bound") for i in range(3))
     assert start is not None and limit is not None and delta is not None
     s, lim, d = (np.asarray(v).reshape(()) for v in (start, limit, delta))
+    if node.version >= 27:
+        stash = int(node.attr("stash_type", onnx.TensorProto.FLOAT))
+        if stash not in RANGE_STASH:
+            raise node.reject("stash_type", stash, "FLOAT (1) or DOUBLE (11)")
+        if dtypes.type_name(values[0].elt) in ("f16", "bf16"):
+            s, lim, d = (v.astype(RANGE_STASH[stash]) for v in (s, lim, d))
     if d == 0:
         raise node.error("delta must not be 0")
     count = max(int(np.ceil((lim - s) / d)), 0)
@@ -475,7 +523,8 @@ def convert_tile(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Pad")
 def convert_pad(node: Node) -> list[Value]:
-    """Pad-13 and Pad-18 (optional axes input): modes constant, reflect, edge."""
+    """Pad-13, Pad-18 (optional axes input), Pad-19 (adds mode wrap, refused): modes
+    constant, reflect, edge."""
     x = node.input(0)
     rank = len(x.shape)
     mode = node.attr("mode", "constant")
