@@ -424,10 +424,10 @@ def converters() -> dict[str, Converter]:
 
 def operator_versions() -> tuple[OpVersions, RefusedVersions]:
     """The versions each converter implements, and what the refused versions change."""
-    from frontends.onnx import ops_math, ops_tensor
+    from frontends.onnx import ops_math, ops_tensor, ops_vision
 
     return (
-        {**ops_math.VERSIONS, **ops_tensor.VERSIONS},
+        {**ops_math.VERSIONS, **ops_tensor.VERSIONS, **ops_vision.VERSIONS},
         {**ops_math.REFUSED_VERSIONS, **ops_tensor.REFUSED_VERSIONS},
     )
 

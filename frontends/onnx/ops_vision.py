@@ -16,7 +16,7 @@ import numpy as np
 from autofusion.dialects import graph
 from autofusion.dialects import graph_vision as gv
 from autofusion.dialects import shape_inference as si
-from frontends.onnx.importer import Converter, Node, Value, register
+from frontends.onnx.importer import Converter, Node, OpVersions, Value, register
 from frontends.onnx.ops_math import (
     _as_2d,
     _check_spatial,
@@ -27,6 +27,18 @@ from frontends.onnx.ops_math import (
 )
 
 CONVERTERS: dict[str, Converter] = {}
+
+# The operator versions (since_version, reached from opset 13 on) each converter
+# implements; a later version only adds element types unless the converter says otherwise.
+VERSIONS: OpVersions = {
+    "Resize": (13, 18, 19),
+    "Upsample": (10,),
+    "ConvTranspose": (11, 22),
+    "DepthToSpace": (13, 28),
+    "SpaceToDepth": (13, 28),
+    "LpPool": (11, 18, 22),
+    "GlobalLpPool": (2, 22),
+}
 
 DYN = si.DYN
 
@@ -290,7 +302,7 @@ def _p(node: Node) -> int:
 
 @register(CONVERTERS, "LpPool")
 def convert_lp_pool(node: Node) -> list[Value]:
-    """LpPool-18 in 1-D and 2-D: (sum over the window of |x|^p)^(1/p), the sum being a
+    """LpPool-11/18 in 1-D and 2-D: (sum over the window of |x|^p)^(1/p), the sum being a
     depthwise conv2d with a ones kernel (zero padding adds nothing). ceil_mode is refused."""
     x = node.input(0)
     spatial = _check_spatial(node, x)
@@ -301,9 +313,11 @@ def convert_lp_pool(node: Node) -> list[Value]:
     if channels == DYN:
         raise node.error(f"needs a static channel dim, got {si.fmt(x.shape)}")
     strides = node.ints_attr("strides", [1] * spatial) or []
-    dilations = node.ints_attr("dilations", [1] * spatial) or []
-    if node.attr("ceil_mode", 0):
-        raise node.reject("ceil_mode", 1, "only ceil_mode=0")
+    dilations = [1] * spatial
+    if node.version >= 18:  # LpPool-18 adds dilations and ceil_mode
+        dilations = node.ints_attr("dilations", dilations) or []
+        if node.attr("ceil_mode", 0):
+            raise node.reject("ceil_mode", 1, "only ceil_mode=0")
     pads = _window_pads(node, x, kernel, strides, dilations)
     p = _p(node)
     t = _power(node, x, p)
