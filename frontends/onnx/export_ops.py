@@ -44,6 +44,7 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import Props
+from frontends.onnx import export_vision
 
 DOMAIN = "ai.afc"
 """The domain of afc's model-local functions."""
@@ -1192,6 +1193,7 @@ TABLE: dict[type[Operation], Mapping] = {
     graph.RmsNormStatsOp: Named("RmsNormStats", rms_norm_stats, "ai.afc.RmsNormStats"),
     graph.LayerNormApplyOp: Named("LayerNormApply", layer_norm_apply, "ai.afc.LayerNormApply"),
     graph.RmsNormApplyOp: Named("RmsNormApply", rms_norm_apply, "ai.afc.RmsNormApply"),
+    **export_vision.table(),
 }
 
 

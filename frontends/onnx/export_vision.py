@@ -1,0 +1,123 @@
+"""ONNX export of the vision graph ops (autofusion/dialects/graph_vision.py): each is the
+ONNX operator it was imported from (Resize, ConvTranspose, DepthToSpace, SpaceToDepth).
+
+`table()` gives their entries of `export_ops.TABLE`; it imports export_ops lazily so
+that either module may be imported first.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+from onnx import TensorProto
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+
+from autofusion.dialects import graph_vision as gv
+
+if TYPE_CHECKING:
+    from frontends.onnx.export_ops import Emitter, Mapping
+
+
+def _resize_sizes_or_scales(e: Emitter) -> tuple[str, str]:
+    """The (scales, sizes) inputs of Resize-13+: scales when they give the result shape
+    (floor(in * scale)), else sizes, whose scales ONNX takes as out / in."""
+    from frontends.onnx.export_ops import NotExportable
+
+    scales = gv.reals(e.props, "scales")
+    shape = e.in_type().get_shape()
+    out = cast(TensorType, e.op.results[0].type).get_shape()
+    if scales is not None:
+        roi = gv.reals(e.props, "roi")
+        rank = len(shape)
+        floors = [
+            d if d == gv.DYN else gv.resized_dim(d, s, roi, k, rank)
+            for k, (d, s) in enumerate(zip(shape, scales))
+        ]
+        if all(o == gv.DYN or o == f for o, f in zip(out, floors)):
+            return e.const(np.asarray(scales, np.float32), TensorProto.FLOAT, "scales"), ""
+        if any(d == gv.DYN or not math.isclose(o / d, s) for d, o, s in zip(shape, out, scales)):
+            raise NotExportable(
+                f"graph.resize to {list(out)} with scales {list(scales)}: ONNX Resize "
+                "takes either the scales or the sizes"
+            )
+    return "", e.ints(out, "sizes")
+
+
+def resize(e: Emitter) -> None:
+    # Resize-13/18/19: roi, scales and sizes as inputs; antialias from 18,
+    # half_pixel_symmetric from 19
+    from frontends.onnx.export_ops import NotExportable
+
+    p = e.props
+    coord = p.text("coordinate_transformation_mode")
+    attrs: dict[str, Any] = {
+        "mode": p.text("mode"),
+        "coordinate_transformation_mode": coord,
+        "nearest_mode": p.text("nearest_mode"),
+        "cubic_coeff_a": p.real("cubic_coeff_a"),
+        "exclude_outside": int(p.flag("exclude_outside")),
+        "extrapolation_value": p.real("extrapolation_value"),
+    }
+    if p.flag("antialias"):
+        if e.opset < 18:
+            raise NotExportable(f"Resize antialias needs opset 18, not {e.opset}")
+        attrs["antialias"] = 1
+    if coord == "half_pixel_symmetric" and e.opset < 19:
+        raise NotExportable(f"Resize half_pixel_symmetric needs opset 19, not {e.opset}")
+    roi = gv.reals(p, "roi")
+    roi_name = "" if roi is None else e.const(np.asarray(roi, np.float32), TensorProto.FLOAT, "roi")
+    scales, sizes = _resize_sizes_or_scales(e)
+    ins = [e.inputs[0], roi_name, scales] + ([sizes] if sizes else [])
+    e.nodes("Resize", ins, e.outputs, **attrs)
+
+
+def conv_transpose(e: Emitter) -> None:
+    # ConvTranspose-11 with explicit pads
+    p = e.props
+    e.nodes(
+        "ConvTranspose",
+        e.inputs,
+        e.outputs,
+        kernel_shape=list(e.in_type(1).get_shape()[2:]),
+        strides=list(p.integers("strides")),
+        pads=list(p.integers("pads")),
+        dilations=list(p.integers("dilations")),
+        output_padding=list(p.integers("output_padding")),
+        group=p.integer("group"),
+    )
+
+
+def depth_to_space(e: Emitter) -> None:
+    # DepthToSpace-13
+    p = e.props
+    e.nodes(
+        "DepthToSpace", e.inputs, e.outputs, blocksize=p.integer("blocksize"), mode=p.text("mode")
+    )
+
+
+def space_to_depth(e: Emitter) -> None:
+    # SpaceToDepth-13 is DCR; SpaceToDepth-28 adds mode
+    from frontends.onnx.export_ops import NotExportable
+
+    p = e.props
+    attrs: dict[str, Any] = {"blocksize": p.integer("blocksize")}
+    if e.opset >= 28:
+        attrs["mode"] = p.text("mode")
+    elif p.text("mode") != "DCR":
+        raise NotExportable(f"SpaceToDepth mode CRD needs opset 28, not {e.opset}")
+    e.nodes("SpaceToDepth", e.inputs, e.outputs, **attrs)
+
+
+def table() -> dict[type[Operation], Mapping]:
+    """The export entries of the vision ops."""
+    from frontends.onnx.export_ops import Standard
+
+    return {
+        gv.ResizeOp: Standard(resize, "Resize (scales or sizes input)"),
+        gv.ConvTransposeOp: Standard(conv_transpose, "ConvTranspose (explicit pads)"),
+        gv.DepthToSpaceOp: Standard(depth_to_space, "DepthToSpace"),
+        gv.SpaceToDepthOp: Standard(space_to_depth, "SpaceToDepth (mode from 28)"),
+    }

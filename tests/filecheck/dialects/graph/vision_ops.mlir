@@ -1,0 +1,38 @@
+// RUN: AFC_ROUNDTRIP
+// RUN: AFC_GENERIC_ROUNDTRIP
+
+// Vision ops (graph_vision.py) round-trip: resize in each mode with scales, sizes and roi,
+// N-D conv_transpose with bias, groups and dynamic dims, depth_to_space / space_to_depth.
+
+// CHECK-LABEL: func.func @resize
+// CHECK-NEXT:    %0 = graph.resize %x {antialias = false, coordinate_transformation_mode = "half_pixel", cubic_coeff_a = -7.500000e-01, exclude_outside = false, extrapolation_value = 0.000000e+00, mode = "linear", nearest_mode = "round_prefer_floor", scales = array<f64: 1.000000e+00, 1.000000e+00, 2.000000e+00, 2.000000e+00>} : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>
+// CHECK-NEXT:    %1 = graph.resize %d {antialias = false, coordinate_transformation_mode = "asymmetric", cubic_coeff_a = -7.500000e-01, exclude_outside = false, extrapolation_value = 0.000000e+00, mode = "nearest", nearest_mode = "floor", scales = array<f64: 1.000000e+00, 1.000000e+00, 1.500000e+00, 1.500000e+00>} : tensor<?x3x4x4xf32> -> tensor<?x3x6x6xf32>
+// CHECK-NEXT:    %2 = graph.resize %x {antialias = true, coordinate_transformation_mode = "tf_crop_and_resize", cubic_coeff_a = -5.000000e-01, exclude_outside = true, extrapolation_value = 1.000000e+01, mode = "cubic", nearest_mode = "round_prefer_floor", roi = array<f64: 0.000000e+00, 0.000000e+00, 4.000000e-01, 6.000000e-01, 1.000000e+00, 1.000000e+00, 6.000000e-01, 8.000000e-01>, sizes = [1, 3, 3, 3]} : tensor<1x3x4x4xf32> -> tensor<1x3x3x3xf32>
+// CHECK-LABEL: func.func @conv_transpose
+// CHECK-NEXT:    %0 = graph.conv_transpose %x, %w, %b {dilations = [1, 1], group = 2, output_padding = [1, 1], pads = [1, 1, 1, 1], strides = [2, 2]} : (tensor<1x4x5x5xf32>, tensor<4x3x3x3xf32>, tensor<6xf32>) -> tensor<1x6x10x10xf32>
+// CHECK-NEXT:    %1 = graph.conv_transpose %x1, %w1 {dilations = [2], group = 2, output_padding = [0], pads = [0, 0], strides = [1]} : (tensor<?x4x5xf32>, tensor<4x2x3xf32>) -> tensor<?x4x9xf32>
+// CHECK-LABEL: func.func @depth_space
+// CHECK-NEXT:    %0 = graph.depth_to_space %x {blocksize = 2, mode = "CRD"} : tensor<2x8x3x3xf32> -> tensor<2x2x6x6xf32>
+// CHECK-NEXT:    %1 = graph.space_to_depth %y {blocksize = 2, mode = "DCR"} : tensor<?x2x4x?xi8> -> tensor<?x8x2x?xi8>
+// CHECK-GENERIC: "graph.resize"(%x) <{mode = "linear", coordinate_transformation_mode = "half_pixel", nearest_mode = "round_prefer_floor", cubic_coeff_a = -7.500000e-01 : f64
+// CHECK-GENERIC: "graph.conv_transpose"(%x, %w, %b) <{strides = array<i64: 2, 2>
+// CHECK-GENERIC: "graph.depth_to_space"(%x) <{blocksize = 2 : i64, mode = "CRD"}>
+
+func.func @resize(%x: tensor<1x3x4x4xf32>, %d: tensor<?x3x4x4xf32>) {
+  %0 = graph.resize %x {mode = "linear", coordinate_transformation_mode = "half_pixel", nearest_mode = "round_prefer_floor", cubic_coeff_a = -0.75, exclude_outside = false, extrapolation_value = 0.0, antialias = false, scales = array<f64: 1.0, 1.0, 2.0, 2.0>} : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>
+  %1 = graph.resize %d {mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor", cubic_coeff_a = -0.75, exclude_outside = false, extrapolation_value = 0.0, antialias = false, scales = array<f64: 1.0, 1.0, 1.5, 1.5>} : tensor<?x3x4x4xf32> -> tensor<?x3x6x6xf32>
+  %2 = graph.resize %x {mode = "cubic", coordinate_transformation_mode = "tf_crop_and_resize", nearest_mode = "round_prefer_floor", cubic_coeff_a = -0.5, exclude_outside = true, extrapolation_value = 10.0, antialias = true, sizes = [1, 3, 3, 3], roi = array<f64: 0.0, 0.0, 0.4, 0.6, 1.0, 1.0, 0.6, 0.8>} : tensor<1x3x4x4xf32> -> tensor<1x3x3x3xf32>
+  func.return
+}
+
+func.func @conv_transpose(%x: tensor<1x4x5x5xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<6xf32>, %x1: tensor<?x4x5xf32>, %w1: tensor<4x2x3xf32>) {
+  %0 = graph.conv_transpose %x, %w, %b {strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], output_padding = [1, 1], group = 2} : (tensor<1x4x5x5xf32>, tensor<4x3x3x3xf32>, tensor<6xf32>) -> tensor<1x6x10x10xf32>
+  %1 = graph.conv_transpose %x1, %w1 {strides = [1], pads = [0, 0], dilations = [2], output_padding = [0], group = 2} : (tensor<?x4x5xf32>, tensor<4x2x3xf32>) -> tensor<?x4x9xf32>
+  func.return
+}
+
+func.func @depth_space(%x: tensor<2x8x3x3xf32>, %y: tensor<?x2x4x?xi8>) {
+  %0 = graph.depth_to_space %x {blocksize = 2, mode = "CRD"} : tensor<2x8x3x3xf32> -> tensor<2x2x6x6xf32>
+  %1 = graph.space_to_depth %y {blocksize = 2, mode = "DCR"} : tensor<?x2x4x?xi8> -> tensor<?x8x2x?xi8>
+  func.return
+}
