@@ -49,6 +49,9 @@ COORDINATE_MODES = (
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 DEPTH_SPACE_MODES = ("DCR", "CRD")
 
+# a `sizes` entry keeping the input's (possibly dynamic) dim
+KEEP = -1
+
 
 def reals_attr(values: Sequence[float]) -> DenseArrayBase:
     """A list of floats as a property (array<f64: ...>)."""
@@ -86,9 +89,9 @@ def _per_dim(values: Sequence[object] | None, rank: int, what: str) -> None:
 class ResizeOp(GraphOp):
     """Resample every axis of the input (ONNX Resize-19, Upsample-10 as nearest/asymmetric).
 
-    `scales` (one per axis) drive the coordinate transform; `sizes` is the output shape.
-    Without `sizes` an output dim is floor(in * scale); without `scales` a scale is
-    out / in. `roi` ([starts..., ends...], normalized) is for tf_crop_and_resize only.
+    `scales` (one per axis) drive the coordinate transform; `sizes` is the output shape
+    (-1 keeps the input's dim). Without `sizes` an output dim is floor(in * scale);
+    without `scales` a scale is out / in. `roi` ([starts..., ends...], normalized) is for tf_crop_and_resize only.
     Example: `%y = graph.resize %x {mode = "linear", scales = array<f64: 1., 1., 2., 2.>,
     ...} : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>`
     """
@@ -133,12 +136,13 @@ class ResizeOp(GraphOp):
             raise ShapeError("needs scales or sizes")
         if scales is not None and any(not s > 0 for s in scales):
             raise ShapeError(f"scales {list(scales)} must be positive")
-        if sizes is not None and any(s <= 0 for s in sizes):
-            raise ShapeError(f"sizes {list(sizes)} must be positive")
+        if sizes is not None and any(s <= 0 and s != KEEP for s in sizes):
+            raise ShapeError(f"sizes {list(sizes)} must be positive (or -1: keep)")
         if (roi is not None) != (coord == "tf_crop_and_resize"):
             raise ShapeError("roi is given exactly when the mode is tf_crop_and_resize")
         if sizes is not None:
-            return [tensor(sizes, x.element_type)]
+            out = [d if s == KEEP else s for d, s in zip(shape, sizes)]
+            return [tensor(out, x.element_type)]
         assert scales is not None
         out = [
             d if d == DYN and s == 1.0 else DYN if d == DYN else resized_dim(d, s, roi, k, rank)

@@ -30,9 +30,13 @@ from autofusion.interpreter.graph import Array, _compute, _props, _quiet, _resul
 def source_coordinates(
     mode: str, out_size: int, in_size: int, scale: float, roi: tuple[float, float] | None
 ) -> Array:
-    """x_original of every output index along one axis (Resize-19's coordinate modes)."""
+    """x_original of every output index along one axis (Resize-19's coordinate modes).
+
+    align_corners and tf_crop_and_resize divide by the unrounded output length
+    in * scale, as ONNX's reference and backend cases do; ONNX Runtime takes the rounded
+    length, so the two differ where in * scale is not an integer."""
     y = np.arange(out_size, dtype=np.float64)
-    length = scale * in_size  # the unrounded output length
+    length = scale * in_size
     if mode == "align_corners":
         return np.zeros(out_size) if length == 1 else y * (in_size - 1) / (length - 1)
     if mode == "asymmetric":
@@ -45,8 +49,8 @@ def source_coordinates(
         else:
             x = y * (end - start) * (in_size - 1) / (length - 1)
         return cast(Array, x + start * (in_size - 1))
-    if mode == "pytorch_half_pixel":
-        return np.full(out_size, -0.5) if length == 1 else (y + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":  # the spec's 0 for one element (ONNX Runtime agrees)
+        return np.zeros(out_size) if out_size == 1 else (y + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":
         offset = in_size / 2 * (1 - out_size / length)
         return offset + (y + 0.5) / scale - 0.5
@@ -137,7 +141,7 @@ def resize(x: Array, p: Props, out_shape: Sequence[int]) -> Array:
     y = x.astype(np.float64)
     for axis in range(rank):
         if sizes is not None:
-            out = sizes[axis]
+            out = x.shape[axis] if sizes[axis] == gv.KEEP else sizes[axis]
         elif out_shape[axis] != si.DYN:
             out = out_shape[axis]
         else:

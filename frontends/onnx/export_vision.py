@@ -8,11 +8,10 @@ that either module may be imported first.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from onnx import TensorProto
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from autofusion.dialects import graph_vision as gv
@@ -21,29 +20,44 @@ if TYPE_CHECKING:
     from frontends.onnx.export_ops import Emitter, Mapping
 
 
-def _resize_sizes_or_scales(e: Emitter) -> tuple[str, str]:
-    """The (scales, sizes) inputs of Resize-13+: scales when they give the result shape
-    (floor(in * scale)), else sizes, whose scales ONNX takes as out / in."""
+def _resize_inputs(e: Emitter) -> tuple[str, str, dict[str, Any]]:
+    """(scales, sizes, attributes) of Resize: scales when they give the result shape
+    (floor(in * scale)); else sizes, for the changed axes only (Resize-18 axes) where an
+    axis is kept, with the keep_aspect_ratio_policy that recovers a uniform scale."""
     from frontends.onnx.export_ops import NotExportable
 
-    scales = gv.reals(e.props, "scales")
+    p = e.props
+    scales = gv.reals(p, "scales")
+    sizes = p.integers("sizes") if p.has("sizes") else None
     shape = e.in_type().get_shape()
-    out = cast(TensorType, e.op.results[0].type).get_shape()
+    rank = len(shape)
     if scales is not None:
-        roi = gv.reals(e.props, "roi")
-        rank = len(shape)
+        roi = gv.reals(p, "roi")
         floors = [
-            d if d == gv.DYN else gv.resized_dim(d, s, roi, k, rank)
+            gv.KEEP if d == gv.DYN else gv.resized_dim(d, s, roi, k, rank)
             for k, (d, s) in enumerate(zip(shape, scales))
         ]
-        if all(o == gv.DYN or o == f for o, f in zip(out, floors)):
-            return e.const(np.asarray(scales, np.float32), TensorProto.FLOAT, "scales"), ""
-        if any(d == gv.DYN or not math.isclose(o / d, s) for d, o, s in zip(shape, out, scales)):
-            raise NotExportable(
-                f"graph.resize to {list(out)} with scales {list(scales)}: ONNX Resize "
-                "takes either the scales or the sizes"
-            )
-    return "", e.ints(out, "sizes")
+        if sizes is None or all(z in (f, gv.KEEP) for z, f in zip(sizes, floors)):
+            return e.const(np.asarray(scales, np.float32), TensorProto.FLOAT, "scales"), "", {}
+    assert sizes is not None
+    if scales is None and gv.KEEP not in sizes:
+        return "", e.ints(sizes, "sizes"), {}
+    what = f"graph.resize to sizes {list(sizes)} with scales {scales}"
+    if e.opset < 18:
+        raise NotExportable(f"{what} needs Resize-18's axes (opset 18), not {e.opset}")
+    axes = [k for k, z in enumerate(sizes) if z != gv.KEEP]
+    targets = [sizes[a] for a in axes]
+    if scales is None:
+        return "", e.ints(targets, "sizes"), {"axes": axes}
+    uniform = {scales[a] for a in axes}
+    if len(uniform) == 1 and all(shape[a] != gv.DYN for a in axes):
+        scale = uniform.pop()
+        ratios = [sizes[a] / shape[a] for a in axes]
+        for policy, pick in (("not_larger", min), ("not_smaller", max)):
+            if math.isclose(pick(ratios), scale):
+                attrs = {"axes": axes, "keep_aspect_ratio_policy": policy}
+                return "", e.ints(targets, "sizes"), attrs
+    raise NotExportable(f"{what}: ONNX Resize takes either the scales or the sizes")
 
 
 def resize(e: Emitter) -> None:
@@ -69,9 +83,9 @@ def resize(e: Emitter) -> None:
         raise NotExportable(f"Resize half_pixel_symmetric needs opset 19, not {e.opset}")
     roi = gv.reals(p, "roi")
     roi_name = "" if roi is None else e.const(np.asarray(roi, np.float32), TensorProto.FLOAT, "roi")
-    scales, sizes = _resize_sizes_or_scales(e)
+    scales, sizes, extra = _resize_inputs(e)
     ins = [e.inputs[0], roi_name, scales] + ([sizes] if sizes else [])
-    e.nodes("Resize", ins, e.outputs, **attrs)
+    e.nodes("Resize", ins, e.outputs, **attrs, **extra)
 
 
 def conv_transpose(e: Emitter) -> None:

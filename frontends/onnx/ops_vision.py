@@ -86,18 +86,14 @@ def _resize_size_props(
     rank = len(x.shape)
     if len(sizes) != len(axes):
         raise node.error(f"sizes {sizes} needs one entry per resized axis ({len(axes)})")
-    untouched = [k for k in range(rank) if k not in axes]
-    if any(x.shape[k] == DYN for k in untouched) or (
-        policy != "stretch" and any(x.shape[a] == DYN for a in axes)
-    ):
-        raise node.symbolic_error("the output shape")
-    full = _full(sizes, axes, x.shape)
     if policy == "stretch":
-        return {"sizes": [int(v) for v in full]}
+        return {"sizes": [int(v) for v in _full(sizes, axes, [gv.KEEP] * rank)]}
+    if any(x.shape[a] == DYN for a in axes):
+        raise node.symbolic_error("the output shape")
     ratios = [sizes[i] / x.shape[a] for i, a in enumerate(axes)]
     scale = min(ratios) if policy == "not_larger" else max(ratios)
     # Resize-18: output size = round(scale * in), halves up
-    out = [int(scale * x.shape[k] + 0.5) if k in axes else x.shape[k] for k in range(rank)]
+    out = [int(scale * x.shape[k] + 0.5) if k in axes else gv.KEEP for k in range(rank)]
     return {"sizes": out, "scales": gv.reals_attr(_full([scale] * len(axes), axes, [1.0] * rank))}
 
 
