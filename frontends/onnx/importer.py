@@ -417,17 +417,22 @@ def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter
 
 def converters() -> dict[str, Converter]:
     """ONNX op type -> converter, for the default domain."""
-    from frontends.onnx import ops_math, ops_tensor, ops_vision
+    from frontends.onnx import ops_einsum, ops_math, ops_tensor, ops_vision
 
-    return {**ops_math.CONVERTERS, **ops_tensor.CONVERTERS, **ops_vision.CONVERTERS}
+    return {
+        **ops_math.CONVERTERS,
+        **ops_tensor.CONVERTERS,
+        **ops_vision.CONVERTERS,
+        **ops_einsum.CONVERTERS,
+    }
 
 
 def operator_versions() -> tuple[OpVersions, RefusedVersions]:
     """The versions each converter implements, and what the refused versions change."""
-    from frontends.onnx import ops_math, ops_tensor, ops_vision
+    from frontends.onnx import ops_einsum, ops_math, ops_tensor, ops_vision
 
     return (
-        {**ops_math.VERSIONS, **ops_tensor.VERSIONS, **ops_vision.VERSIONS},
+        {**ops_math.VERSIONS, **ops_tensor.VERSIONS, **ops_vision.VERSIONS, **ops_einsum.VERSIONS},
         {**ops_math.REFUSED_VERSIONS, **ops_tensor.REFUSED_VERSIONS},
     )
 
