@@ -378,3 +378,55 @@ def test_vision_ops_compile_as_library_kernels(tmp_path: Any) -> None:
     names = [op.name for op in c.fused.walk()]
     for op in ("graph.conv_transpose", "graph.resize", "graph.depth_to_space"):
         assert op in names
+
+
+# --------------------------------------------------------------------------------------
+# A torch-exported UNet-style decoder block
+# --------------------------------------------------------------------------------------
+
+
+def _unet_block() -> Any:
+    torch = pytest.importorskip("torch")
+
+    class Decoder(torch.nn.Module):
+        """Nearest and bilinear upsampling, a stride-2 transposed conv with a skip
+        connection, and a pixel shuffle (DepthToSpace CRD)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(8, 16, 3, padding=1)
+            self.nearest = torch.nn.Upsample(scale_factor=2, mode="nearest")
+            self.bilinear = torch.nn.Upsample(scale_factor=2, mode="bilinear")
+            self.corners = torch.nn.Upsample(size=(13, 11), mode="bicubic", align_corners=True)
+            self.tconv = torch.nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1)
+            self.shuffle = torch.nn.PixelShuffle(2)
+
+        def forward(self, x: Any, skip: Any) -> tuple[Any, Any, Any]:
+            h = torch.nn.functional.silu(self.conv(x))
+            up = self.nearest(h) + self.bilinear(h)
+            merged = torch.cat([self.tconv(h), skip], 1) + up
+            return merged, self.shuffle(up), self.corners(h)
+
+    torch.manual_seed(0)
+    return torch, Decoder().eval()
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_torch_unet_decoder_block(dynamo: bool, tmp_path: Any) -> None:
+    torch, block = _unet_block()
+    x, skip = torch.randn(2, 8, 8, 8), torch.randn(2, 8, 16, 16)
+    path = tmp_path / "decoder.onnx"
+    torch.onnx.export(block, (x, skip), str(path), dynamo=dynamo, input_names=["x", "skip"])
+    model = onnx.load(str(path))
+    ops = {n.op_type for n in model.graph.node}
+    assert {"Resize", "ConvTranspose", "DepthToSpace"} <= ops
+    with torch.no_grad():
+        want = [t.numpy() for t in block(x, skip)]
+    feeds = {"x": x.numpy(), "skip": skip.numpy()}
+    module, got = afc_run(model, feeds)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+    for g, w in zip(got, run_ort(model, feeds)):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+    names = {op.name for op in find_function(module).walk()}
+    assert {"graph.resize", "graph.conv_transpose", "graph.depth_to_space"} <= names

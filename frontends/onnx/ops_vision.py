@@ -74,15 +74,10 @@ def _full(values: Sequence[float], axes: Sequence[int], fill: Sequence[float]) -
 
 
 def _resize_size_props(
-    node: Node, x: Value, axes: list[int], sizes: list[int]
+    node: Node, x: Value, axes: list[int], sizes: list[int], policy: str
 ) -> dict[str, object]:
     """`sizes` (for `axes`) as the op's sizes, and scales when keep_aspect_ratio_policy
     rescales them (Resize-18: one scale, min or max of out/in, over the axes)."""
-    policy = "stretch"
-    if node.version >= 18:
-        policy = _choice(
-            node, "keep_aspect_ratio_policy", "stretch", ("stretch", "not_larger", "not_smaller")
-        )
     rank = len(x.shape)
     if len(sizes) != len(axes):
         raise node.error(f"sizes {sizes} needs one entry per resized axis ({len(axes)})")
@@ -113,6 +108,10 @@ def convert_resize(node: Node) -> list[Value]:
     if antialias and mode == "nearest":
         raise node.reject("antialias", 1, "antialias applies to linear and cubic modes")
     axes = _resize_axes(node, rank)
+    policy = "stretch"  # Resize-18's keep_aspect_ratio_policy applies to sizes only
+    if node.version >= 18:
+        policies = ("stretch", "not_larger", "not_smaller")
+        policy = _choice(node, "keep_aspect_ratio_policy", "stretch", policies)
     scales = node.const_input(2, "scales")
     sizes = node.ints_input(3, "sizes")
     has_scales = scales is not None and scales.size > 0
@@ -134,7 +133,7 @@ def convert_resize(node: Node) -> list[Value]:
             raise node.error(f"scales {values} needs one entry per resized axis ({len(axes)})")
         props["scales"] = gv.reals_attr(_full(values, axes, [1.0] * rank))
     else:
-        props.update(_resize_size_props(node, x, axes, sizes or []))
+        props.update(_resize_size_props(node, x, axes, sizes or [], policy))
     if coord == "tf_crop_and_resize":
         roi = node.const_input(1, "roi")
         if roi is None or roi.size != 2 * len(axes):
