@@ -15,16 +15,24 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IntegerType,
+    Signedness,
     bf16,
     f16,
     f32,
     f64,
     i1,
     i8,
+    i16,
     i32,
     i64,
 )
 from xdsl.ir import Attribute
+
+# unsigned integer types (MLIR `ui8` ...); signless `iN` are signed, as in ONNX
+ui8 = IntegerType(8, Signedness.UNSIGNED)
+ui16 = IntegerType(16, Signedness.UNSIGNED)
+ui32 = IntegerType(32, Signedness.UNSIGNED)
+ui64 = IntegerType(64, Signedness.UNSIGNED)
 
 # name used in diagnostics, npz files and the text frontend -> MLIR element type
 ELEMENT_TYPES: dict[str, Attribute] = {
@@ -34,7 +42,12 @@ ELEMENT_TYPES: dict[str, Attribute] = {
     "f64": f64,
     "i64": i64,
     "i32": i32,
+    "i16": i16,
     "i8": i8,
+    "ui64": ui64,
+    "ui32": ui32,
+    "ui16": ui16,
+    "ui8": ui8,
     "i1": i1,
 }
 
@@ -45,7 +58,12 @@ _STORAGE: dict[str, type[np.generic]] = {
     "f64": np.float64,
     "i64": np.int64,
     "i32": np.int32,
+    "i16": np.int16,
     "i8": np.int8,
+    "ui64": np.uint64,
+    "ui32": np.uint32,
+    "ui16": np.uint16,
+    "ui8": np.uint8,
     "i1": np.bool_,
 }
 
@@ -57,7 +75,12 @@ _BYTES: dict[str, int] = {
     "f64": 8,
     "i64": 8,
     "i32": 4,
+    "i16": 2,
     "i8": 1,
+    "ui64": 8,
+    "ui32": 4,
+    "ui16": 2,
+    "ui8": 1,
     "i1": 1,
 }
 
@@ -77,7 +100,8 @@ def type_name(element_type: Attribute) -> str:
     if isinstance(element_type, Float64Type):
         return "f64"
     if isinstance(element_type, IntegerType):
-        name = f"i{element_type.width.data}"
+        unsigned = element_type.signedness.data == Signedness.UNSIGNED
+        name = f"{'ui' if unsigned else 'i'}{element_type.width.data}"
         if name in _STORAGE:
             return name
     raise UnsupportedElementType(f"unsupported element type {element_type}")
@@ -85,6 +109,11 @@ def type_name(element_type: Attribute) -> str:
 
 def is_float(element_type: Attribute) -> bool:
     return isinstance(element_type, Float32Type | Float16Type | BFloat16Type | Float64Type)
+
+
+def is_integer(element_type: Attribute) -> bool:
+    """A signed or unsigned integer type (not i1, which is bool)."""
+    return isinstance(element_type, IntegerType) and element_type.width.data > 1
 
 
 def is_supported(element_type: Attribute) -> bool:

@@ -1296,3 +1296,19 @@ def test_divisibility_of_deep_shared_host_expressions_is_linear() -> None:
     assert isinstance(ret, func.ReturnOp)
     fact = facts._host(ret.operands[0], {})
     assert fact.exact == (16 * 2**levels) ** 2
+
+
+@pytest.mark.parametrize(
+    ("name", "ctype"),
+    [
+        ("i8", "int8_t"),
+        ("i16", "int16_t"),
+        ("ui8", "uint8_t"),
+        ("ui32", "uint32_t"),
+        ("i1", "bool"),
+    ],
+)
+def test_scalar_type_keeps_signedness(name: str, ctype: str) -> None:
+    from autofusion.codegen.cpp_scalar import scalar_type
+
+    assert scalar_type(dtypes.ELEMENT_TYPES[name]) == ctype

@@ -497,6 +497,89 @@ def test_every_opset_from_13_imports(opset: int) -> None:
     assert module.attributes["graph.opset"].value.data == opset  # type: ignore[attr-defined]
 
 
+# --------------------------------------------------------------------------------------
+# element types
+# --------------------------------------------------------------------------------------
+
+# ONNX integer types -> the graph dialect's element type and numpy dtype
+INTEGER_TYPES = [
+    (TensorProto.UINT8, "ui8", np.uint8),
+    (TensorProto.INT8, "i8", np.int8),
+    (TensorProto.INT16, "i16", np.int16),
+    (TensorProto.UINT16, "ui16", np.uint16),
+    (TensorProto.UINT32, "ui32", np.uint32),
+    (TensorProto.UINT64, "ui64", np.uint64),
+]
+
+
+@pytest.mark.parametrize(("elem", "name", "dtype"), INTEGER_TYPES)
+def test_integer_types_against_onnxruntime(elem: int, name: str, dtype: type) -> None:
+    """Each integer type is a real element type: arithmetic wraps as in ONNX Runtime, and
+    casts from and to float and bool convert values."""
+    c = numpy_helper.from_array(np.array([1, 2, 100], dtype), "c")
+    nodes = [
+        helper.make_node("Add", ["x", "c"], ["s"]),
+        helper.make_node("Mul", ["s", "x"], ["y"]),
+        helper.make_node("Cast", ["y"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["f"], ["z"], to=elem),
+        helper.make_node("Cast", ["x"], ["b"], to=TensorProto.BOOL),
+    ]
+    m = make_model(
+        nodes,
+        [vi("x", elem, [2, 3])],
+        [
+            vi("y", elem, [2, 3]),
+            vi("f", F, [2, 3]),
+            vi("z", elem, [2, 3]),
+            vi("b", TensorProto.BOOL, [2, 3]),
+        ],
+        [c],
+        opset=21,
+    )
+    module = check_against_ort(m, {"x": np.array([[0, 1, 2], [3, 100, 127]], dtype)})
+    assert f"tensor<2x3x{name}>" in module_to_text(default_context(), module)
+
+
+@pytest.mark.parametrize(
+    ("elem", "where"),
+    [
+        (TensorProto.STRING, "input 'x'"),
+        (TensorProto.FLOAT8E4M3FN, "input 'x'"),
+        (TensorProto.UINT4, "input 'x'"),
+        (TensorProto.COMPLEX64, "input 'x'"),
+    ],
+)
+def test_element_types_without_a_home_are_refused(elem: int, where: str) -> None:
+    m = make_model(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        [vi("x", elem, [2])],
+        [vi("y", elem, [2])],
+        opset=21,
+    )
+    name = TensorProto.DataType.Name(elem)
+    assert error_of(m).startswith(f"{where} has element type {name}, which afc does not support")
+
+
+def test_cast_to_float8_is_refused_naming_the_node() -> None:
+    node = helper.make_node("Cast", ["x"], ["y"], name="to_fp8", to=TensorProto.FLOAT8E5M2)
+    m = make_model([node], [vi("x", F, [2])], [vi("y", TensorProto.FLOAT8E5M2, [2])], opset=21)
+    assert error_of(m).startswith(
+        "node 'to_fp8' (Cast-21): the cast target has element type FLOAT8E5M2, which afc does not"
+    )
+
+
+def test_float8_initializer_is_refused_naming_it() -> None:
+    w = helper.make_tensor("w8", TensorProto.FLOAT8E4M3FN, [2], [1.0, 2.0])
+    m = make_model(
+        [helper.make_node("Cast", ["w8"], ["y"], to=TensorProto.FLOAT)],
+        [],
+        [vi("y", F, [2])],
+        [w],
+        opset=21,
+    )
+    assert error_of(m).startswith("initializer 'w8' has element type FLOAT8E4M3FN")
+
+
 def test_version_tables_cover_every_converter_and_version() -> None:
     """Every converter lists, for each version its op reaches from opset 13 to the newest,
     whether it implements it (VERSIONS) or what differs (REFUSED_VERSIONS)."""

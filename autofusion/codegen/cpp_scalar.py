@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     NameLoc,
+    Signedness,
     UnknownLoc,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
@@ -89,6 +90,8 @@ def scalar_type(t: Attribute) -> str:
     if isinstance(t, IndexType):
         return "int64_t"
     if isinstance(t, IntegerType) and t.width.data in _INT_TYPES:
+        if t.signedness.data == Signedness.UNSIGNED and t.width.data > 1:
+            return "u" + _INT_TYPES[t.width.data]
         return _INT_TYPES[t.width.data]
     if isinstance(t, Float32Type):
         return "float"

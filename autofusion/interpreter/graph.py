@@ -230,6 +230,16 @@ _REDUCE: dict[type[Operation], Callable[..., Array]] = {
 }
 
 
+def _extreme(x: Array, low: bool) -> Any:
+    """The lowest (or highest) value of `x`'s dtype: -inf/+inf for floats."""
+    if x.dtype == np.bool_:
+        return not low
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        return info.min if low else info.max
+    return -np.inf if low else np.inf
+
+
 _ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
     "gelu": lambda x: gelu(x, "none"),
@@ -380,7 +390,7 @@ class GraphFunctions(InterpreterFunctions):
         target = cast(TensorType, op.output.type).element_type
         # float -> int truncates toward zero; float -> bool is x != 0
         source = cast(TensorType, op.input.type).element_type
-        if dtypes.is_float(source) and dtypes.type_name(target) in ("i8", "i32", "i64"):
+        if dtypes.is_float(source) and dtypes.is_integer(target):
             x = np.trunc(x)
         return (_result(op, _quiet(lambda: x)),)
 
@@ -444,7 +454,10 @@ class GraphFunctions(InterpreterFunctions):
         keep = _props(op).flag("keepdims")
         fn = _REDUCE[type(op)]
         if x.size == 0 and isinstance(op, graph.ReduceMaxOp | graph.ReduceMinOp):
-            raise InterpretationError(f"{op.name} of an empty tensor")
+            # ONNX ReduceMax/ReduceMin-18: an empty set gives -inf/+inf, or the integer
+            # type's lowest/highest value (False/True for bool)
+            low = isinstance(op, graph.ReduceMaxOp)
+            return (_result(op, fn(x, axis=axes, keepdims=keep, initial=_extreme(x, low))),)
         return (_result(op, _quiet(lambda: fn(_compute(x), axis=axes, keepdims=keep))),)
 
     @impl(graph.ReduceSumOp)

@@ -66,7 +66,12 @@ _ELEMS: dict[str, tuple[int, str]] = {
     "f64": (TensorProto.DOUBLE, "tensor(double)"),
     "i64": (TensorProto.INT64, "tensor(int64)"),
     "i32": (TensorProto.INT32, "tensor(int32)"),
+    "i16": (TensorProto.INT16, "tensor(int16)"),
     "i8": (TensorProto.INT8, "tensor(int8)"),
+    "ui64": (TensorProto.UINT64, "tensor(uint64)"),
+    "ui32": (TensorProto.UINT32, "tensor(uint32)"),
+    "ui16": (TensorProto.UINT16, "tensor(uint16)"),
+    "ui8": (TensorProto.UINT8, "tensor(uint8)"),
     "i1": (TensorProto.BOOL, "tensor(bool)"),
 }
 _NAME_OF_ELEM = {onnx_type: name for name, (onnx_type, _) in _ELEMS.items()}

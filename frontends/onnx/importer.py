@@ -50,6 +50,7 @@ from xdsl.dialects.builtin import (
     f64,
     i1,
     i8,
+    i16,
     i32,
     i64,
 )
@@ -84,8 +85,21 @@ ELEMENT_TYPES: dict[int, Attribute] = {
     TensorProto.DOUBLE: f64,
     TensorProto.INT64: i64,
     TensorProto.INT32: i32,
+    TensorProto.INT16: i16,
     TensorProto.INT8: i8,
+    TensorProto.UINT64: dtypes.ui64,
+    TensorProto.UINT32: dtypes.ui32,
+    TensorProto.UINT16: dtypes.ui16,
+    TensorProto.UINT8: dtypes.ui8,
     TensorProto.BOOL: i1,
+}
+
+# ONNX TypeProto kinds other than tensors, as named in diagnostics
+NON_TENSOR_TYPES = {
+    "sequence_type": "a sequence",
+    "optional_type": "an optional",
+    "map_type": "a map",
+    "sparse_tensor_type": "a sparse tensor",
 }
 
 # constants with at most this many elements are printed inline as dense<...>
@@ -554,7 +568,10 @@ class Importer:
                 continue  # older exporters list initializers as inputs: they are constants
             tt = inp.type.tensor_type if inp.type.HasField("tensor_type") else None
             if tt is None:
-                raise UserError(f"input '{inp.name}' is not a tensor")
+                kind = NON_TENSOR_TYPES.get(inp.type.WhichOneof("value") or "", "untyped")
+                raise UserError(
+                    f"input '{inp.name}' is {kind}, not a tensor (afc imports tensor inputs only)"
+                )
             elt = element_type(tt.elem_type, f"input '{inp.name}'")
             dims_a, dims_b, shape = self._input_dims(inp.name, tt)
             names.append(inp.name)
