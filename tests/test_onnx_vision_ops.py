@@ -38,11 +38,19 @@ VISION_OPS = frozenset(
         "LpPool",
         "GlobalLpPool",
         "Einsum",
+        "GridSample",
+        "AffineGrid",
     }
 )
 
 # ops that import as other graph ops, so export as those
-LOWERED = frozenset({"Upsample", "Einsum", "LpPool", "GlobalLpPool"})
+LOWERED = frozenset({"Upsample", "Einsum", "LpPool", "GlobalLpPool", "AffineGrid"})
+
+# case -> (rtol, atol) where the reference data is not exact
+TOLERANCE_OVERRIDE = {
+    # the expected values are written with 4 decimals
+    "test_gridsample_bicubic": (1e-3, 1e-4),
+}
 
 # case -> the text of afc's refusal (each is a documented limitation)
 REFUSED = {
@@ -79,6 +87,14 @@ def run_ort(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
 # --------------------------------------------------------------------------------------
 # ONNX backend node cases
 # --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _tolerances(monkeypatch: pytest.MonkeyPatch) -> None:
+    import test_onnx_backend_nodes
+
+    for name, tol in TOLERANCE_OVERRIDE.items():
+        monkeypatch.setitem(test_onnx_backend_nodes.TOLERANCE_OVERRIDE, name, tol)
 
 
 @pytest.mark.parametrize("name", _vision_cases())
@@ -314,6 +330,46 @@ def test_einsum_against_ort(equation: str) -> None:
     module = assert_matches_ort(model, feeds, rtol=1e-4)
     ops = {op.name for op in find_function(module).walk()}
     assert "graph.matmul" in ops or "graph.reduce_sum" in ops or len(shapes) == 1
+
+
+GRID_CASES = {
+    # (mode, padding_mode, align_corners, opset, input shape, grid shape)
+    "bilinear_reflection_16": ("bilinear", "reflection", 0, 16, [2, 3, 5, 6], [2, 4, 7, 2]),
+    "bicubic_border_16": ("bicubic", "border", 1, 16, [2, 3, 5, 6], [2, 4, 7, 2]),
+    "nearest_zeros_20": ("nearest", "zeros", 0, 20, [2, 3, 5, 6], [2, 4, 7, 2]),
+    "cubic_reflection_20": ("cubic", "reflection", 1, 20, [1, 2, 6, 5], [1, 3, 3, 2]),
+    "linear_border_3d_20": ("linear", "border", 0, 20, [1, 2, 3, 4, 5], [1, 2, 3, 4, 3]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRID_CASES))
+def test_grid_sample_against_ort(case: str) -> None:
+    """Locations reach past the borders (grid values in [-1.6, 1.6]), except for cubic
+    with border padding: there ONNX's reference (which afc follows) clamps the location
+    before taking the 4 taps, while ONNX Runtime (as PyTorch) clamps each tap."""
+    mode, padding, aligned, opset, xs, gs = GRID_CASES[case]
+    reach = 1.0 if (mode, padding) == ("bicubic", "border") else 1.6
+    node = helper.make_node(
+        "GridSample", ["x", "g"], ["y"], mode=mode, padding_mode=padding, align_corners=aligned
+    )
+    model = one_node_model(node, [f32("x", xs), f32("g", gs)], [f32("y", None)], [], opset)
+    feeds = {
+        "x": RNG.standard_normal(xs).astype(np.float32),
+        "g": RNG.uniform(-reach, reach, gs).astype(np.float32),
+    }
+    module = assert_matches_ort(model, feeds, rtol=1e-4)
+    got = run_ort(export_module(module), feeds)
+    np.testing.assert_allclose(got[0], run_ort(model, feeds)[0], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_affine_grid_against_ort(align_corners: int) -> None:
+    size = numpy_helper.from_array(np.asarray([2, 3, 5, 7], np.int64), "size")
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["y"], align_corners=align_corners)
+    model = one_node_model(node, [f32("theta", ["N", 2, 3])], [f32("y", None)], [size], 20)
+    theta = RNG.standard_normal((2, 2, 3)).astype(np.float32)
+    module = assert_matches_ort(model, {"theta": theta})
+    assert result_shapes(module) == [[DYN, 5, 7, 2]]
 
 
 def test_einsum_refuses_broadcasting_ellipsis() -> None:

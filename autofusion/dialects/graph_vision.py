@@ -318,4 +318,47 @@ class SpaceToDepthOp(GraphOp):
         return [tensor(shape, types[0].element_type)]
 
 
-VISION_OPS = [ResizeOp, ConvTransposeOp, DepthToSpaceOp, SpaceToDepthOp]
+# --------------------------------------------------------------------------------------
+# GridSample
+# --------------------------------------------------------------------------------------
+
+GRID_MODES = ("linear", "nearest", "cubic")
+GRID_PADDINGS = ("zeros", "border", "reflection")
+
+
+@irdl_op_definition
+class GridSampleOp(GraphOp):
+    """Sample the input at grid locations (ONNX GridSample-20): input [N, C, D...], grid
+    [N, out..., r] of normalized coordinates in [-1, 1], innermost spatial axis first;
+    result [N, C, out...]. Modes linear, nearest (half to even) and cubic (a = -0.75);
+    padding zeros, border or reflection; align_corners maps -1/1 to the corner centres."""
+
+    name = "graph.grid_sample"
+    input = operand_def(TensorType)
+    grid = operand_def(TensorType)
+    output = result_def(TensorType)
+    mode = prop_def(StringAttr)
+    padding_mode = prop_def(StringAttr)
+    align_corners = prop_def(BoolAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x, g = types[0].get_shape(), types[1].get_shape()
+        _choice(p, "mode", GRID_MODES)
+        _choice(p, "padding_mode", GRID_PADDINGS)
+        p.flag("align_corners")
+        spatial = len(x) - 2
+        if spatial < 1 or len(g) != len(x) or g[-1] not in (spatial, DYN):
+            raise ShapeError(
+                f"grid {si.fmt(g)} does not hold {spatial}-D locations for input {si.fmt(x)}"
+            )
+        if not si.dims_compatible(x[0], g[0]):
+            raise ShapeError(f"input batch {x[0]} and grid batch {g[0]} differ")
+        if not dtypes.is_float(types[1].element_type):
+            raise ShapeError(f"grid must be floating point, got {types[1].element_type}")
+        return [tensor((x[0], x[1], *g[1:-1]), types[0].element_type)]
+
+
+VISION_OPS = [ResizeOp, ConvTransposeOp, DepthToSpaceOp, SpaceToDepthOp, GridSampleOp]

@@ -208,6 +208,78 @@ def space_to_depth(x: Array, block: int, mode: str) -> Array:
     return t.reshape(n, c * block**2, h // block, w // block)
 
 
+# --------------------------------------------------------------------------------------
+# GridSample
+# --------------------------------------------------------------------------------------
+
+
+def reflect(x: Array, lo: float, hi: float) -> Array:
+    """x reflected at lo and hi until it lies within them."""
+    span = hi - lo
+    if span <= 0:
+        return np.full_like(x, lo)
+    below, above = lo - x, x - hi
+    out = x.copy()
+    for dist, edge, other, mask in ((below, lo, hi, x < lo), (above, hi, lo, x > hi)):
+        n = np.floor(dist / span)
+        r = dist - n * span
+        sign = 1 if edge == lo else -1
+        near, far = edge + sign * r, other - sign * r
+        out = np.where(mask, np.where(n % 2 == 0, near, far), out)
+    return cast(Array, out)
+
+
+def _grid_taps(p: Props, x: Array, size: int) -> tuple[Array, Array, Array]:
+    """(indices, weights, in-range mask), each [..., taps], of the input pixels that
+    location `x` (unnormalized, along one axis of `size` pixels) reads."""
+    mode, padding = p.text("mode"), p.text("padding_mode")
+    aligned = p.flag("align_corners")
+    lo, hi = (0.0, size - 1.0) if aligned else (-0.5, size - 0.5)
+    if mode == "nearest":
+        x = np.rint(x)
+    if padding == "border":
+        x = np.where((x < lo) | (x > hi), np.clip(x, 0, size - 1), x)
+    elif padding == "reflection":
+        x = np.where((x < lo) | (x > hi), reflect(x, lo, hi), x)
+    if mode == "nearest":
+        base = np.trunc(x).astype(np.int64)[..., None]
+        weights = np.ones(base.shape)
+    else:
+        start = np.floor(x)
+        t = (x - start)[..., None]
+        if mode == "linear":
+            offsets, weights = np.arange(2), np.concatenate([1 - t, t], axis=-1)
+        else:
+            offsets = np.arange(-1, 3)
+            weights = _cubic_kernel(np.concatenate([t + 1, t, 1 - t, 2 - t], axis=-1), -0.75)
+        base = start.astype(np.int64)[..., None] + offsets
+    valid = (base >= 0) & (base < size)
+    if padding == "reflection":
+        base = np.trunc(reflect(base.astype(np.float64), lo, hi)).astype(np.int64)
+    return np.clip(base, 0, size - 1), weights, valid | (padding != "zeros")
+
+
+def grid_sample(x: Array, grid: Array, p: Props) -> Array:
+    """GridSample-20 on [N, C, D...] and [N, out..., r] (see the op's docstring)."""
+    spatial = x.shape[2:]
+    rank = len(spatial)
+    aligned = p.flag("align_corners")
+    taps = []
+    for axis, size in enumerate(spatial):
+        g = grid[..., rank - 1 - axis].astype(np.float32)  # the grid lists W first
+        loc = (g + 1) / 2 * (size - 1) if aligned else ((g + 1) * size - 1) / 2
+        taps.append(_grid_taps(p, loc.astype(np.float64), size))
+    n = x.shape[0]
+    batch = np.arange(n).reshape((n,) + (1,) * (grid.ndim - 2))
+    channels_last = np.moveaxis(x, 1, -1)  # [N, D..., C]
+    out = np.zeros((*grid.shape[:-1], x.shape[1]))  # [N, out..., C]
+    for choice in itertools.product(*(range(t[0].shape[-1]) for t in taps)):
+        index = tuple(t[0][..., k] for t, k in zip(taps, choice))
+        weight = np.prod([t[1][..., k] * t[2][..., k] for t, k in zip(taps, choice)], axis=0)
+        out += channels_last[(batch, *index)] * weight[..., None]
+    return np.moveaxis(out, -1, 1)
+
+
 @register_impls
 class GraphVisionFunctions(InterpreterFunctions):
     """numpy implementations of the vision graph ops."""
@@ -224,6 +296,11 @@ class GraphVisionFunctions(InterpreterFunctions):
         x, w = _compute(args[0]), _compute(args[1])
         b = _compute(args[2]) if len(args) == 3 else None
         return (_result(op, _quiet(lambda: conv_transpose(x, w, b, _props(op)))),)
+
+    @impl(gv.GridSampleOp)
+    def run_grid_sample(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        x, g = _compute(args[0]), _compute(args[1])
+        return (_result(op, _quiet(lambda: grid_sample(x, g, _props(op)))),)
 
     @impl(gv.DepthToSpaceOp)
     def run_depth_to_space(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:

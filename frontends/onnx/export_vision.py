@@ -125,6 +125,26 @@ def space_to_depth(e: Emitter) -> None:
     e.nodes("SpaceToDepth", e.inputs, e.outputs, **attrs)
 
 
+def grid_sample(e: Emitter) -> None:
+    # GridSample-20 (N-D, linear/cubic); GridSample-16 (4-D, bilinear/bicubic)
+    from frontends.onnx.export_ops import NotExportable
+
+    p = e.props
+    mode = p.text("mode")
+    if e.opset < 20:
+        if e.opset < 16 or e.rank() != 4:
+            raise NotExportable(f"a {e.rank()}-D GridSample needs opset 20, not {e.opset}")
+        mode = {"linear": "bilinear", "cubic": "bicubic"}.get(mode, mode)
+    e.nodes(
+        "GridSample",
+        e.inputs,
+        e.outputs,
+        mode=mode,
+        padding_mode=p.text("padding_mode"),
+        align_corners=int(p.flag("align_corners")),
+    )
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the vision ops."""
     from frontends.onnx.export_ops import Standard
@@ -134,4 +154,5 @@ def table() -> dict[type[Operation], Mapping]:
         gv.ConvTransposeOp: Standard(conv_transpose, "ConvTranspose (explicit pads)"),
         gv.DepthToSpaceOp: Standard(depth_to_space, "DepthToSpace"),
         gv.SpaceToDepthOp: Standard(space_to_depth, "SpaceToDepth (mode from 28)"),
+        gv.GridSampleOp: Standard(grid_sample, "GridSample (-16 names before opset 20)"),
     }

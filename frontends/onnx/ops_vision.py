@@ -16,7 +16,7 @@ import numpy as np
 from autofusion.dialects import graph
 from autofusion.dialects import graph_vision as gv
 from autofusion.dialects import shape_inference as si
-from frontends.onnx.importer import Converter, Node, OpVersions, Value, register
+from frontends.onnx.importer import Converter, Node, OpVersions, Value, probe_dims, register
 from frontends.onnx.ops_math import (
     _as_2d,
     _check_spatial,
@@ -38,6 +38,8 @@ VERSIONS: OpVersions = {
     "SpaceToDepth": (13, 28),
     "LpPool": (11, 18, 22),
     "GlobalLpPool": (2, 22),
+    "GridSample": (16, 20, 22),
+    "AffineGrid": (20,),
 }
 
 DYN = si.DYN
@@ -337,3 +339,65 @@ def convert_global_lp_pool(node: Node) -> list[Value]:
     axes = list(range(2, len(x.shape)))
     s = node.emit1(graph.ReduceSumOp, [_power(node, x, p)], {"axes": axes, "keepdims": True})
     return [_root(node, s, p)]
+
+
+# --------------------------------------------------------------------------------------
+# GridSample, AffineGrid
+# --------------------------------------------------------------------------------------
+
+# GridSample-16's mode names -> GridSample-20's
+_GRID_MODES_16 = {"bilinear": "linear", "nearest": "nearest", "bicubic": "cubic"}
+
+
+@register(CONVERTERS, "GridSample")
+def convert_grid_sample(node: Node) -> list[Value]:
+    """GridSample-16 (4-D, bilinear/bicubic) and -20/22 (N-D, linear/cubic)."""
+    x = node.input(0)
+    if node.version < 20:
+        mode = _GRID_MODES_16.get(str(node.attr("mode", "bilinear")))
+        if mode is None or len(x.shape) != 4:
+            raise node.error("GridSample-16 takes 4-D inputs and bilinear, nearest or bicubic")
+    else:
+        mode = _choice(node, "mode", "linear", gv.GRID_MODES)
+    props = {
+        "mode": mode,
+        "padding_mode": _choice(node, "padding_mode", "zeros", gv.GRID_PADDINGS),
+        "align_corners": bool(node.attr("align_corners", 0)),
+    }
+    return node.emit(gv.GridSampleOp, [x, node.input(1)], props)
+
+
+def affine_base_grid(sizes: Sequence[int], align_corners: bool) -> np.ndarray:
+    """[prod(sizes), r + 1] homogeneous normalized locations, innermost axis first
+    (AffineGrid-20's original grid)."""
+    axes = []
+    for size in sizes:
+        if align_corners:
+            step = 2.0 / (size - 1) if size > 1 else 2.0
+            axes.append(np.arange(-1, 1 + 0.0001, step)[:size])
+        else:
+            step = 2.0 / size
+            axes.append(np.arange(-1 + step / 2, 1, step)[:size])
+    mesh = np.meshgrid(*axes, indexing="ij")
+    coords = [m.reshape(-1) for m in reversed(mesh)]
+    return np.stack([*coords, np.ones_like(coords[0])], axis=1)
+
+
+@register(CONVERTERS, "AffineGrid")
+def convert_affine_grid(node: Node) -> list[Value]:
+    """AffineGrid-20 (2-D and 3-D): the constant base grid times theta^T, one matmul."""
+    from frontends.onnx.ops_tensor import reshape_to
+
+    theta = node.input(0)
+    size = node.ints_input(1, "size")
+    if size is None or len(size) not in (4, 5):
+        raise node.error(f"size must be [N, C, H, W] or [N, C, D, H, W], got {size}")
+    spatial = size[2:]
+    r = len(spatial)
+    if len(theta.shape) != 3 or tuple(theta.shape[1:]) != (r, r + 1):
+        raise node.error(f"theta {si.fmt(theta.shape)} is not [N, {r}, {r + 1}]")
+    base = affine_base_grid(spatial, bool(node.attr("align_corners", 0)))
+    theta_t = node.emit1(graph.TransposeOp, [theta], {"perm": [0, 2, 1]})
+    points = node.emit1(graph.MatmulOp, [node.const(base, theta.elt), theta_t])
+    a, b = probe_dims(theta)
+    return [reshape_to(node, points, [a[0], *spatial, r], [b[0], *spatial, r])]

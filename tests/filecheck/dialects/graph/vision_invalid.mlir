@@ -115,3 +115,19 @@ func.func @space_to_depth_mode(%x: tensor<1x1x4x4xf32>) -> tensor<1x4x2x2xf32> {
   func.return %0 : tensor<1x4x2x2xf32>
 }
 // CHECK: 'graph.space_to_depth': mode 'RCD' is not one of DCR, CRD
+
+// -----
+
+func.func @grid_sample_locations(%x: tensor<1x3x5x6xf32>, %g: tensor<1x4x7x3xf32>) -> tensor<1x3x4x7xf32> {
+  %0 = graph.grid_sample %x, %g {mode = "linear", padding_mode = "zeros", align_corners = false} : (tensor<1x3x5x6xf32>, tensor<1x4x7x3xf32>) -> tensor<1x3x4x7xf32>
+  func.return %0 : tensor<1x3x4x7xf32>
+}
+// CHECK: 'graph.grid_sample': grid 1x4x7x3 does not hold 2-D locations for input 1x3x5x6
+
+// -----
+
+func.func @grid_sample_padding(%x: tensor<1x3x5x6xf32>, %g: tensor<1x4x7x2xf32>) -> tensor<1x3x4x7xf32> {
+  %0 = graph.grid_sample %x, %g {mode = "linear", padding_mode = "wrap", align_corners = false} : (tensor<1x3x5x6xf32>, tensor<1x4x7x2xf32>) -> tensor<1x3x4x7xf32>
+  func.return %0 : tensor<1x3x4x7xf32>
+}
+// CHECK: 'graph.grid_sample': padding_mode 'wrap' is not one of zeros, border, reflection

@@ -2,7 +2,8 @@
 // RUN: AFC_GENERIC_ROUNDTRIP
 
 // Vision ops (graph_vision.py) round-trip: resize in each mode with scales, sizes and roi,
-// N-D conv_transpose with bias, groups and dynamic dims, depth_to_space / space_to_depth.
+// N-D conv_transpose with bias, groups and dynamic dims, depth_to_space / space_to_depth,
+// 2-D and 3-D grid_sample.
 
 // CHECK-LABEL: func.func @resize
 // CHECK-NEXT:    %0 = graph.resize %x {antialias = false, coordinate_transformation_mode = "half_pixel", cubic_coeff_a = -7.500000e-01, exclude_outside = false, extrapolation_value = 0.000000e+00, mode = "linear", nearest_mode = "round_prefer_floor", scales = array<f64: 1.000000e+00, 1.000000e+00, 2.000000e+00, 2.000000e+00>} : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>
@@ -34,5 +35,14 @@ func.func @conv_transpose(%x: tensor<1x4x5x5xf32>, %w: tensor<4x3x3x3xf32>, %b: 
 func.func @depth_space(%x: tensor<2x8x3x3xf32>, %y: tensor<?x2x4x?xi8>) {
   %0 = graph.depth_to_space %x {blocksize = 2, mode = "CRD"} : tensor<2x8x3x3xf32> -> tensor<2x2x6x6xf32>
   %1 = graph.space_to_depth %y {blocksize = 2, mode = "DCR"} : tensor<?x2x4x?xi8> -> tensor<?x8x2x?xi8>
+  func.return
+}
+
+// CHECK-LABEL: func.func @grid_sample
+// CHECK-NEXT:    %0 = graph.grid_sample %x, %g {align_corners = true, mode = "cubic", padding_mode = "reflection"} : (tensor<2x3x5x6xf32>, tensor<2x4x7x2xf32>) -> tensor<2x3x4x7xf32>
+// CHECK-NEXT:    %1 = graph.grid_sample %v, %h {align_corners = false, mode = "nearest", padding_mode = "zeros"} : (tensor<?x3x4x5x6xf16>, tensor<?x2x2x2x3xf16>) -> tensor<?x3x2x2x2xf16>
+func.func @grid_sample(%x: tensor<2x3x5x6xf32>, %g: tensor<2x4x7x2xf32>, %v: tensor<?x3x4x5x6xf16>, %h: tensor<?x2x2x2x3xf16>) {
+  %0 = graph.grid_sample %x, %g {mode = "cubic", padding_mode = "reflection", align_corners = true} : (tensor<2x3x5x6xf32>, tensor<2x4x7x2xf32>) -> tensor<2x3x4x7xf32>
+  %1 = graph.grid_sample %v, %h {mode = "nearest", padding_mode = "zeros", align_corners = false} : (tensor<?x3x4x5x6xf16>, tensor<?x2x2x2x3xf16>) -> tensor<?x3x2x2x2xf16>
   func.return
 }
