@@ -40,11 +40,13 @@ VISION_OPS = frozenset(
         "Einsum",
         "GridSample",
         "AffineGrid",
+        "MaxUnpool",
+        "Col2Im",
     }
 )
 
 # ops that import as other graph ops, so export as those
-LOWERED = frozenset({"Upsample", "Einsum", "LpPool", "GlobalLpPool", "AffineGrid"})
+LOWERED = frozenset({"Upsample", "Einsum", "LpPool", "GlobalLpPool", "AffineGrid", "Col2Im"})
 
 # case -> (rtol, atol) where the reference data is not exact
 TOLERANCE_OVERRIDE = {

@@ -361,4 +361,68 @@ class GridSampleOp(GraphOp):
         return [tensor((x[0], x[1], *g[1:-1]), types[0].element_type)]
 
 
-VISION_OPS = [ResizeOp, ConvTransposeOp, DepthToSpaceOp, SpaceToDepthOp, GridSampleOp]
+# --------------------------------------------------------------------------------------
+# MaxUnpool
+# --------------------------------------------------------------------------------------
+
+
+def unpooled_shape(x: Sequence[int], p: Props) -> tuple[int, ...]:
+    """MaxUnpool-11's inferred shape: (in - 1) * stride - pad_begin - pad_end + kernel."""
+    spatial = len(x) - 2
+    kernel, strides, pads = p.integers("kernel_shape"), p.integers("strides"), p.integers("pads")
+    if spatial < 1 or len(kernel) != spatial or len(strides) != spatial or len(pads) != 2 * spatial:
+        raise ShapeError(
+            f"kernel_shape {list(kernel)}, strides {list(strides)} and pads {list(pads)} "
+            f"do not fit a {si.fmt(x)} input"
+        )
+    out = [x[0], x[1]]
+    for k in range(spatial):
+        d = x[2 + k]
+        out.append(
+            DYN if d == DYN else (d - 1) * strides[k] - pads[k] - pads[spatial + k] + kernel[k]
+        )
+    return tuple(out)
+
+
+@irdl_op_definition
+class MaxUnpoolOp(GraphOp):
+    """Scatter the values of a max pooling back to where they came from (ONNX
+    MaxUnpool-11): zeros of the unpooled shape with y.flat[indices] = x, padded with zeros
+    at the end of each axis to `output_shape` when that is given."""
+
+    name = "graph.max_unpool"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel_shape = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    output_shape = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x, idx = types[0], types[1]
+        if not si.shapes_compatible(idx.get_shape(), x.get_shape()):
+            raise ShapeError(
+                f"indices {si.fmt(idx.get_shape())} differ from {si.fmt(x.get_shape())}"
+            )
+        if dtypes.type_name(idx.element_type) != "i64":
+            raise ShapeError(f"indices must be i64, got {idx.element_type}")
+        shape = unpooled_shape(x.get_shape(), p)
+        if p.has("output_shape"):
+            given = p.integers("output_shape")
+            if len(given) != len(shape) or any(d != DYN and g < d for g, d in zip(given, shape)):
+                raise ShapeError(f"output_shape {list(given)} is smaller than {si.fmt(shape)}")
+            shape = tuple(given)
+        return [tensor(shape, x.element_type)]
+
+
+VISION_OPS = [
+    ResizeOp,
+    ConvTransposeOp,
+    DepthToSpaceOp,
+    SpaceToDepthOp,
+    GridSampleOp,
+    MaxUnpoolOp,
+]

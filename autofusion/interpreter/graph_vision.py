@@ -16,6 +16,7 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Operation
+from xdsl.utils.exceptions import InterpretationError
 
 from autofusion.dialects import graph_vision as gv
 from autofusion.dialects import shape_inference as si
@@ -280,6 +281,20 @@ def grid_sample(x: Array, grid: Array, p: Props) -> Array:
     return np.moveaxis(out, -1, 1)
 
 
+def max_unpool(x: Array, indices: Array, p: Props, out_shape: Sequence[int]) -> Array:
+    """MaxUnpool-11: y.flat[indices] = x in the unpooled shape, then zero-padded."""
+    inferred = gv.unpooled_shape(x.shape, p)
+    y = np.zeros(int(np.prod(inferred)), dtype=x.dtype)
+    flat = indices.reshape(-1)
+    if flat.size and (flat.min() < 0 or flat.max() >= y.size):
+        raise InterpretationError(f"graph.max_unpool index out of range [0, {y.size})")
+    y[flat] = x.reshape(-1)
+    shape = [i if o == si.DYN else o for i, o in zip(inferred, out_shape)]
+    out = np.zeros(shape, dtype=x.dtype)
+    out[tuple(slice(0, d) for d in inferred)] = y.reshape(inferred)
+    return out
+
+
 @register_impls
 class GraphVisionFunctions(InterpreterFunctions):
     """numpy implementations of the vision graph ops."""
@@ -301,6 +316,13 @@ class GraphVisionFunctions(InterpreterFunctions):
     def run_grid_sample(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
         x, g = _compute(args[0]), _compute(args[1])
         return (_result(op, _quiet(lambda: grid_sample(x, g, _props(op)))),)
+
+    @impl(gv.MaxUnpoolOp)
+    def run_max_unpool(
+        self, i: Interpreter, op: gv.MaxUnpoolOp, args: PythonValues
+    ) -> PythonValues:
+        out_shape = cast(TensorType, op.output.type).get_shape()
+        return (_result(op, max_unpool(args[0], args[1], _props(op), out_shape)),)
 
     @impl(gv.DepthToSpaceOp)
     def run_depth_to_space(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:

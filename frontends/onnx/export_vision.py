@@ -145,6 +145,22 @@ def grid_sample(e: Emitter) -> None:
     )
 
 
+def max_unpool(e: Emitter) -> None:
+    # MaxUnpool-11; output_shape as a constant input
+    p = e.props
+    ins = list(e.inputs)
+    if p.has("output_shape"):
+        ins.append(e.ints(p.integers("output_shape"), "output_shape"))
+    e.nodes(
+        "MaxUnpool",
+        ins,
+        e.outputs,
+        kernel_shape=list(p.integers("kernel_shape")),
+        strides=list(p.integers("strides")),
+        pads=list(p.integers("pads")),
+    )
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the vision ops."""
     from frontends.onnx.export_ops import Standard
@@ -155,4 +171,5 @@ def table() -> dict[type[Operation], Mapping]:
         gv.DepthToSpaceOp: Standard(depth_to_space, "DepthToSpace"),
         gv.SpaceToDepthOp: Standard(space_to_depth, "SpaceToDepth (mode from 28)"),
         gv.GridSampleOp: Standard(grid_sample, "GridSample (-16 names before opset 20)"),
+        gv.MaxUnpoolOp: Standard(max_unpool, "MaxUnpool (output_shape input)"),
     }

@@ -40,6 +40,8 @@ VERSIONS: OpVersions = {
     "GlobalLpPool": (2, 22),
     "GridSample": (16, 20, 22),
     "AffineGrid": (20,),
+    "MaxUnpool": (11, 22),
+    "Col2Im": (18,),
 }
 
 DYN = si.DYN
@@ -401,3 +403,69 @@ def convert_affine_grid(node: Node) -> list[Value]:
     points = node.emit1(graph.MatmulOp, [node.const(base, theta.elt), theta_t])
     a, b = probe_dims(theta)
     return [reshape_to(node, points, [a[0], *spatial, r], [b[0], *spatial, r])]
+
+
+# --------------------------------------------------------------------------------------
+# MaxUnpool, Col2Im
+# --------------------------------------------------------------------------------------
+
+
+@register(CONVERTERS, "MaxUnpool")
+def convert_max_unpool(node: Node) -> list[Value]:
+    """MaxUnpool-11: kernel_shape, strides, pads and the optional output_shape input
+    (a constant)."""
+    x = node.input(0)
+    spatial = len(x.shape) - 2
+    kernel = node.ints_attr("kernel_shape")
+    if kernel is None or len(kernel) != spatial:
+        raise node.error(f"kernel_shape must have {spatial} values, got {kernel}")
+    props: dict[str, object] = {
+        "kernel_shape": kernel,
+        "strides": node.ints_attr("strides", [1] * spatial),
+        "pads": node.ints_attr("pads", [0] * 2 * spatial),
+        "output_shape": node.ints_input(2, "output_shape"),
+    }
+    return node.emit(gv.MaxUnpoolOp, [x, node.input(1)], props)
+
+
+@register(CONVERTERS, "Col2Im")
+def convert_col2im(node: Node) -> list[Value]:
+    """Col2Im-18 as a transposed convolution: the [N, C*K, L] columns reshaped to
+    [N, C*K, blocks...] and scattered by a grouped conv_transpose whose constant weight
+    [C*K, 1, block...] is one-hot on each channel's block position."""
+    from frontends.onnx.ops_tensor import reshape_to
+
+    x = node.input(0)
+    image = node.ints_input(1, "image_shape")
+    block = node.ints_input(2, "block_shape")
+    if image is None or block is None or len(image) != len(block) or len(x.shape) != 3:
+        raise node.error("needs [N, C*K, L] columns and image_shape, block_shape of one rank")
+    r = len(block)
+    strides = node.ints_attr("strides", [1] * r) or []
+    dilations = node.ints_attr("dilations", [1] * r) or []
+    pads = node.ints_attr("pads", [0] * 2 * r) or []
+    size = int(np.prod(block))
+    if x.shape[1] == DYN or x.shape[1] % size:
+        raise node.error(f"channels {x.shape[1]} are not a multiple of the block size {size}")
+    channels = x.shape[1] // size
+    counts, out_pad = [], []
+    for k in range(r):
+        span = image[k] + pads[k] + pads[r + k] - (block[k] - 1) * dilations[k] - 1
+        if span < 0:
+            raise node.error(f"block {block} does not fit image {image} with pads {pads}")
+        counts.append(span // strides[k] + 1)
+        out_pad.append(span % strides[k])
+    if x.shape[2] not in (DYN, int(np.prod(counts))):
+        raise node.error(f"{x.shape[2]} blocks do not tile image {image} ({counts} blocks)")
+    a, b = probe_dims(x)
+    cols = reshape_to(node, x, [a[0], a[1], *counts], [b[0], b[1], *counts])
+    weight = np.eye(size).reshape(size, 1, *block)
+    weight = np.tile(weight, (channels,) + (1,) * (r + 1))
+    props = {
+        "strides": strides,
+        "pads": pads,
+        "dilations": dilations,
+        "output_padding": out_pad,
+        "group": channels,
+    }
+    return node.emit(gv.ConvTransposeOp, [cols, node.const(weight, x.elt)], props)

@@ -131,3 +131,19 @@ func.func @grid_sample_padding(%x: tensor<1x3x5x6xf32>, %g: tensor<1x4x7x2xf32>)
   func.return %0 : tensor<1x3x4x7xf32>
 }
 // CHECK: 'graph.grid_sample': padding_mode 'wrap' is not one of zeros, border, reflection
+
+// -----
+
+func.func @max_unpool_output_shape(%x: tensor<1x3x2x2xf32>, %i: tensor<1x3x2x2xi64>) -> tensor<1x3x3x3xf32> {
+  %0 = graph.max_unpool %x, %i {kernel_shape = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], output_shape = [1, 3, 3, 3]} : (tensor<1x3x2x2xf32>, tensor<1x3x2x2xi64>) -> tensor<1x3x3x3xf32>
+  func.return %0 : tensor<1x3x3x3xf32>
+}
+// CHECK: 'graph.max_unpool': output_shape [1, 3, 3, 3] is smaller than 1x3x4x4
+
+// -----
+
+func.func @max_unpool_indices(%x: tensor<1x3x2x2xf32>, %i: tensor<1x3x2x2xi32>) -> tensor<1x3x4x4xf32> {
+  %0 = graph.max_unpool %x, %i {kernel_shape = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0]} : (tensor<1x3x2x2xf32>, tensor<1x3x2x2xi32>) -> tensor<1x3x4x4xf32>
+  func.return %0 : tensor<1x3x4x4xf32>
+}
+// CHECK: 'graph.max_unpool': indices must be i64, got i32

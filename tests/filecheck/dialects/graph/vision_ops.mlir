@@ -46,3 +46,12 @@ func.func @grid_sample(%x: tensor<2x3x5x6xf32>, %g: tensor<2x4x7x2xf32>, %v: ten
   %1 = graph.grid_sample %v, %h {mode = "nearest", padding_mode = "zeros", align_corners = false} : (tensor<?x3x4x5x6xf16>, tensor<?x2x2x2x3xf16>) -> tensor<?x3x2x2x2xf16>
   func.return
 }
+
+// CHECK-LABEL: func.func @max_unpool
+// CHECK-NEXT:    %0 = graph.max_unpool %x, %i {kernel_shape = [2, 2], pads = [0, 0, 0, 0], strides = [2, 2]} : (tensor<?x3x2x2xf32>, tensor<?x3x2x2xi64>) -> tensor<?x3x4x4xf32>
+// CHECK-NEXT:    %1 = graph.max_unpool %x, %i {kernel_shape = [2, 2], output_shape = [1, 3, 5, 5], pads = [0, 0, 0, 0], strides = [2, 2]} : (tensor<?x3x2x2xf32>, tensor<?x3x2x2xi64>) -> tensor<1x3x5x5xf32>
+func.func @max_unpool(%x: tensor<?x3x2x2xf32>, %i: tensor<?x3x2x2xi64>) {
+  %0 = graph.max_unpool %x, %i {kernel_shape = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0]} : (tensor<?x3x2x2xf32>, tensor<?x3x2x2xi64>) -> tensor<?x3x4x4xf32>
+  %1 = graph.max_unpool %x, %i {kernel_shape = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], output_shape = [1, 3, 5, 5]} : (tensor<?x3x2x2xf32>, tensor<?x3x2x2xi64>) -> tensor<1x3x5x5xf32>
+  func.return
+}
