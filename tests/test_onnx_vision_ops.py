@@ -42,6 +42,7 @@ VISION_OPS = frozenset(
         "AffineGrid",
         "MaxUnpool",
         "Col2Im",
+        "DeformConv",
     }
 )
 

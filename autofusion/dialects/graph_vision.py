@@ -418,7 +418,61 @@ class MaxUnpoolOp(GraphOp):
         return [tensor(shape, x.element_type)]
 
 
+# --------------------------------------------------------------------------------------
+# DeformConv
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class DeformConv2dOp(GraphOp):
+    """Deformable 2-D convolution (ONNX DeformConv-19): input [N, C, H, W], weight
+    [M, C/group, kH, kW], offset [N, G*2*kH*kW, oH, oW] ((dy, dx) per tap and offset
+    group G), bias [M], mask broadcasting to [N, G*kH*kW, oH, oW]. Each tap reads the
+    input bilinearly (zeros outside) at its strided, dilated, padded position plus its
+    offset, scaled by its mask. pads are [top, left, bottom, right]."""
+
+    name = "graph.deform_conv2d"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    offset = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    mask = operand_def(TensorType)
+    output = result_def(TensorType)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    group = prop_def(IntegerAttr)
+    offset_group = prop_def(IntegerAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x, w, off, b, m = (t.get_shape() for t in types)
+        elt = types[0].element_type
+        if any(t.element_type != elt for t in types[1:]):
+            raise ShapeError(f"operands must all have element type {elt}")
+        if len(x) != 4 or len(w) != 4 or len(off) != 4 or len(m) != 4:
+            raise ShapeError("input, weight, offset and mask must be 4-D")
+        group, og = p.integer("group"), p.integer("offset_group")
+        out = si.conv2d(
+            x, w, p.integers("strides"), p.integers("pads"), p.integers("dilations"), group
+        )
+        taps = w[2] * w[3]
+        want = (x[0], og * 2 * taps, out[2], out[3])
+        if not si.shapes_compatible(off, want):
+            raise ShapeError(f"offset {si.fmt(off)} is not {si.fmt(want)}")
+        if og < 1 or (x[1] != DYN and x[1] % og):
+            raise ShapeError(f"input channels {x[1]} do not split into {og} offset groups")
+        if not si.broadcasts_to(m, (x[0], og * taps, out[2], out[3])):
+            raise ShapeError(f"mask {si.fmt(m)} does not broadcast to the taps")
+        if len(b) != 1 or not si.dims_compatible(b[0], out[1]):
+            raise ShapeError(f"bias must be 1-D with {out[1]} elements, got {si.fmt(b)}")
+        return [tensor(out, elt)]
+
+
 VISION_OPS = [
+    DeformConv2dOp,
     ResizeOp,
     ConvTransposeOp,
     DepthToSpaceOp,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -230,11 +231,19 @@ def reflect(x: Array, lo: float, hi: float) -> Array:
     return cast(Array, out)
 
 
-def _grid_taps(p: Props, x: Array, size: int) -> tuple[Array, Array, Array]:
+@dataclass(frozen=True)
+class Sampling:
+    """How GridSample reads between pixels (its mode, padding_mode and align_corners)."""
+
+    mode: str
+    padding: str
+    aligned: bool
+
+
+def grid_taps(how: Sampling, x: Array, size: int) -> tuple[Array, Array, Array]:
     """(indices, weights, in-range mask), each [..., taps], of the input pixels that
     location `x` (unnormalized, along one axis of `size` pixels) reads."""
-    mode, padding = p.text("mode"), p.text("padding_mode")
-    aligned = p.flag("align_corners")
+    mode, padding, aligned = how.mode, how.padding, how.aligned
     lo, hi = (0.0, size - 1.0) if aligned else (-0.5, size - 0.5)
     if mode == "nearest":
         x = np.rint(x)
@@ -265,11 +274,12 @@ def grid_sample(x: Array, grid: Array, p: Props) -> Array:
     spatial = x.shape[2:]
     rank = len(spatial)
     aligned = p.flag("align_corners")
+    how = Sampling(p.text("mode"), p.text("padding_mode"), aligned)
     taps = []
     for axis, size in enumerate(spatial):
         g = grid[..., rank - 1 - axis].astype(np.float32)  # the grid lists W first
         loc = (g + 1) / 2 * (size - 1) if aligned else ((g + 1) * size - 1) / 2
-        taps.append(_grid_taps(p, loc.astype(np.float64), size))
+        taps.append(grid_taps(how, loc.astype(np.float64), size))
     n = x.shape[0]
     batch = np.arange(n).reshape((n,) + (1,) * (grid.ndim - 2))
     channels_last = np.moveaxis(x, 1, -1)  # [N, D..., C]
@@ -293,6 +303,43 @@ def max_unpool(x: Array, indices: Array, p: Props, out_shape: Sequence[int]) -> 
     out = np.zeros(shape, dtype=x.dtype)
     out[tuple(slice(0, d) for d in inferred)] = y.reshape(inferred)
     return out
+
+
+def deform_conv2d(args: Sequence[Array], p: Props) -> Array:
+    """DeformConv-19: bilinear columns [N, C, kH, kW, oH, oW], then a grouped
+    contraction with the weight (see graph.deform_conv2d)."""
+    x, w, offset, bias, mask = args
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    oh, ow = offset.shape[2:]
+    (sh, sw), (dh, dw) = p.integers("strides"), p.integers("dilations")
+    pads, group, og = p.integers("pads"), p.integer("group"), p.integer("offset_group")
+    offset = offset.reshape(n, og, kh, kw, 2, oh, ow)
+    mask = np.broadcast_to(mask, (n, og * kh * kw, oh, ow)).reshape(n, og, kh, kw, oh, ow)
+    rows = (np.arange(kh) * dh)[:, None, None, None] + (np.arange(oh) * sh - pads[0])[:, None]
+    cols = (np.arange(kw) * dw)[None, :, None, None] + (np.arange(ow) * sw - pads[1])[None, :]
+    how = Sampling("linear", "zeros", True)
+    batch = np.arange(n).reshape(n, 1, 1, 1, 1)
+    per_group = c // og
+    sampled = np.zeros((n, c, kh, kw, oh, ow))
+    for g in range(og):
+        ys = grid_taps(how, rows[None] + offset[:, g, :, :, 0], h)
+        xs = grid_taps(how, cols[None] + offset[:, g, :, :, 1], wd)
+        part = np.moveaxis(x[:, g * per_group : (g + 1) * per_group], 1, -1)  # [N, H, W, Cg]
+        acc = np.zeros((n, kh, kw, oh, ow, per_group))
+        for a in range(2):
+            for b in range(2):
+                weight = ys[1][..., a] * ys[2][..., a] * xs[1][..., b] * xs[2][..., b]
+                acc += part[batch, ys[0][..., a], xs[0][..., b]] * weight[..., None]
+        acc *= mask[:, g][..., None]
+        sampled[:, g * per_group : (g + 1) * per_group] = np.moveaxis(acc, -1, 1)
+    out = np.empty((n, m, oh, ow))
+    mg = m // group
+    for g in range(group):
+        out[:, g * mg : (g + 1) * mg] = np.einsum(
+            "nckluv,mckl->nmuv", sampled[:, g * cg : (g + 1) * cg], w[g * mg : (g + 1) * mg]
+        )
+    return cast(Array, out + bias.reshape(1, -1, 1, 1))
 
 
 @register_impls
@@ -323,6 +370,11 @@ class GraphVisionFunctions(InterpreterFunctions):
     ) -> PythonValues:
         out_shape = cast(TensorType, op.output.type).get_shape()
         return (_result(op, max_unpool(args[0], args[1], _props(op), out_shape)),)
+
+    @impl(gv.DeformConv2dOp)
+    def run_deform_conv2d(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        values = [_compute(a) for a in args]
+        return (_result(op, _quiet(lambda: deform_conv2d(values, _props(op)))),)
 
     @impl(gv.DepthToSpaceOp)
     def run_depth_to_space(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:

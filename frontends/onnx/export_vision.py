@@ -161,6 +161,36 @@ def max_unpool(e: Emitter) -> None:
     )
 
 
+def deform_conv(e: Emitter) -> None:
+    # DeformConv-19 with bias and mask inputs
+    from frontends.onnx.export_ops import NotExportable
+
+    if e.opset < 19:
+        raise NotExportable(f"DeformConv needs opset 19, not {e.opset}")
+    p = e.props
+    mask = e.inputs[4]
+    want = list(e.in_type(2).get_shape())
+    want[1] = want[1] // 2
+    if list(e.in_type(4).get_shape()) != want:  # DeformConv takes a full-shape mask
+        shape = e.node("Shape", [e.inputs[2]], elem=TensorProto.INT64)
+        batch = e.node("Slice", [shape, e.ints([0], "start"), e.ints([1], "end")])
+        spatial = e.node("Slice", [shape, e.ints([2], "start"), e.ints([4], "end")])
+        taps = e.ints([want[1]], "taps")
+        target = e.node("Concat", [batch, taps, spatial], axis=0)
+        mask = e.node("Expand", [mask, target])
+    e.nodes(
+        "DeformConv",
+        [*e.inputs[:4], mask],
+        e.outputs,
+        kernel_shape=list(e.in_type(1).get_shape()[2:]),
+        strides=list(p.integers("strides")),
+        pads=list(p.integers("pads")),
+        dilations=list(p.integers("dilations")),
+        group=p.integer("group"),
+        offset_group=p.integer("offset_group"),
+    )
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the vision ops."""
     from frontends.onnx.export_ops import Standard
@@ -172,4 +202,5 @@ def table() -> dict[type[Operation], Mapping]:
         gv.SpaceToDepthOp: Standard(space_to_depth, "SpaceToDepth (mode from 28)"),
         gv.GridSampleOp: Standard(grid_sample, "GridSample (-16 names before opset 20)"),
         gv.MaxUnpoolOp: Standard(max_unpool, "MaxUnpool (output_shape input)"),
+        gv.DeformConv2dOp: Standard(deform_conv, "DeformConv (full-shape mask)"),
     }

@@ -42,6 +42,7 @@ VERSIONS: OpVersions = {
     "AffineGrid": (20,),
     "MaxUnpool": (11, 22),
     "Col2Im": (18,),
+    "DeformConv": (19, 22),
 }
 
 DYN = si.DYN
@@ -469,3 +470,32 @@ def convert_col2im(node: Node) -> list[Value]:
         "group": channels,
     }
     return node.emit(gv.ConvTransposeOp, [cols, node.const(weight, x.elt)], props)
+
+
+@register(CONVERTERS, "DeformConv")
+def convert_deform_conv(node: Node) -> list[Value]:
+    """DeformConv-19 in 2-D; an absent bias is zeros and an absent mask ones."""
+    x, w, offset = node.input(0), node.input(1), node.input(2)
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        raise node.error(f"only 2-D deformable convolution is supported, got {si.fmt(x.shape)}")
+    kernel = list(w.shape[2:])
+    given = node.ints_attr("kernel_shape")
+    if given is not None and given != kernel:
+        raise node.error(f"kernel_shape {given} differs from the weight's {kernel}")
+    og = int(node.attr("offset_group", 1))
+    if w.shape[0] == DYN or DYN in kernel:
+        raise node.error(f"the weight {si.fmt(w.shape)} needs static dims")
+    bias = node.opt_input(3)
+    if bias is None:
+        bias = node.const(np.zeros(w.shape[0], np.float32), x.elt)
+    mask = node.opt_input(4)
+    if mask is None:
+        mask = node.const(np.ones((1, og * kernel[0] * kernel[1], 1, 1), np.float32), x.elt)
+    props = {
+        "strides": node.ints_attr("strides", [1, 1]),
+        "pads": node.ints_attr("pads", [0, 0, 0, 0]),
+        "dilations": node.ints_attr("dilations", [1, 1]),
+        "group": int(node.attr("group", 1)),
+        "offset_group": og,
+    }
+    return node.emit(gv.DeformConv2dOp, [x, w, offset, bias, mask], props)

@@ -147,3 +147,11 @@ func.func @max_unpool_indices(%x: tensor<1x3x2x2xf32>, %i: tensor<1x3x2x2xi32>) 
   func.return %0 : tensor<1x3x4x4xf32>
 }
 // CHECK: 'graph.max_unpool': indices must be i64, got i32
+
+// -----
+
+func.func @deform_conv2d_offset(%x: tensor<1x4x5x5xf32>, %w: tensor<6x4x3x3xf32>, %off: tensor<1x18x5x5xf32>, %b: tensor<6xf32>, %m: tensor<1x18x1x1xf32>) -> tensor<1x6x5x5xf32> {
+  %0 = graph.deform_conv2d %x, %w, %off, %b, %m {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1, offset_group = 2} : (tensor<1x4x5x5xf32>, tensor<6x4x3x3xf32>, tensor<1x18x5x5xf32>, tensor<6xf32>, tensor<1x18x1x1xf32>) -> tensor<1x6x5x5xf32>
+  func.return %0 : tensor<1x6x5x5xf32>
+}
+// CHECK: 'graph.deform_conv2d': offset 1x18x5x5 is not 1x36x5x5

@@ -55,3 +55,10 @@ func.func @max_unpool(%x: tensor<?x3x2x2xf32>, %i: tensor<?x3x2x2xi64>) {
   %1 = graph.max_unpool %x, %i {kernel_shape = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], output_shape = [1, 3, 5, 5]} : (tensor<?x3x2x2xf32>, tensor<?x3x2x2xi64>) -> tensor<1x3x5x5xf32>
   func.return
 }
+
+// CHECK-LABEL: func.func @deform_conv2d
+// CHECK-NEXT:    %0 = graph.deform_conv2d %x, %w, %off, %b, %m {dilations = [1, 1], group = 1, offset_group = 2, pads = [1, 1, 1, 1], strides = [1, 1]} : (tensor<?x4x5x5xf32>, tensor<6x4x3x3xf32>, tensor<?x36x5x5xf32>, tensor<6xf32>, tensor<1x18x1x1xf32>) -> tensor<?x6x5x5xf32>
+func.func @deform_conv2d(%x: tensor<?x4x5x5xf32>, %w: tensor<6x4x3x3xf32>, %off: tensor<?x36x5x5xf32>, %b: tensor<6xf32>, %m: tensor<1x18x1x1xf32>) {
+  %0 = graph.deform_conv2d %x, %w, %off, %b, %m {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1, offset_group = 2} : (tensor<?x4x5x5xf32>, tensor<6x4x3x3xf32>, tensor<?x36x5x5xf32>, tensor<6xf32>, tensor<1x18x1x1xf32>) -> tensor<?x6x5x5xf32>
+  func.return
+}
