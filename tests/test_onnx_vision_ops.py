@@ -43,6 +43,7 @@ VISION_OPS = frozenset(
         "MaxUnpool",
         "Col2Im",
         "DeformConv",
+        "RoiAlign",
     }
 )
 
@@ -53,6 +54,8 @@ LOWERED = frozenset({"Upsample", "Einsum", "LpPool", "GlobalLpPool", "AffineGrid
 TOLERANCE_OVERRIDE = {
     # the expected values are written with 4 decimals
     "test_gridsample_bicubic": (1e-3, 1e-4),
+    "test_roialign_aligned_false": (1e-3, 1e-4),
+    "test_roialign_aligned_true": (1e-3, 1e-4),
 }
 
 # case -> the text of afc's refusal (each is a documented limitation)
@@ -122,7 +125,13 @@ ON_ORT = [n for n in _vision_cases() if n not in REFUSED and "bfloat16" not in n
 def test_backend_case_exports_to_the_same_operator(name: str) -> None:
     """The imported case exported back to ONNX is the same operator, and ONNX Runtime
     gives the same outputs on it as on the original case."""
-    module, original, feeds, _ = _imported(name)
+    module, original, feeds, outputs = _imported(name)
+    if name.startswith("test_roialign"):
+        # ONNX Runtime has no RoiAlign-22 kernel: export at 16, check the reference
+        model = export_module(module, 16)
+        for k, (got, want) in enumerate(zip(run_ort(model, feeds), outputs)):
+            _check(f"{name}:ort{k}", got, want)
+        return
     model = export_module(module)
     kept = {n.op_type for n in original.graph.node} - LOWERED
     assert kept <= {n.op_type for n in model.graph.node}
@@ -373,6 +382,40 @@ def test_affine_grid_against_ort(align_corners: int) -> None:
     theta = RNG.standard_normal((2, 2, 3)).astype(np.float32)
     module = assert_matches_ort(model, {"theta": theta})
     assert result_shapes(module) == [[DYN, 5, 7, 2]]
+
+
+@pytest.mark.parametrize(
+    ("mode", "coord", "ratio"),
+    [("avg", "half_pixel", 0), ("avg", "output_half_pixel", 2), ("max", "half_pixel", 2)],
+)
+def test_roi_align_against_ort(mode: str, coord: str, ratio: int) -> None:
+    """Regions partly outside the image, adaptive and fixed sampling (ORT runs RoiAlign-16)."""
+    node = helper.make_node(
+        "RoiAlign",
+        ["x", "rois", "idx"],
+        ["y"],
+        mode=mode,
+        coordinate_transformation_mode=coord,
+        output_height=3,
+        output_width=4,
+        sampling_ratio=ratio,
+        spatial_scale=0.5,
+    )
+    ins = [
+        f32("x", [2, 3, 10, 12]),
+        f32("rois", ["R", 4]),
+        helper.make_tensor_value_info("idx", TensorProto.INT64, ["R"]),
+    ]
+    model = one_node_model(node, ins, [f32("y", None)], [], opset=16)
+    corners = RNG.uniform(-4, 26, (5, 2, 2))
+    rois = np.concatenate([corners.min(axis=1), corners.max(axis=1)], axis=1)
+    feeds = {
+        "x": RNG.standard_normal((2, 3, 10, 12)).astype(np.float32),
+        "rois": rois.astype(np.float32),
+        "idx": np.asarray([0, 1, 1, 0, 1], np.int64),
+    }
+    module = assert_matches_ort(model, feeds, rtol=1e-4)
+    assert result_shapes(module) == [[DYN, 3, 3, 4]]
 
 
 def test_einsum_refuses_broadcasting_ellipsis() -> None:

@@ -471,7 +471,60 @@ class DeformConv2dOp(GraphOp):
         return [tensor(out, elt)]
 
 
+# --------------------------------------------------------------------------------------
+# RoiAlign
+# --------------------------------------------------------------------------------------
+
+ROI_MODES = ("avg", "max")
+ROI_COORDINATE_MODES = ("half_pixel", "output_half_pixel")
+
+
+@irdl_op_definition
+class RoiAlignOp(GraphOp):
+    """Pool each region of interest to output_height x output_width bins (ONNX
+    RoiAlign-16): input [N, C, H, W], rois [R, 4] as (x1, y1, x2, y2) scaled by
+    spatial_scale, batch_indices [R]; result [R, C, oH, oW]. Each bin averages (avg) or
+    takes the largest weighted corner (max, as ONNX Runtime) of bilinear samples."""
+
+    name = "graph.roi_align"
+    input = operand_def(TensorType)
+    rois = operand_def(TensorType)
+    batch_indices = operand_def(TensorType)
+    output = result_def(TensorType)
+    mode = prop_def(StringAttr)
+    coordinate_transformation_mode = prop_def(StringAttr)
+    output_height = prop_def(IntegerAttr)
+    output_width = prop_def(IntegerAttr)
+    sampling_ratio = prop_def(IntegerAttr)
+    spatial_scale = prop_def(FloatAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x, rois, idx = (t.get_shape() for t in types)
+        _choice(p, "mode", ROI_MODES)
+        _choice(p, "coordinate_transformation_mode", ROI_COORDINATE_MODES)
+        p.real("spatial_scale")
+        oh, ow = p.integer("output_height"), p.integer("output_width")
+        if oh < 1 or ow < 1 or p.integer("sampling_ratio") < 0:
+            raise ShapeError("output sizes must be >= 1 and sampling_ratio >= 0")
+        if len(x) != 4 or len(rois) != 2 or rois[1] not in (4, DYN) or len(idx) != 1:
+            raise ShapeError(
+                f"expects input [N, C, H, W], rois [R, 4], batch_indices [R], got "
+                f"{si.fmt(x)}, {si.fmt(rois)}, {si.fmt(idx)}"
+            )
+        if not si.dims_compatible(rois[0], idx[0]):
+            raise ShapeError(f"{rois[0]} rois but {idx[0]} batch indices")
+        if types[1].element_type != types[0].element_type:
+            raise ShapeError(f"rois must have element type {types[0].element_type}")
+        if dtypes.type_name(types[2].element_type) != "i64":
+            raise ShapeError(f"batch_indices must be i64, got {types[2].element_type}")
+        return [tensor((rois[0], x[1], oh, ow), types[0].element_type)]
+
+
 VISION_OPS = [
+    RoiAlignOp,
     DeformConv2dOp,
     ResizeOp,
     ConvTransposeOp,

@@ -342,6 +342,54 @@ def deform_conv2d(args: Sequence[Array], p: Props) -> Array:
     return cast(Array, out + bias.reshape(1, -1, 1, 1))
 
 
+def _roi_axis(start: float, bin_size: float, bins: int, grid: int, size: int) -> tuple:
+    """(low, high, weight of low, weight of high, in range), each [bins, grid], of the
+    bilinear samples along one axis of a region (RoiAlign's sample rule)."""
+    pos = start + np.arange(bins)[:, None] * bin_size + (np.arange(grid) + 0.5) * bin_size / grid
+    inside = (pos >= -1.0) & (pos <= size)
+    pos = np.maximum(pos, 0.0)
+    low = np.floor(pos).astype(np.int64)
+    edge = low >= size - 1
+    low = np.where(edge, size - 1, low)
+    high = np.where(edge, size - 1, low + 1)
+    frac = np.where(edge, 0.0, pos - low)
+    return low, high, 1.0 - frac, frac, inside
+
+
+def roi_align(x: Array, rois: Array, indices: Array, p: Props) -> Array:
+    """RoiAlign-16 (see graph.roi_align)."""
+    oh, ow = p.integer("output_height"), p.integer("output_width")
+    scale, ratio = p.real("spatial_scale"), p.integer("sampling_ratio")
+    half = p.text("coordinate_transformation_mode") == "half_pixel"
+    h, w = x.shape[2:]
+    out = np.empty((rois.shape[0], x.shape[1], oh, ow))
+    for r, (roi, b) in enumerate(zip(rois.astype(np.float64), indices)):
+        x1, y1, x2, y2 = roi * scale - (0.5 if half else 0.0)
+        rw, rh = x2 - x1, y2 - y1
+        if not half:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        gh = ratio if ratio > 0 else math.ceil(rh / oh)
+        gw = ratio if ratio > 0 else math.ceil(rw / ow)
+        ylo, yhi, yl, yh, yin = _roi_axis(y1, rh / oh, oh, gh, h)
+        xlo, xhi, xl, xh, xin = _roi_axis(x1, rw / ow, ow, gw, w)
+        valid = (yin[:, :, None, None] & xin[None, None]).astype(np.float64)
+        corners = [
+            (ylo, xlo, yl, xl),
+            (ylo, xhi, yl, xh),
+            (yhi, xlo, yh, xl),
+            (yhi, xhi, yh, xh),
+        ]
+        terms = []
+        for ys, xs, wy, wx in corners:
+            value = x[b][:, ys[:, :, None, None], xs[None, None]]  # [C, oh, gh, ow, gw]
+            terms.append(value * (wy[:, :, None, None] * wx[None, None] * valid))
+        if p.text("mode") == "avg":
+            out[r] = sum(terms).sum(axis=(2, 4)) / max(gh * gw, 1)
+        else:
+            out[r] = np.max(np.max(terms, axis=0), axis=(2, 4))
+    return out
+
+
 @register_impls
 class GraphVisionFunctions(InterpreterFunctions):
     """numpy implementations of the vision graph ops."""
@@ -375,6 +423,11 @@ class GraphVisionFunctions(InterpreterFunctions):
     def run_deform_conv2d(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
         values = [_compute(a) for a in args]
         return (_result(op, _quiet(lambda: deform_conv2d(values, _props(op)))),)
+
+    @impl(gv.RoiAlignOp)
+    def run_roi_align(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        x, rois = _compute(args[0]), _compute(args[1])
+        return (_result(op, _quiet(lambda: roi_align(x, rois, args[2], _props(op)))),)
 
     @impl(gv.DepthToSpaceOp)
     def run_depth_to_space(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:

@@ -191,6 +191,26 @@ def deform_conv(e: Emitter) -> None:
     )
 
 
+def roi_align(e: Emitter) -> None:
+    # RoiAlign-16 (coordinate_transformation_mode); RoiAlign-10 is output_half_pixel
+    from frontends.onnx.export_ops import NotExportable
+
+    p = e.props
+    attrs: dict[str, Any] = {
+        "mode": p.text("mode"),
+        "output_height": p.integer("output_height"),
+        "output_width": p.integer("output_width"),
+        "sampling_ratio": p.integer("sampling_ratio"),
+        "spatial_scale": p.real("spatial_scale"),
+    }
+    coord = p.text("coordinate_transformation_mode")
+    if e.opset >= 16:
+        attrs["coordinate_transformation_mode"] = coord
+    elif coord != "output_half_pixel":
+        raise NotExportable(f"RoiAlign {coord} needs opset 16, not {e.opset}")
+    e.nodes("RoiAlign", e.inputs, e.outputs, **attrs)
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the vision ops."""
     from frontends.onnx.export_ops import Standard
@@ -203,4 +223,5 @@ def table() -> dict[type[Operation], Mapping]:
         gv.GridSampleOp: Standard(grid_sample, "GridSample (-16 names before opset 20)"),
         gv.MaxUnpoolOp: Standard(max_unpool, "MaxUnpool (output_shape input)"),
         gv.DeformConv2dOp: Standard(deform_conv, "DeformConv (full-shape mask)"),
+        gv.RoiAlignOp: Standard(roi_align, "RoiAlign"),
     }

@@ -43,6 +43,7 @@ VERSIONS: OpVersions = {
     "MaxUnpool": (11, 22),
     "Col2Im": (18,),
     "DeformConv": (19, 22),
+    "RoiAlign": (16, 22),
 }
 
 DYN = si.DYN
@@ -499,3 +500,19 @@ def convert_deform_conv(node: Node) -> list[Value]:
         "offset_group": og,
     }
     return node.emit(gv.DeformConv2dOp, [x, w, offset, bias, mask], props)
+
+
+@register(CONVERTERS, "RoiAlign")
+def convert_roi_align(node: Node) -> list[Value]:
+    """RoiAlign-16/22: avg and max modes, both coordinate transformation modes."""
+    props = {
+        "mode": _choice(node, "mode", "avg", gv.ROI_MODES),
+        "coordinate_transformation_mode": _choice(
+            node, "coordinate_transformation_mode", "half_pixel", gv.ROI_COORDINATE_MODES
+        ),
+        "output_height": int(node.attr("output_height", 1)),
+        "output_width": int(node.attr("output_width", 1)),
+        "sampling_ratio": int(node.attr("sampling_ratio", 0)),
+        "spatial_scale": float(node.attr("spatial_scale", 1.0)),
+    }
+    return node.emit(gv.RoiAlignOp, [node.input(0), node.input(1), node.input(2)], props)

@@ -155,3 +155,11 @@ func.func @deform_conv2d_offset(%x: tensor<1x4x5x5xf32>, %w: tensor<6x4x3x3xf32>
   func.return %0 : tensor<1x6x5x5xf32>
 }
 // CHECK: 'graph.deform_conv2d': offset 1x18x5x5 is not 1x36x5x5
+
+// -----
+
+func.func @roi_align_rois(%x: tensor<2x8x16x16xf32>, %r: tensor<5x5xf32>, %i: tensor<5xi64>) -> tensor<5x8x3x4xf32> {
+  %0 = graph.roi_align %x, %r, %i {mode = "avg", coordinate_transformation_mode = "half_pixel", output_height = 3, output_width = 4, sampling_ratio = 0, spatial_scale = 1.0} : (tensor<2x8x16x16xf32>, tensor<5x5xf32>, tensor<5xi64>) -> tensor<5x8x3x4xf32>
+  func.return %0 : tensor<5x8x3x4xf32>
+}
+// CHECK: 'graph.roi_align': expects input [N, C, H, W], rois [R, 4], batch_indices [R], got 2x8x16x16, 5x5, 5

@@ -62,3 +62,10 @@ func.func @deform_conv2d(%x: tensor<?x4x5x5xf32>, %w: tensor<6x4x3x3xf32>, %off:
   %0 = graph.deform_conv2d %x, %w, %off, %b, %m {strides = [1, 1], pads = [1, 1, 1, 1], dilations = [1, 1], group = 1, offset_group = 2} : (tensor<?x4x5x5xf32>, tensor<6x4x3x3xf32>, tensor<?x36x5x5xf32>, tensor<6xf32>, tensor<1x18x1x1xf32>) -> tensor<?x6x5x5xf32>
   func.return
 }
+
+// CHECK-LABEL: func.func @roi_align
+// CHECK-NEXT:    %0 = graph.roi_align %x, %r, %i {coordinate_transformation_mode = "half_pixel", mode = "max", output_height = 3, output_width = 4, sampling_ratio = 0, spatial_scale = 6.250000e-02} : (tensor<2x8x16x16xf32>, tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x8x3x4xf32>
+func.func @roi_align(%x: tensor<2x8x16x16xf32>, %r: tensor<?x4xf32>, %i: tensor<?xi64>) {
+  %0 = graph.roi_align %x, %r, %i {mode = "max", coordinate_transformation_mode = "half_pixel", output_height = 3, output_width = 4, sampling_ratio = 0, spatial_scale = 0.0625} : (tensor<2x8x16x16xf32>, tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x8x3x4xf32>
+  func.return
+}
