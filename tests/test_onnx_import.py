@@ -498,6 +498,48 @@ def test_every_opset_from_13_imports(opset: int) -> None:
 
 
 # --------------------------------------------------------------------------------------
+# pooling windows larger than their input (ceil_mode)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("op", "shape", "attrs"),
+    [
+        # transformers EfficientNet's pooler: AvgPool2d(1280, ceil_mode=True) on a 2x2 map
+        ("AveragePool", [1, 16, 2, 2], {"kernel_shape": [640, 640], "strides": [640, 640]}),
+        ("AveragePool", [1, 3, 2, 3], {"kernel_shape": [4, 5], "strides": [3, 4]}),
+        (
+            "AveragePool",
+            [1, 2, 2, 2],
+            {
+                "kernel_shape": [5, 5],
+                "strides": [2, 2],
+                "pads": [1, 1, 1, 1],
+                "count_include_pad": 1,
+            },
+        ),
+        ("AveragePool", [1, 2, 3, 7], {"kernel_shape": [4, 3], "strides": [3, 3]}),
+        ("MaxPool", [1, 16, 2, 2], {"kernel_shape": [640, 640], "strides": [640, 640]}),
+        ("MaxPool", [1, 2, 2, 3], {"kernel_shape": [3, 2], "strides": [4, 2], "dilations": [2, 2]}),
+        ("AveragePool", [1, 4, 6], {"kernel_shape": [9], "strides": [9]}),
+    ],
+)
+def test_ceil_mode_window_larger_than_input(op: str, shape: list[int], attrs: dict) -> None:
+    """ONNX, ONNX Runtime and PyTorch give such a window one output: the input it covers."""
+    node = helper.make_node(op, ["x"], ["y"], ceil_mode=1, **attrs)
+    m = make_model([node], [vi("x", F, shape)], [vi("y", F, None)], opset=19)
+    check_against_ort(m, {"x": randn(*shape)})  # values and shapes
+
+
+def test_floor_mode_window_larger_than_input_is_refused() -> None:
+    node = helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[3, 3])
+    m = make_model([node], [vi("x", F, [1, 1, 2, 2])], [vi("y", F, None)], opset=19)
+    assert error_of(m) == (
+        "node 'pool' (AveragePool-19): window of extent 3 does not fit input extent 2 + pad 0"
+    )
+
+
+# --------------------------------------------------------------------------------------
 # element types
 # --------------------------------------------------------------------------------------
 

@@ -118,14 +118,17 @@ def _window_out(
         return DYN
     span = dilation * (kernel - 1) + 1
     pad = pad_begin + pad_end
-    if size + pad < span:
-        raise ShapeError(f"window of extent {span} does not fit input extent {size} + pad {pad}")
     num = size + pad - span
+    # with ceil_mode a window larger than the (padded) input still gives one output when
+    # ceil(num / stride) is 0: ONNX AveragePool/MaxPool, ONNX Runtime and PyTorch agree
+    # (the transformers EfficientNet pooler is such a window)
     out = -(-num // stride) + 1 if ceil else num // stride + 1
     # with ceil_mode the last window must start inside the input or the left padding
     # (ONNX MaxPool/AveragePool reference, same rule as PyTorch)
     if ceil and (out - 1) * stride >= size + pad_begin:
         out -= 1
+    if out < 1:
+        raise ShapeError(f"window of extent {span} does not fit input extent {size} + pad {pad}")
     return out
 
 

@@ -134,6 +134,12 @@ def pool2d(
     count_include_pad: bool = False,
 ) -> Array:
     h_out, w_out = si.window2d(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    # taps at or past the end of the padded input (a ceil_mode window larger than the
+    # input) never count: every window starts inside it, so dropping them changes nothing
+    kernel = tuple(
+        min(k, -(-(size + before + after) // d))
+        for k, size, before, after, d in zip(kernel, x.shape[2:], pads[:2], pads[2:], dilations)
+    )
     # extra bottom/right padding so the strided view yields ceil-mode windows
     need_h = (h_out - 1) * strides[0] + dilations[0] * (kernel[0] - 1) + 1
     need_w = (w_out - 1) * strides[1] + dilations[1] * (kernel[1] - 1) + 1

@@ -162,6 +162,15 @@ func.func @pool_window(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x1x1xf32> {
 
 // -----
 
+// with ceil_mode, a window larger than the input fits only if ceil((2 - 5) / 1) + 1 >= 1
+func.func @pool_window_ceil(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x1x1xf32> {
+  %r = graph.avg_pool2d %x {kernel_shape = [5, 5], strides = [1, 1], pads = [0, 0, 0, 0], ceil_mode = true, count_include_pad = false} : tensor<1x1x2x2xf32> -> tensor<1x1x1x1xf32>
+  func.return %r : tensor<1x1x1x1xf32>
+}
+// CHECK: 'graph.avg_pool2d': window of extent 5 does not fit input extent 2 + pad 0
+
+// -----
+
 func.func @constant_type() -> tensor<3xf32> {
   %c = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
   %d = graph.constant shape_only : tensor<?x3xf32>

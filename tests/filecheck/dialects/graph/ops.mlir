@@ -154,6 +154,17 @@ func.func @pools(%x: tensor<1x8x7x7xf32>) {
   func.return
 }
 
+// A ceil_mode window larger than its input gives one output (transformers EfficientNet's
+// pooler: a 640x640 window over 2x2).
+// CHECK-LABEL: func.func @pool_window_larger_than_input
+// CHECK-NEXT:    %0 = graph.avg_pool2d %x {ceil_mode = true, count_include_pad = false, kernel_shape = [640, 640], pads = [0, 0, 0, 0], strides = [640, 640]} : tensor<1x8x2x2xf32> -> tensor<1x8x1x1xf32>
+// CHECK-NEXT:    %1 = graph.max_pool2d %x {ceil_mode = true, dilations = [2, 1], kernel_shape = [3, 5], pads = [0, 1, 0, 0], strides = [4, 4]} : tensor<1x8x2x2xf32> -> tensor<1x8x1x1xf32>
+func.func @pool_window_larger_than_input(%x: tensor<1x8x2x2xf32>) {
+  %0 = graph.avg_pool2d %x {kernel_shape = [640, 640], strides = [640, 640], pads = [0, 0, 0, 0], ceil_mode = true, count_include_pad = false} : tensor<1x8x2x2xf32> -> tensor<1x8x1x1xf32>
+  %1 = graph.max_pool2d %x {kernel_shape = [3, 5], strides = [4, 4], pads = [0, 1, 0, 0], dilations = [2, 1], ceil_mode = true} : tensor<1x8x2x2xf32> -> tensor<1x8x1x1xf32>
+  func.return
+}
+
 // CHECK-LABEL: func.func @injective
 // CHECK-NEXT:    %0 = graph.reshape %x {shape = [0, -1, 4]} : tensor<?x6x8xf32> -> tensor<?x12x4xf32>
 // CHECK-NEXT:    %1 = graph.transpose %x {perm = [0, 2, 1]} : tensor<?x6x8xf32> -> tensor<?x8x6xf32>
