@@ -179,9 +179,8 @@ def conv_transpose(x: Array, w: Array, b: Array | None, p: Props) -> Array:
         xg = x[:, g * cg : (g + 1) * cg]
         wg = w[g * cg : (g + 1) * cg]
         for offset in itertools.product(*(range(k) for k in kernel)):
-            part = np.moveaxis(
-                np.tensordot(xg, wg[(slice(None), slice(None), *offset)], (1, 0)), -1, 1
-            )
+            taps: tuple[slice | int, ...] = (slice(None), slice(None), *offset)
+            part = np.moveaxis(np.tensordot(xg, wg[taps], (1, 0)), -1, 1)
             window = tuple(
                 slice(o * d, o * d + s * (n - 1) + 1, s)
                 for o, d, s, n in zip(offset, dilations, strides, x.shape[2:])
@@ -228,7 +227,7 @@ def reflect(x: Array, lo: float, hi: float) -> Array:
         sign = 1 if edge == lo else -1
         near, far = edge + sign * r, other - sign * r
         out = np.where(mask, np.where(n % 2 == 0, near, far), out)
-    return cast(Array, out)
+    return out
 
 
 @dataclass(frozen=True)
