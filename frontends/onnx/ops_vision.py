@@ -43,7 +43,7 @@ VERSIONS: OpVersions = {
     "MaxUnpool": (11, 22),
     "Col2Im": (18,),
     "DeformConv": (19, 22),
-    "RoiAlign": (16, 22),
+    "RoiAlign": (10, 16, 22),
 }
 
 DYN = si.DYN
@@ -504,12 +504,15 @@ def convert_deform_conv(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "RoiAlign")
 def convert_roi_align(node: Node) -> list[Value]:
-    """RoiAlign-16/22: avg and max modes, both coordinate transformation modes."""
+    """RoiAlign-10/16/22: avg and max modes, both coordinate transformation modes
+    (RoiAlign-10 has none: its coordinates are output_half_pixel)."""
+    coord = "output_half_pixel"
+    if node.version >= 16:
+        modes = gv.ROI_COORDINATE_MODES
+        coord = _choice(node, "coordinate_transformation_mode", "half_pixel", modes)
     props = {
         "mode": _choice(node, "mode", "avg", gv.ROI_MODES),
-        "coordinate_transformation_mode": _choice(
-            node, "coordinate_transformation_mode", "half_pixel", gv.ROI_COORDINATE_MODES
-        ),
+        "coordinate_transformation_mode": coord,
         "output_height": int(node.attr("output_height", 1)),
         "output_width": int(node.attr("output_width", 1)),
         "sampling_ratio": int(node.attr("sampling_ratio", 0)),
