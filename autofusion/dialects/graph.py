@@ -100,8 +100,9 @@ from autofusion.dialects.graph_fused import (
     RopeOp,
     SwigluOp,
 )
-from autofusion.dialects.graph_math import MATH_OPS
 from autofusion.dialects.graph_indexing import INDEXING_OPS
+from autofusion.dialects.graph_math import MATH_OPS
+from autofusion.dialects.graph_vision import VISION_OPS
 from autofusion.dialects.shape_inference import ShapeError
 
 # --------------------------------------------------------------------------------------
@@ -1250,6 +1251,7 @@ Graph = Dialect(
         *FUSED_OPS,
         *MATH_OPS,
         *INDEXING_OPS,
+        *VISION_OPS,
     ],
     [],
 )

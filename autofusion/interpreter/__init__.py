@@ -92,8 +92,9 @@ def make_interpreter(
     from autofusion.interpreter.buffer import BufferFunctions
     from autofusion.interpreter.graph import GraphFunctions
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
-    from autofusion.interpreter.graph_math import GraphMathFunctions
     from autofusion.interpreter.graph_indexing import GraphIndexingFunctions
+    from autofusion.interpreter.graph_math import GraphMathFunctions
+    from autofusion.interpreter.graph_vision import GraphVisionFunctions
     from autofusion.interpreter.index_arith import IndexArithFunctions
 
     interp = Interpreter(module)
@@ -108,6 +109,7 @@ def make_interpreter(
     interp.register_implementations(GraphFusedFunctions())
     interp.register_implementations(GraphMathFunctions())
     interp.register_implementations(GraphIndexingFunctions())
+    interp.register_implementations(GraphVisionFunctions())
     return interp
 
 

@@ -19,14 +19,16 @@ from xdsl.ir import Operation
 def _interpreter() -> Interpreter:
     from autofusion.interpreter.graph import GraphFunctions
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
-    from autofusion.interpreter.graph_math import GraphMathFunctions
     from autofusion.interpreter.graph_indexing import GraphIndexingFunctions
+    from autofusion.interpreter.graph_math import GraphMathFunctions
+    from autofusion.interpreter.graph_vision import GraphVisionFunctions
 
     interp = Interpreter(ModuleOp([]))
     interp.register_implementations(GraphFunctions())
     interp.register_implementations(GraphFusedFunctions())
     interp.register_implementations(GraphMathFunctions())
     interp.register_implementations(GraphIndexingFunctions())
+    interp.register_implementations(GraphVisionFunctions())
     return interp
 
 

@@ -45,7 +45,7 @@ from autofusion.dialects import graph
 from autofusion.dialects import graph_indexing as gi
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import Props
-from frontends.onnx import export_math_ops
+from frontends.onnx import export_math_ops, export_vision
 
 DOMAIN = "ai.afc"
 """The domain of afc's model-local functions."""
@@ -1288,6 +1288,7 @@ TABLE: dict[type[Operation], Mapping] = {
     graph.RmsNormApplyOp: Named("RmsNormApply", rms_norm_apply, "ai.afc.RmsNormApply"),
     **export_math_ops.math_table(),
     **INDEXING_TABLE,
+    **export_vision.table(),
 }
 
 

@@ -434,6 +434,7 @@ def _converter_modules() -> tuple[ModuleType, ...]:
     """The modules of default-domain converters, each with CONVERTERS, VERSIONS and
     REFUSED_VERSIONS tables."""
     from frontends.onnx import (
+        ops_einsum,
         ops_elementwise,
         ops_fused,
         ops_indexing,
@@ -441,9 +442,20 @@ def _converter_modules() -> tuple[ModuleType, ...]:
         ops_norm,
         ops_search,
         ops_tensor,
+        ops_vision,
     )
 
-    return (ops_math, ops_tensor, ops_elementwise, ops_search, ops_fused, ops_indexing, ops_norm)
+    return (
+        ops_math,
+        ops_tensor,
+        ops_elementwise,
+        ops_search,
+        ops_fused,
+        ops_indexing,
+        ops_norm,
+        ops_vision,
+        ops_einsum,
+    )
 
 
 def converters() -> dict[str, Converter]:
