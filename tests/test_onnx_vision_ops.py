@@ -61,7 +61,6 @@ TOLERANCE_OVERRIDE = {
 # case -> the text of afc's refusal (each is a documented limitation)
 REFUSED = {
     "test_upsample_nearest": "opset 9",  # Upsample-9 models predate afc's opset 13
-    "test_lppool_3d_default": "only 1-D and 2-D",  # LpPool runs as a 2-D depthwise conv
 }
 
 
@@ -447,6 +446,16 @@ def test_einsum_refuses_broadcasting_ellipsis() -> None:
     model = one_node_model(node, ins, [f32("y", None)], [], opset=13)
     with pytest.raises(UserError, match=r"node 'e' .*label '0' has sizes 2 and 1; broadcasting"):
         import_onnx_model(default_context(), model, "m")
+
+
+def test_lp_pool_3d_against_ort() -> None:
+    """3-D windows sum separably: (H, W) by one depthwise conv2d, then D by another."""
+    x = RNG.standard_normal((2, 2, 6, 7, 5)).astype(np.float32)
+    attrs = {"kernel_shape": [3, 2, 2], "strides": [2, 1, 2], "dilations": [1, 2, 1]}
+    node = helper.make_node("LpPool", ["x"], ["y"], pads=[1, 0, 1, 0, 1, 1], p=3, **attrs)
+    model = one_node_model(node, [f32("x", ["N", 2, 6, 7, 5])], [f32("y", None)], [], 18)
+    module = assert_matches_ort(model, {"x": x}, rtol=1e-4)
+    assert result_shapes(module)[0][0] == DYN
 
 
 REFUSALS = {
