@@ -205,6 +205,11 @@ RESIZE_CASES = {
         [1, 1, 1.3, 0.8],
         None,
     ),
+    "nearest_tf_half_pixel_for_nn": (
+        {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn"},
+        [1, 1, 1.7, 0.6],
+        None,
+    ),
 }
 
 
@@ -220,9 +225,16 @@ def test_resize_against_ort(case: str) -> None:
         inits.append(numpy_helper.from_array(np.asarray(sizes, np.int64), "sizes"))
         ins += ["", "sizes"]
     node = helper.make_node("Resize", ins, ["y"], **attrs)
-    model = one_node_model(node, [f32("x", [2, 3, 5, 6])], [f32("y", None)], inits)
+    opset = 13 if "tf_half_pixel_for_nn" in case else 19  # a Resize-13 mode
+    model = one_node_model(node, [f32("x", [2, 3, 5, 6])], [f32("y", None)], inits, opset)
     x = RNG.standard_normal((2, 3, 5, 6)).astype(np.float32)
-    assert_matches_ort(model, {"x": x})
+    module = assert_matches_ort(model, {"x": x})
+    np.testing.assert_allclose(
+        run_ort(export_module(module), {"x": x})[0],
+        afc_run(model, {"x": x})[1][0],
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 def test_resize_dynamic_batch_and_axes() -> None:
@@ -464,12 +476,12 @@ REFUSALS = {
         "antialias=1 is not supported",
         19,
     ),
-    "tf_half_pixel_for_nn": (
+    "tf_half_pixel_for_nn_at_18": (
         helper.make_node(
             "Resize", ["x", "", "s"], ["y"], coordinate_transformation_mode="tf_half_pixel_for_nn"
         ),
         "coordinate_transformation_mode='tf_half_pixel_for_nn' is not supported",
-        13,
+        18,
     ),
     "upsample_downscale": (
         helper.make_node("Upsample", ["x", "s"], ["y"]),

@@ -45,6 +45,7 @@ COORDINATE_MODES = (
     "align_corners",
     "asymmetric",
     "tf_crop_and_resize",
+    "tf_half_pixel_for_nn",
 )
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 DEPTH_SPACE_MODES = ("DCR", "CRD")

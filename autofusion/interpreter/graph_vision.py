@@ -53,6 +53,8 @@ def source_coordinates(
         return cast(Array, x + start * (in_size - 1))
     if mode == "pytorch_half_pixel":  # the spec's 0 for one element (ONNX Runtime agrees)
         return np.zeros(out_size) if out_size == 1 else (y + 0.5) / scale - 0.5
+    if mode == "tf_half_pixel_for_nn":  # Resize-11/13 only
+        return (y + 0.5) / scale
     if mode == "half_pixel_symmetric":
         offset = in_size / 2 * (1 - out_size / length)
         return offset + (y + 0.5) / scale - 0.5

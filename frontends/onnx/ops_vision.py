@@ -106,7 +106,13 @@ def convert_resize(node: Node) -> list[Value]:
     x = node.input(0)
     rank = len(x.shape)
     mode = _choice(node, "mode", "nearest", gv.RESIZE_MODES)
-    modes = [m for m in gv.COORDINATE_MODES if m != "half_pixel_symmetric" or node.version >= 19]
+    # half_pixel_symmetric is new in Resize-19; tf_half_pixel_for_nn is gone from Resize-18
+    modes = [
+        m
+        for m in gv.COORDINATE_MODES
+        if (m != "half_pixel_symmetric" or node.version >= 19)
+        and (m != "tf_half_pixel_for_nn" or node.version < 18)
+    ]
     coord = str(node.attr("coordinate_transformation_mode", "half_pixel"))
     if coord not in modes:
         raise node.reject("coordinate_transformation_mode", coord, ", ".join(modes))
