@@ -155,8 +155,7 @@ def convert_resize(node: Node) -> list[Value]:
         props["roi"] = gv.reals_attr(
             _full(r[:n], axes, [0.0] * rank) + _full(r[n:], axes, [1.0] * rank)
         )
-    elif node.opt_input(1) is not None:
-        node.const_input(1, "roi")  # only tf_crop_and_resize reads it
+    # other modes ignore roi (Resize-13+), so it may be computed
     return node.emit(gv.ResizeOp, [x], props)
 
 
