@@ -1,8 +1,10 @@
 """Reference semantics of the vision graph ops (see autofusion/dialects/graph_vision.py).
 
-Resize is separable: each resized axis is one weighted gather, with the neighbour and
-weight rules of ONNX's Resize-19 reference (onnx/reference/ops/op_resize.py), computed
-in float64 and rounded to the result type once.
+Each follows ONNX's reference implementation (onnx/reference/ops/op_*.py), vectorized:
+resize is separable (each resized axis is one weighted gather), grid_sample, roi_align
+and deform_conv2d gather their interpolation taps in whole arrays, conv_transpose
+scatter-adds one product per kernel offset. Work is in float64 (conv_transpose in its
+operands' float32), rounded to the result type once.
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ def resize_axis(
 
 
 def resize(x: Array, p: Props, out_shape: Sequence[int]) -> Array:
-    """Resize-19 of `x` to `out_shape` (dynamic dims of the result type as -1)."""
+    """Resize-19 of `x` to `out_shape`, the result type's shape (`si.DYN` where dynamic)."""
     rank = x.ndim
     scales = gv.reals(p, "scales")
     sizes = p.integers("sizes") if p.has("sizes") else None
