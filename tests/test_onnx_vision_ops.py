@@ -576,3 +576,69 @@ def test_torch_unet_decoder_block(dynamo: bool, tmp_path: Any) -> None:
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
     names = {op.name for op in find_function(module).walk()}
     assert {"graph.resize", "graph.conv_transpose", "graph.depth_to_space"} <= names
+
+
+# --------------------------------------------------------------------------------------
+# Bad nodes: one line naming the node and what is wrong
+# --------------------------------------------------------------------------------------
+
+W = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+I64 = TensorProto.INT64
+
+BAD_NODES: dict[str, tuple[Any, list[Any], list[Any], str]] = {
+    "conv_transpose_output_padding": (
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_padding=[5, 5]),
+        [f32("x", [1, 4, 5, 5])],
+        [W],
+        r"output_padding \[5, 5\] must be below stride or dilation",
+    ),
+    "depth_to_space_channels": (
+        helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=3),
+        [f32("x", [1, 8, 5, 5])],
+        [],
+        "channels 8 is not divisible by 9",
+    ),
+    "grid_sample_locations": (
+        helper.make_node("GridSample", ["x", "g"], ["y"]),
+        [f32("x", [1, 4, 5, 5]), f32("g", [1, 3, 3, 3])],
+        [],
+        "grid 1x3x3x3 does not hold 2-D locations for input 1x4x5x5",
+    ),
+    "einsum_invented_label": (
+        helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,jk->q"),
+        [f32("x", [3, 3])],
+        [],
+        "output 'q' repeats or invents a label",
+    ),
+    "roi_align_rois": (
+        helper.make_node("RoiAlign", ["x", "r", "i"], ["y"]),
+        [f32("x", [1, 4, 5, 5]), f32("r", [2, 5]), helper.make_tensor_value_info("i", I64, [2])],
+        [],
+        r"rois \[R, 4\]",
+    ),
+    "col2im_channels": (
+        helper.make_node("Col2Im", ["x", "is", "bs"], ["y"]),
+        [f32("x", [1, 5, 4])],
+        [
+            numpy_helper.from_array(np.asarray([3, 3], np.int64), "is"),
+            numpy_helper.from_array(np.asarray([2, 2], np.int64), "bs"),
+        ],
+        "channels 5 are not a multiple of the block size 4",
+    ),
+    "lp_pool_p": (
+        helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=0),
+        [f32("x", [1, 4, 5, 5])],
+        [],
+        r"attribute p=0 is not supported \(p >= 1\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_NODES))
+def test_bad_nodes_are_one_line_errors(case: str) -> None:
+    node, ins, inits, message = BAD_NODES[case]
+    node.name = "bad"
+    model = one_node_model(node, ins, [f32("y", None)], inits, opset=20)
+    with pytest.raises(UserError, match=rf"^node 'bad' \(\w+-\d+\): .*{message}") as e:
+        import_onnx_model(default_context(), model, "m")
+    assert "\n" not in e.value.message
