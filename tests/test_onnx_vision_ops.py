@@ -61,7 +61,6 @@ TOLERANCE_OVERRIDE = {
 # case -> the text of afc's refusal (each is a documented limitation)
 REFUSED = {
     "test_upsample_nearest": "opset 9",  # Upsample-9 models predate afc's opset 13
-    "test_lppool_3d_default": "only 1-D and 2-D",  # LpPool runs as a 2-D depthwise conv
 }
 
 
@@ -206,6 +205,11 @@ RESIZE_CASES = {
         [1, 1, 1.3, 0.8],
         None,
     ),
+    "nearest_tf_half_pixel_for_nn": (
+        {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn"},
+        [1, 1, 1.7, 0.6],
+        None,
+    ),
 }
 
 
@@ -221,9 +225,16 @@ def test_resize_against_ort(case: str) -> None:
         inits.append(numpy_helper.from_array(np.asarray(sizes, np.int64), "sizes"))
         ins += ["", "sizes"]
     node = helper.make_node("Resize", ins, ["y"], **attrs)
-    model = one_node_model(node, [f32("x", [2, 3, 5, 6])], [f32("y", None)], inits)
+    opset = 13 if "tf_half_pixel_for_nn" in case else 19  # a Resize-13 mode
+    model = one_node_model(node, [f32("x", [2, 3, 5, 6])], [f32("y", None)], inits, opset)
     x = RNG.standard_normal((2, 3, 5, 6)).astype(np.float32)
-    assert_matches_ort(model, {"x": x})
+    module = assert_matches_ort(model, {"x": x})
+    np.testing.assert_allclose(
+        run_ort(export_module(module), {"x": x})[0],
+        afc_run(model, {"x": x})[1][0],
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 def test_resize_dynamic_batch_and_axes() -> None:
@@ -449,18 +460,28 @@ def test_einsum_refuses_broadcasting_ellipsis() -> None:
         import_onnx_model(default_context(), model, "m")
 
 
+def test_lp_pool_3d_against_ort() -> None:
+    """3-D windows sum separably: (H, W) by one depthwise conv2d, then D by another."""
+    x = RNG.standard_normal((2, 2, 6, 7, 5)).astype(np.float32)
+    attrs = {"kernel_shape": [3, 2, 2], "strides": [2, 1, 2], "dilations": [1, 2, 1]}
+    node = helper.make_node("LpPool", ["x"], ["y"], pads=[1, 0, 1, 0, 1, 1], p=3, **attrs)
+    model = one_node_model(node, [f32("x", ["N", 2, 6, 7, 5])], [f32("y", None)], [], 18)
+    module = assert_matches_ort(model, {"x": x}, rtol=1e-4)
+    assert result_shapes(module)[0][0] == DYN
+
+
 REFUSALS = {
     "antialias_nearest": (
         helper.make_node("Resize", ["x", "", "s"], ["y"], mode="nearest", antialias=1),
         "antialias=1 is not supported",
         19,
     ),
-    "tf_half_pixel_for_nn": (
+    "tf_half_pixel_for_nn_at_18": (
         helper.make_node(
             "Resize", ["x", "", "s"], ["y"], coordinate_transformation_mode="tf_half_pixel_for_nn"
         ),
         "coordinate_transformation_mode='tf_half_pixel_for_nn' is not supported",
-        13,
+        18,
     ),
     "upsample_downscale": (
         helper.make_node("Upsample", ["x", "s"], ["y"]),
@@ -555,3 +576,69 @@ def test_torch_unet_decoder_block(dynamo: bool, tmp_path: Any) -> None:
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
     names = {op.name for op in find_function(module).walk()}
     assert {"graph.resize", "graph.conv_transpose", "graph.depth_to_space"} <= names
+
+
+# --------------------------------------------------------------------------------------
+# Bad nodes: one line naming the node and what is wrong
+# --------------------------------------------------------------------------------------
+
+W = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+I64 = TensorProto.INT64
+
+BAD_NODES: dict[str, tuple[Any, list[Any], list[Any], str]] = {
+    "conv_transpose_output_padding": (
+        helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2], output_padding=[5, 5]),
+        [f32("x", [1, 4, 5, 5])],
+        [W],
+        r"output_padding \[5, 5\] must be below stride or dilation",
+    ),
+    "depth_to_space_channels": (
+        helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=3),
+        [f32("x", [1, 8, 5, 5])],
+        [],
+        "channels 8 is not divisible by 9",
+    ),
+    "grid_sample_locations": (
+        helper.make_node("GridSample", ["x", "g"], ["y"]),
+        [f32("x", [1, 4, 5, 5]), f32("g", [1, 3, 3, 3])],
+        [],
+        "grid 1x3x3x3 does not hold 2-D locations for input 1x4x5x5",
+    ),
+    "einsum_invented_label": (
+        helper.make_node("Einsum", ["x", "x"], ["y"], equation="ij,jk->q"),
+        [f32("x", [3, 3])],
+        [],
+        "output 'q' repeats or invents a label",
+    ),
+    "roi_align_rois": (
+        helper.make_node("RoiAlign", ["x", "r", "i"], ["y"]),
+        [f32("x", [1, 4, 5, 5]), f32("r", [2, 5]), helper.make_tensor_value_info("i", I64, [2])],
+        [],
+        r"rois \[R, 4\]",
+    ),
+    "col2im_channels": (
+        helper.make_node("Col2Im", ["x", "is", "bs"], ["y"]),
+        [f32("x", [1, 5, 4])],
+        [
+            numpy_helper.from_array(np.asarray([3, 3], np.int64), "is"),
+            numpy_helper.from_array(np.asarray([2, 2], np.int64), "bs"),
+        ],
+        "channels 5 are not a multiple of the block size 4",
+    ),
+    "lp_pool_p": (
+        helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], p=0),
+        [f32("x", [1, 4, 5, 5])],
+        [],
+        r"attribute p=0 is not supported \(p >= 1\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_NODES))
+def test_bad_nodes_are_one_line_errors(case: str) -> None:
+    node, ins, inits, message = BAD_NODES[case]
+    node.name = "bad"
+    model = one_node_model(node, ins, [f32("y", None)], inits, opset=20)
+    with pytest.raises(UserError, match=rf"^node 'bad' \(\w+-\d+\): .*{message}") as e:
+        import_onnx_model(default_context(), model, "m")
+    assert "\n" not in e.value.message

@@ -140,6 +140,12 @@ class Props:
             return float(a.value.data)
         raise ShapeError(f"property '{name}' must be a float")
 
+    def reals(self, name: str) -> tuple[float, ...]:
+        a = self._get(name)
+        if not isinstance(a, DenseArrayBase) or a.elt_type != f64:
+            raise ShapeError(f"property '{name}' must be a list of f64")
+        return tuple(float(v) for v in a.get_values())
+
     def opt_real(self, name: str) -> float | None:
         return self.real(name) if name in self._p else None
 

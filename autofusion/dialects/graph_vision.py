@@ -45,6 +45,7 @@ COORDINATE_MODES = (
     "align_corners",
     "asymmetric",
     "tf_crop_and_resize",
+    "tf_half_pixel_for_nn",
 )
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 DEPTH_SPACE_MODES = ("DCR", "CRD")
@@ -60,12 +61,7 @@ def reals_attr(values: Sequence[float]) -> DenseArrayBase:
 
 def reals(p: Props, name: str) -> tuple[float, ...] | None:
     """Float-list property `name`, or None when absent."""
-    if not p.has(name):
-        return None
-    a = p._get(name)
-    if not isinstance(a, DenseArrayBase) or a.elt_type != f64:
-        raise ShapeError(f"property '{name}' must be a list of f64")
-    return tuple(float(v) for v in a.get_values())
+    return p.reals(name) if p.has(name) else None
 
 
 def _choice(p: Props, name: str, allowed: Sequence[str]) -> str:

@@ -1,8 +1,10 @@
 """Reference semantics of the vision graph ops (see autofusion/dialects/graph_vision.py).
 
-Resize is separable: each resized axis is one weighted gather, with the neighbour and
-weight rules of ONNX's Resize-19 reference (onnx/reference/ops/op_resize.py), computed
-in float64 and rounded to the result type once.
+Each follows ONNX's reference implementation (onnx/reference/ops/op_*.py), vectorized:
+resize is separable (each resized axis is one weighted gather), grid_sample, roi_align
+and deform_conv2d gather their interpolation taps in whole arrays, conv_transpose
+scatter-adds one product per kernel offset. Work is in float64 (conv_transpose in its
+operands' float32), rounded to the result type once.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ def source_coordinates(
         return cast(Array, x + start * (in_size - 1))
     if mode == "pytorch_half_pixel":  # the spec's 0 for one element (ONNX Runtime agrees)
         return np.zeros(out_size) if out_size == 1 else (y + 0.5) / scale - 0.5
+    if mode == "tf_half_pixel_for_nn":  # Resize-11/13 only
+        return (y + 0.5) / scale
     if mode == "half_pixel_symmetric":
         offset = in_size / 2 * (1 - out_size / length)
         return offset + (y + 0.5) / scale - 0.5
@@ -135,7 +139,7 @@ def resize_axis(
 
 
 def resize(x: Array, p: Props, out_shape: Sequence[int]) -> Array:
-    """Resize-19 of `x` to `out_shape` (dynamic dims of the result type as -1)."""
+    """Resize-19 of `x` to `out_shape`, the result type's shape (`si.DYN` where dynamic)."""
     rank = x.ndim
     scales = gv.reals(p, "scales")
     sizes = p.integers("sizes") if p.has("sizes") else None

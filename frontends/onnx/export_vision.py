@@ -62,7 +62,7 @@ def _resize_inputs(e: Emitter) -> tuple[str, str, dict[str, Any]]:
 
 def resize(e: Emitter) -> None:
     # Resize-13/18/19: roi, scales and sizes as inputs; antialias from 18,
-    # half_pixel_symmetric from 19
+    # half_pixel_symmetric from 19, tf_half_pixel_for_nn before 18
     from frontends.onnx.export_ops import NotExportable
 
     p = e.props
@@ -81,6 +81,8 @@ def resize(e: Emitter) -> None:
         attrs["antialias"] = 1
     if coord == "half_pixel_symmetric" and e.opset < 19:
         raise NotExportable(f"Resize half_pixel_symmetric needs opset 19, not {e.opset}")
+    if coord == "tf_half_pixel_for_nn" and e.opset >= 18:
+        raise NotExportable(f"Resize tf_half_pixel_for_nn is gone from opset 18 ({e.opset})")
     roi = gv.reals(p, "roi")
     roi_name = "" if roi is None else e.const(np.asarray(roi, np.float32), TensorProto.FLOAT, "roi")
     scales, sizes, extra = _resize_inputs(e)

@@ -10,6 +10,7 @@ as `Op-<since_version>` from https://onnx.ai/onnx/operators/.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,7 +28,6 @@ from frontends.onnx.importer import (
 )
 from frontends.onnx.ops_math import (
     _as_2d,
-    _check_spatial,
     _drop_unit_dim,
     _insert_unit_dim,
     _pads_2d,
@@ -115,7 +115,13 @@ def convert_resize(node: Node) -> list[Value]:
     x = node.input(0)
     rank = len(x.shape)
     mode = _choice(node, "mode", "nearest", gv.RESIZE_MODES)
-    modes = [m for m in gv.COORDINATE_MODES if m != "half_pixel_symmetric" or node.version >= 19]
+    # half_pixel_symmetric is new in Resize-19; tf_half_pixel_for_nn is gone from Resize-18
+    modes = [
+        m
+        for m in gv.COORDINATE_MODES
+        if (m != "half_pixel_symmetric" or node.version >= 19)
+        and (m != "tf_half_pixel_for_nn" or node.version < 18)
+    ]
     coord = str(node.attr("coordinate_transformation_mode", "half_pixel"))
     if coord not in modes:
         raise node.reject("coordinate_transformation_mode", coord, ", ".join(modes))
@@ -158,8 +164,7 @@ def convert_resize(node: Node) -> list[Value]:
         props["roi"] = gv.reals_attr(
             _full(r[:n], axes, [0.0] * rank) + _full(r[n:], axes, [1.0] * rank)
         )
-    elif node.opt_input(1) is not None:
-        node.const_input(1, "roi")  # only tf_crop_and_resize reads it
+    # other modes ignore roi (Resize-13+), so it may be computed
     return node.emit(gv.ResizeOp, [x], props)
 
 
@@ -310,35 +315,85 @@ def _p(node: Node) -> int:
     return p
 
 
+@dataclass(frozen=True)
+class Window:
+    """A pooling window: kernel, strides, dilations and pads ([begins..., ends...])."""
+
+    kernel: list[int]
+    strides: list[int]
+    dilations: list[int]
+    pads: list[int]
+
+    def axes(self, first: int, count: int) -> Window:
+        """The window over spatial axes [first, first + count)."""
+        r = len(self.kernel)
+        part = slice(first, first + count)
+        pads = self.pads[part] + self.pads[r + first : r + first + count]
+        return Window(self.kernel[part], self.strides[part], self.dilations[part], pads)
+
+
+def _window_sum_2d(node: Node, t: Value, w: Window) -> Value:
+    """Sums of `t` ([N, C, H, W]) over a 2-D window: a depthwise conv2d with a ones kernel
+    (zero padding adds nothing)."""
+    channels = t.shape[1]
+    if channels == DYN:
+        raise node.error(f"needs static channel (and depth) dims, got {si.fmt(t.shape)}")
+    ones = node.const(np.ones((channels, 1, *w.kernel), np.float32), t.elt)
+    props = {"strides": w.strides, "pads": w.pads, "dilations": w.dilations, "group": channels}
+    return node.emit1(graph.Conv2dOp, [t, ones], props)
+
+
+def _window_sum_3d(node: Node, t: Value, w: Window) -> Value:
+    """Sums of `t` ([N, C, D, H, W]) over a 3-D window, separably: over (H, W) with the
+    depth folded into the channels, then over D with (H, W) folded into one axis."""
+    from frontends.onnx.ops_tensor import reshape_to
+
+    (na, c, d, h, wd), (nb, *_) = probe_dims(t)
+    hw = _window_sum_2d(
+        node, reshape_to(node, t, [na, c * d, h, wd], [nb, c * d, h, wd]), w.axes(1, 2)
+    )
+    h2, w2 = hw.shape[2:]
+    folded = reshape_to(node, hw, [na, c, d, h2 * w2], [nb, c, d, h2 * w2])
+    depth = w.axes(0, 1)
+    flat = Window(
+        [depth.kernel[0], 1],
+        [depth.strides[0], 1],
+        [depth.dilations[0], 1],
+        [depth.pads[0], 0, depth.pads[1], 0],
+    )
+    s = _window_sum_2d(node, folded, flat)
+    d2 = s.shape[2]
+    return reshape_to(node, s, [na, c, d2, h2, w2], [nb, c, d2, h2, w2])
+
+
 @register(CONVERTERS, "LpPool")
 def convert_lp_pool(node: Node) -> list[Value]:
-    """LpPool-11/18 in 1-D and 2-D: (sum over the window of |x|^p)^(1/p), the sum being a
-    depthwise conv2d with a ones kernel (zero padding adds nothing). ceil_mode is refused."""
+    """LpPool-11/18 in 1-D, 2-D and 3-D: (sum over the window of |x|^p)^(1/p), the sums
+    being depthwise conv2d with ones kernels. ceil_mode is refused."""
     x = node.input(0)
-    spatial = _check_spatial(node, x)
+    spatial = len(x.shape) - 2
+    if spatial not in (1, 2, 3):
+        raise node.error(f"expects an N, C and 1 to 3 spatial dims, got {si.fmt(x.shape)}")
     kernel = node.ints_attr("kernel_shape")
     if kernel is None or len(kernel) != spatial:
         raise node.error(f"kernel_shape must have {spatial} values, got {kernel}")
-    channels = x.shape[1]
-    if channels == DYN:
-        raise node.error(f"needs a static channel dim, got {si.fmt(x.shape)}")
     strides = node.ints_attr("strides", [1] * spatial) or []
     dilations = [1] * spatial
     if node.version >= 18:  # LpPool-18 adds dilations and ceil_mode
         dilations = node.ints_attr("dilations", dilations) or []
         if node.attr("ceil_mode", 0):
             raise node.reject("ceil_mode", 1, "only ceil_mode=0")
-    pads = _window_pads(node, x, kernel, strides, dilations)
+    window = Window(kernel, strides, dilations, _window_pads(node, x, kernel, strides, dilations))
     p = _p(node)
     t = _power(node, x, p)
+    if spatial == 3:
+        return [_root(node, _window_sum_3d(node, t, window), p)]
     if spatial == 1:
         t = _insert_unit_dim(node, t, 2)
-        kernel, strides, dilations = _as_2d(kernel, 1), _as_2d(strides, 1), _as_2d(dilations, 1)
-        pads = _pads_2d(pads)
-    ones = node.const(np.ones((channels, 1, *kernel), np.float32), x.elt)
-    props = {"strides": strides, "pads": pads, "dilations": dilations, "group": channels}
-    s = node.emit1(graph.Conv2dOp, [t, ones], props)
-    y = _root(node, s, p)
+        window = Window(
+            _as_2d(kernel, 1), _as_2d(strides, 1), _as_2d(dilations, 1), _pads_2d(window.pads)
+        )
+    y = _root(node, _window_sum_2d(node, t, window), p)
     return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
 
 
