@@ -460,6 +460,8 @@ buffer.kernel @matmul_relu(%a: {gm16}, %b: {gm16}, %c: {gm16}, %m: index, %n: in
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
   %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %m_mmad = arith.maxsi %m, %c16 : index
   %mkb = arith.muli %m, %kb : index
   %a_bytes = arith.muli %mkb, %c2 : index
   %kbn = arith.muli %kb, %n : index
@@ -486,7 +488,8 @@ buffer.kernel @matmul_relu(%a: {gm16}, %b: {gm16}, %c: {gm16}, %m: index, %n: in
     buffer.copy %a1 to %a2 blocks %m x %kb strides %kb, %kb : {l1} to {l0a}
     buffer.copy %b1 to %b2 blocks %kb x %n strides %n, %n : {l1} to {l0b}
     %acc = arith.cmpi ne, %s, %c0 : index
-    buffer.mmad %co, %a2, %b2, %m, %n, %kb, %acc : {l0c}, {l0a}, {l0b}
+    buffer.pipe_barrier "M" small_mmad(%m_mmad, %n)
+    buffer.mmad %co, %a2, %b2, %m_mmad, %n, %kb, %acc : {l0c}, {l0a}, {l0b}
   }}
   %c_off = arith.muli %row0, %n : index
   %c_dst = buffer.view %c[%c_off] : {gm16}
@@ -537,7 +540,8 @@ buffer.kernel @matmul_queues(%a: {gm16}, %b: {gm16}, %c: {gm32}, %m: index, %n: 
     %a2d = buffer.deque %qa2 : !buffer.queue<a2> -> {l0a}
     %b2d = buffer.deque %qb2 : !buffer.queue<b2> -> {l0b}
     %c1 = buffer.queue_alloc %qc : !buffer.queue<co1> -> {l0c}
-    buffer.mmad %c1, %a2d, %b2d, %m, %n, %k, %false : {l0c}, {l0a}, {l0b}
+    %m_mmad = arith.maxsi %m, %c16 : index
+    buffer.mmad %c1, %a2d, %b2d, %m_mmad, %n, %k, %false : {l0c}, {l0a}, {l0b}
     buffer.enque %qc, %c1 : !buffer.queue<co1>, {l0c}
     buffer.queue_free %qa2, %a2d : !buffer.queue<a2>, {l0a}
     buffer.queue_free %qb2, %b2d : !buffer.queue<b2>, {l0b}

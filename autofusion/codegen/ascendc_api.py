@@ -246,6 +246,7 @@ class AscendCApi:
     event_type: str = "event_t"
     hard_event: str = "HardEvent"
     pipe_barrier_all: str = "PipeBarrier<PIPE_ALL>"
+    pipe_barrier: str = "PipeBarrier"
     vector_binary: dict[str, str] = field(default_factory=_vector_binary)
     vector_unary: dict[str, str] = field(default_factory=_vector_unary)
     vector_scalar: dict[str, str] = field(default_factory=_vector_scalar)
