@@ -269,6 +269,7 @@ class AscendCApi:
     graph_success: str = "ge::GRAPH_SUCCESS"
     graph_failed: str = "ge::GRAPH_FAILED"
     set_block_dim: str = "SetBlockDim"
+    set_schedule_mode: str = "SetScheduleMode"
     user_workspace: str = "GetUserWorkspace"
     platform_header: str = "tiling/platform/platform_ascendc.h"
     platform: str = "platform_ascendc::PlatformAscendC"
