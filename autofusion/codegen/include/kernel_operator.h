@@ -2873,15 +2873,17 @@ struct DataCopyPadExtParams {
     }
 };
 
-// ND -> NZ on the way into L1 (ascend.md 2.10)
+// ND -> NZ on the way into L1 (ascend.md 2.10). Defaults are the real header's
+// (asc-devkit kernel_struct_data_copy.h:259): every field 0, so a copy that leaves ndNum
+// unset moves nothing and one that leaves dstNzNStride unset is out of its range
 struct Nd2NzParams {
-    uint16_t ndNum = 1;
+    uint16_t ndNum = 0;
     uint16_t nValue = 0;
     uint16_t dValue = 0;
     uint16_t srcNdMatrixStride = 0;
     uint16_t srcDValue = 0;
     uint16_t dstNzC0Stride = 0;
-    uint16_t dstNzNStride = 1;
+    uint16_t dstNzNStride = 0;
     uint16_t dstNzMatrixStride = 0;
 };
 
@@ -3206,11 +3208,19 @@ inline uint64_t Nd2NzDstElements(const Nd2NzParams& p)
            (p.nValue - 1ull) * p.dstNzNStride * c0 + c0;
 }
 
+// ndNum, nValue or dValue 0 is a NOP (asc-devkit DataCopy（GMToL1随路转换-ND2NZ搬运）.md);
+// otherwise dstNzNStride is in [1, 16384] and the Nz columns hold nValue rows
 template <typename T>
 inline void CheckNd2Nz(const char* api, const LocalTensor<T>& dst, const Nd2NzParams& p)
 {
     RequireSpace(api, "dst", dst, Space::L1);
-    if (p.dstNzC0Stride < p.nValue || p.dstNzNStride < 1) {
+    if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) {
+        return;
+    }
+    if (p.dstNzNStride < 1 || p.dstNzNStride > 16384) {
+        Fail("%s: Nd2NzParams.dstNzNStride %u is not in [1, 16384]", api, p.dstNzNStride);
+    }
+    if (p.dstNzC0Stride < p.nValue) {
         Fail("%s: Nd2NzParams.dstNzC0Stride %u must cover nValue %u rows", api, p.dstNzC0Stride, p.nValue);
     }
 }
@@ -3257,10 +3267,11 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>&
     emu::Nd2Nz<T>(api, reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(s), intriParams);
 }
 
+// defaults as in the real header (asc-devkit kernel_struct_mm.h:42): all 0
 struct LoadData2DParams {
     uint16_t startIndex = 0;  // first fractal (512 bytes) of the source
-    uint8_t repeatTimes = 1;  // fractals to move
-    uint16_t srcStride = 1;   // source fractals between two moves
+    uint8_t repeatTimes = 0;  // fractals to move (0: a NOP, LoadData_2D.md)
+    uint16_t srcStride = 0;   // source fractals between two moves
     uint8_t sid = 0;
     uint16_t dstGap = 0;      // fractals skipped in the destination after each move
     bool ifTranspose = false; // transpose each 16x16 fractal (16-bit types only)
@@ -3281,8 +3292,8 @@ inline void LoadFractals(const char* api, const LocalTensor<T>& dst, const Local
     if (dst.space_ != Space::L0A && dst.space_ != Space::L0B) {
         Fail("%s: dst is in %s, it writes L0A or L0B", api, SpaceName(dst.space_));
     }
-    if (repeat < 1) {
-        Fail("%s: repeatTimes must be at least 1", api);
+    if (repeat == 0) {
+        return;  // repeatTimes = 0 moves nothing (asc-devkit LoadData_2D.md)
     }
     constexpr uint64_t fractal = 512;
     const uint64_t srcEnd = (start + (repeat - 1) * srcStride + 1) * fractal;
@@ -3327,10 +3338,10 @@ __aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>&
 // L1 -> L0A / L0B transposing one 16x16 fractal of a 16-bit type per repeat
 // (asc-devkit LoadDataWithTranspose.md; 8- and 32-bit types pair two fractals into one
 // square, which afc does not emit)
-struct LoadData2dTransposeParams {
+struct LoadData2dTransposeParams {  // defaults: asc-devkit kernel_struct_mm.h:94
     uint16_t startIndex = 0;
-    uint8_t repeatTimes = 1;
-    uint16_t srcStride = 1;
+    uint8_t repeatTimes = 0;
+    uint16_t srcStride = 0;
     uint16_t dstGap = 0;
     uint16_t dstFracGap = 0;
     uint8_t addrMode = 0;
