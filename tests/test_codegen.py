@@ -10,6 +10,7 @@ every way it must reject.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -854,6 +855,40 @@ def test_api_names_come_from_the_table() -> None:
     assert "ExpV2(" in kernel and "Exp(" not in kernel
     assert "DataCopyPadV2(" in kernel and "DataCopyPad(" not in kernel
     assert "context->SetSimdNumBlocks(" in host
+
+
+# fields of the API table that are no name of their own: the table's key, a format
+# string (its uses are PIPE_M and PIPE_ALL) and a literal flag mode
+NOT_NAMES = {"version", "pipe_enum", "cross_core_mode"}
+
+
+def emitted_names() -> set[str]:
+    """Every name the cann8 table can print: its strings, its maps' values, the kernel
+    types of every chip and core type, and the pipes of buffer.pipe_barrier."""
+    from autofusion.hardware import get_chip, known_chips
+
+    names: set[str] = set()
+    for f in dataclasses.fields(CANN8):
+        value = getattr(CANN8, f.name)
+        if f.name in NOT_NAMES:
+            continue
+        if isinstance(value, str):
+            names.add(value)
+        elif isinstance(value, dict):
+            names |= {str(v) for v in value.values()}
+    for chip in known_chips():
+        names |= {CANN8.kernel_type(get_chip(chip), c) for c in buffer.KernelOp.CORE_TYPES}
+    names |= {CANN8.pipe_enum.format(p) for p in buffer.BARRIER_PIPES}
+    return names
+
+
+def test_every_emitted_name_is_in_the_conformance_table() -> None:
+    """docs/codegen.md's conformance table names every API the printer can emit."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "codegen.md").read_text()
+    table = doc[doc.index("## Conformance table") :]
+    table = table[: table.index("\n## ")]
+    missing = sorted(n for n in emitted_names() if f"`{n}`" not in table)
+    assert not missing, f"not in the conformance table of docs/codegen.md: {missing}"
 
 
 BAD_OPS = {
