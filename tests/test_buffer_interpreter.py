@@ -227,7 +227,9 @@ buffer.kernel @split_k(%a: memref<?xf16, #buffer.space<gm>>, %b: memref<?xf16, #
     buffer.copy %bv to %b1 blocks %k x %n strides %n, %n : memref<?xf16, #buffer.space<gm>> to memref<?xf16, #buffer.space<l1>>
     buffer.copy %a1 to %a2 blocks %m x %k strides %k, %k : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0a>>
     buffer.copy %b1 to %b2 blocks %k x %n strides %n, %n : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0b>>
-    buffer.mmad %c, %a2, %b2, %m, %n, %k, %false : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+    %c16 = arith.constant 16 : index
+    %m_mmad = arith.maxsi %m, %c16 : index
+    buffer.mmad %c, %a2, %b2, %m_mmad, %n, %k, %false : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
     buffer.copy %c to %y blocks %m x %n strides %n, %n atomic true : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
   }
   buffer.return

@@ -180,6 +180,40 @@ def test_sync_all_is_printed_on_every_core() -> None:
             assert "ASCEND_IS_" not in opener, opener
 
 
+def host_code(text: str) -> str:
+    _, kernels = compiled(text)
+    (code,) = (v for k, v in kernels.files.items() if k.endswith("_tiling.cpp"))
+    return code
+
+
+def test_sync_all_kernels_ask_for_batch_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that calls SyncAll<false> puts its launch in batch mode in TilingFunc
+    (SetScheduleMode(1); asc-devkit SyncAll.md: without it SyncAll can deadlock when
+    several streams run); others do not. The emulated TilingFunc refuses a SyncAll
+    kernel whose TilingFunc forgets it."""
+    text = atomic_sum_text("f32")
+    code = host_code(text)
+    assert code.count("context->SetScheduleMode(1);") == 1
+    assert code.index("SetBlockDim") < code.index("SetScheduleMode") < code.index("SaveToBuffer")
+    assert "SetScheduleMode" not in host_code(coupled_double_text("Ascend910B1", "f32"))
+    module, kernels = compiled(text)
+    assert kernels.tiling_func("atomic_sum", [[3, 16]]) == ([16], 3)
+
+    from autofusion.codegen import emulate
+
+    printed = emulate.emit_ascendc
+
+    def forgetful(module: ModuleOp, debug: bool = False) -> dict[str, str]:
+        files = printed(module, debug)
+        return {k: v.replace("context->SetScheduleMode(1);\n", "") for k, v in files.items()}
+
+    monkeypatch.setattr(emulate, "emit_ascendc", forgetful)
+    forgot = EmulatedKernels(module)
+    assert not any("SetScheduleMode" in v for v in forgot.files.values())
+    with pytest.raises(UserError, match=r"does not set batch mode \(SetScheduleMode\(1\)\)"):
+        forgot.tiling_func("atomic_sum", [[3, 16]])
+
+
 # ---------------------------------------------------------------------------------------
 # What the emulator reports
 # ---------------------------------------------------------------------------------------

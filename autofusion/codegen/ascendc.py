@@ -54,6 +54,7 @@ from autofusion.codegen.cpp_scalar import (
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.dialects.buffer_verifier import runs_split
+from autofusion.dialects.mmad_rules import constant
 from autofusion.hardware import ChipSpec, get_chip
 
 # names the generated code uses itself; no value gets them
@@ -82,6 +83,17 @@ def _cast(text: str, ctype: str) -> str:
 def _paren(text: str) -> str:
     """`text` as an operand of `*`: parenthesized unless it is a number."""
     return text if text.isdigit() else f"({text})"
+
+
+def _nz_rows(m: SSAValue) -> SSAValue:
+    """The rows whose Nz layout an Mmad of `m` rows leaves in L0C: a padded m,
+    max(rows, c) with c <= 16, has the fractal rows of `rows` (mmad_rules.py)."""
+    owner = m.owner
+    if isinstance(owner, arith.MaxSIOp | arith.MaxUIOp):
+        for pad, rows in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
+            if 1 <= (constant(pad) or 0) <= 16:
+                return rows
+    return m
 
 
 def _where(op: Operation) -> str:
@@ -311,7 +323,7 @@ class KernelPrinter(ScalarPrinter):
         (the printing records them again, in order, for buffers filled more than once)."""
         for op in self.kernel.walk():
             if isinstance(op, buffer.MmadOp):
-                self.nz[self._layout_key(root_of(op.c))] = (op.m, op.n)
+                self.nz[self._layout_key(root_of(op.c))] = (_nz_rows(op.m), op.n)
             elif isinstance(op, buffer.CopyOp) and op.path in (("gm", "l1"), ("ub", "l1")):
                 self.nz[self._layout_key(root_of(op.dest))] = (op.blocks, op.dst_stride)
             elif isinstance(op, buffer.CopyOp) and op.path == ("l0c", "ub"):
@@ -591,6 +603,7 @@ class KernelPrinter(ScalarPrinter):
         buffer.GetValueOp: "emit_get_value",
         buffer.SetValueOp: "emit_set_value",
         buffer.MmadOp: "emit_mmad",
+        buffer.PipeBarrierOp: "emit_pipe_barrier",
         buffer.ReturnOp: "emit_return",
         buffer.WorkspaceOp: "emit_return",
         buffer.Im2colOp: "emit_im2col",
@@ -1393,7 +1406,7 @@ class KernelPrinter(ScalarPrinter):
                 f"{_where(op)}: Mmad of {ta} x {tb} -> {tc} is not a cube type pair on A2 "
                 "(half/bf16/float -> float, int8 -> int32; ascend.md 2.10)"
             )
-        self.nz[self._layout_key(c)] = (op.m, op.n)
+        self.nz[self._layout_key(c)] = (_nz_rows(op.m), op.n)
         p = self.namer.fresh("mmadParams")
         owner = op.accumulate.owner
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
@@ -1406,6 +1419,23 @@ class KernelPrinter(ScalarPrinter):
         self.line(op, f"{p}.k = {self.e(op.k)};")
         self.line(op, f"{p}.cmatrixInitVal = {init};")
         self.line(op, f"{self.api.mmad}({self.e(c)}, {self.e(a)}, {self.e(b)}, {p});")
+
+    def emit_pipe_barrier(self, op: buffer.PipeBarrierOp) -> None:
+        """PipeBarrier<PIPE_X>(); with `small_mmad`, under the matmul library's test
+        (mmad_compute.h:86), folded when both sizes are static."""
+        call = f"{self.api.pipe_barrier}<PIPE_{op.pipe.data}>();"
+        if not op.sizes:
+            self.line(op, call)
+            return
+        m, n = op.sizes
+        sizes = [self.facts.exact(v) for v in (m, n)]
+        if sizes[0] is not None and sizes[1] is not None:
+            if (sizes[0] // 16) * (sizes[1] // 16) < buffer.MMAD_BARRIER_LIMIT:
+                self.line(op, call)
+            return
+        test = f"({self.expr(m).at(MUL)} / 16) * ({self.expr(n).at(MUL)} / 16)"
+        with self.w.block(f"if ({test} < {buffer.MMAD_BARRIER_LIMIT})", self.comment(op)):
+            self.line(op, call)
 
     def _fixpipe(self, op: buffer.CopyOp) -> None:
         """L0C (Nz of 16x16) -> GM (ND), converting to the GM type and ReLU on the fly."""

@@ -246,6 +246,7 @@ class AscendCApi:
     event_type: str = "event_t"
     hard_event: str = "HardEvent"
     pipe_barrier_all: str = "PipeBarrier<PIPE_ALL>"
+    pipe_barrier: str = "PipeBarrier"
     vector_binary: dict[str, str] = field(default_factory=_vector_binary)
     vector_unary: dict[str, str] = field(default_factory=_vector_unary)
     vector_scalar: dict[str, str] = field(default_factory=_vector_scalar)
@@ -268,6 +269,7 @@ class AscendCApi:
     graph_success: str = "ge::GRAPH_SUCCESS"
     graph_failed: str = "ge::GRAPH_FAILED"
     set_block_dim: str = "SetBlockDim"
+    set_schedule_mode: str = "SetScheduleMode"
     user_workspace: str = "GetUserWorkspace"
     platform_header: str = "tiling/platform/platform_ascendc.h"
     platform: str = "platform_ascendc::PlatformAscendC"

@@ -11,8 +11,9 @@ For a kernel @k (op type `K` = camel case of k, ascend.md 2.2):
   - `KTilingFunc(gert::TilingContext*)`: what CANN calls at run time. It reads the
     input shapes, checks the dimensions the IR fixed statically, computes the values the
     IR's host code computes before `buffer.launch @k` (the dims, the call of the
-    tiling rule, any other scalars), fills the tiling data, sets the block count and a
-    zero workspace (ascend.md 2.6).
+    tiling rule, any other scalars), fills the tiling data, sets the block count (and,
+    for a kernel that calls SyncAll, batch mode: `SetScheduleMode(1)`) and the
+    workspace (ascend.md 2.6).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from autofusion.codegen.cpp_scalar import (
 )
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
+
+# TilingContext::SetScheduleMode's batch mode: the launch starts only when every block
+# has a core (SyncAll.md asks for it in kernels that call SyncAll)
+BATCH_MODE = 1
 
 
 def find_launch(module: ModuleOp, kernel: buffer.KernelOp) -> buffer.LaunchOp | None:
@@ -311,6 +316,10 @@ class HostPrinter:
                 w.line(f"tiling.set_{field}({printer.expr(v).text});")
             blocks = printer.expr(launch.blocks).text
             w.line(f"context->{self.api.set_block_dim}(static_cast<uint32_t>({blocks}));")
+            if any(isinstance(op, buffer.SyncAllOp) for op in self.kernel.walk()):
+                # batch mode: every block starts together, else SyncAll can deadlock when
+                # several streams run (asc-devkit SyncAll.md; CANN ops call it likewise)
+                w.line(f"context->{self.api.set_schedule_mode}({BATCH_MODE});")
             w.line(
                 "tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), "
                 "context->GetRawTilingData()->GetCapacity());"

@@ -53,6 +53,9 @@ from autofusion.dialects.buffer_verifier import (
 from autofusion.hardware import ChipSpec, get_chip
 
 INCLUDE_DIR = Path(__file__).parent / "include"
+# what a harness TilingFunc call returns when a kernel that calls SyncAll is not put in
+# batch mode by its TilingFunc
+NO_BATCH_MODE = 2
 # CANN's header paths the generated host code includes -> the emulation headers
 SHADOW_HEADERS = {
     "register/tilingdata_base.h": "tilingdata_base.h",
@@ -282,7 +285,11 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
                 "    }",
                 *(f"    values[{i}] = data.get_{f}();" for i, f in enumerate(fields)),
                 "    *blockDim = context.GetBlockDim();",
-                "    return 0;",
+                *(
+                    [f"    return context.GetScheduleMode() == 1 ? 0 : {NO_BATCH_MODE};"]
+                    if syncs_all(kernel)
+                    else ["    return 0;"]
+                ),
                 "}",
             ]
         out.append("")
@@ -506,6 +513,12 @@ class EmulatedKernels:
         rc = getattr(self.lib, f"afc_tiling_func_{name}")(
             d, ranks, ctypes.c_int64(len(shapes)), values, ctypes.byref(block_dim)
         )
+        if rc == NO_BATCH_MODE:
+            raise UserError(
+                f"TilingFunc of @{name} does not set batch mode (SetScheduleMode(1)), but the "
+                "kernel calls SyncAll<false>, which can then deadlock when several streams "
+                "run (asc-devkit SyncAll.md)"
+            )
         if rc != 0:
             raise UserError(f"TilingFunc of @{name} rejected the shapes {list(shapes)}")
         return list(values)[: len(info.fields)], block_dim.value

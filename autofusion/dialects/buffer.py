@@ -19,7 +19,9 @@ Ascend C's vector programming model (asc-devkit docs, TPipe/TQue framework):
   L0C -> GM that may convert f32 to f16/bf16; `workspace` for GM scratch (how cube and
   vector cores of split chips exchange tiles);
 * `buffer.stage` regions marking the CopyIn / Compute / CopyOut steps of a tile, and
-  the Cube step (the AIC's part on split chips).
+  the Cube step (the AIC's part on split chips);
+* `buffer.pipe_barrier` (PipeBarrier<PIPE_X>), which the Mmad rules of mmad_rules.py
+  ask for between mmads that accumulate into one L0C tile.
 
 Memrefs are flat (1-D): like LocalTensor/GlobalTensor they are a base plus an element
 count, and `buffer.view` offsets them (operator[]). Matrix layouts in L1/L0 are modelled
@@ -1235,6 +1237,50 @@ class MmadOp(IRDLOperation):
                 raise VerifyException(f"mmad operand {what} must be in {want}, got {got}")
 
 
+# PipeBarrier<PIPE_X> pipes the buffer dialect states (asc-devkit PipeBarrier.md)
+BARRIER_PIPES = ("M", "ALL")
+# Mmad.md (同步优化说明) and the matmul library (mmad_compute.h:86): Mmads that
+# accumulate into one L0C tile need PipeBarrier<PIPE_M> between them when
+# (m / 16) * (n / 16) < MMAD_BARRIER_LIMIT; above it the cube orders them itself
+MMAD_BARRIER_LIMIT = 10
+
+
+@irdl_op_definition
+class PipeBarrierOp(IRDLOperation):
+    """PipeBarrier<PIPE_X>: what pipe X (ALL: every pipe) issues after the barrier waits
+    until everything it issued before is done (asc-devkit PipeBarrier.md).
+
+    Before an mmad that accumulates into an L0C tile an earlier mmad wrote, the buffer
+    verifier requires `buffer.pipe_barrier "M"` (Mmad.md, 同步优化说明). With
+    `small_mmad(%m, %n)`, the barrier is needed, and printed, only when
+    (m / 16) * (n / 16) < 10 (integer division, as the matmul library's mmad_compute.h
+    tests it); %m and %n are then the following mmad's own sizes. The interpreter runs
+    every op in order, so it ignores barriers.
+
+        buffer.pipe_barrier "M" small_mmad(%m, %n)
+    """
+
+    name = "buffer.pipe_barrier"
+    pipe = prop_def(StringAttr)
+    sizes = var_operand_def(IndexType)
+    assembly_format = "$pipe (`small_mmad` `(` $sizes^ `)`)? attr-dict"
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, pipe: str, sizes: Sequence[SSAValue] = ()) -> None:
+        super().__init__(operands=[list(sizes)], properties={"pipe": StringAttr(pipe)})
+
+    def verify_(self) -> None:
+        if self.pipe.data not in BARRIER_PIPES:
+            raise VerifyException(
+                f"pipe_barrier pipe must be one of {', '.join(BARRIER_PIPES)}, got "
+                f"{self.pipe.data!r}"
+            )
+        if len(self.sizes) not in (0, 2):
+            raise VerifyException("pipe_barrier small_mmad takes the mmad's m and n")
+        if self.sizes and self.pipe.data != "M":
+            raise VerifyException('pipe_barrier small_mmad is a barrier of pipe "M"')
+
+
 # --------------------------------------------------------------------------------------
 # Host side: launching a kernel on tensors
 # --------------------------------------------------------------------------------------
@@ -1328,6 +1374,7 @@ Buffer = Dialect(
         Im2colOp,
         WorkspaceOp,
         MmadOp,
+        PipeBarrierOp,
         LaunchOp,
         DimOp,
     ],

@@ -1,5 +1,5 @@
 """Whole-kernel checks of the buffer dialect: capacity per memory space, queue limits,
-chip-dependent data paths, and the kernel signature.
+chip-dependent data paths, the kernel signature, and the mmad hazards (mmad_rules.py).
 
 A capacity failure names the kernel, the space, the bytes needed and the bytes the chip
 has, e.g. `kernel @fused_3 needs 204800 bytes of ub, Ascend910B1 has 188160`.
@@ -15,6 +15,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion.diagnostics import UserError
+from autofusion.dialects.mmad_rules import verify_mmads
 
 if TYPE_CHECKING:
     from autofusion.dialects.buffer import KernelOp
@@ -101,6 +102,7 @@ def verify_kernel(kernel: KernelOp) -> None:
     if total > MAX_BUFFERS_PER_PIPE:
         raise VerifyException(f"{name} uses {total} buffers, a TPipe allows {MAX_BUFFERS_PER_PIPE}")
     verify_cores(kernel, name, chip.mode == "split")
+    verify_mmads(kernel, name)
 
 
 def _verify_l2_bypass(kernel: KernelOp, name: str, chip: ChipSpec) -> None:

@@ -770,6 +770,11 @@ class BufferFunctions(InterpreterFunctions):
         cm[:] = cm + prod if acc else prod
         return ()
 
+    @impl(buffer.PipeBarrierOp)
+    def run_pipe_barrier(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
+        """The interpreter runs every op in order: a barrier has nothing left to order."""
+        return ()
+
     # ---- workspace and im2col ---------------------------------------------------
 
     @impl(buffer.WorkspaceOp)

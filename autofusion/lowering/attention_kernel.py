@@ -71,6 +71,7 @@ from autofusion.lowering.cube_common import (
     epilogue_work,
     free,
     load,
+    mmad,
     output_dims,
     plan_epilogue,
     pseudo_value,
@@ -828,7 +829,7 @@ class AttentionKernel(CubeKernel):
             k2 = load(kb, self.k_l0, p.in_elt, fill_k2, "k2")
             free(kb, self.k_l1, k1)
             s = kb.insert(buffer.QueueAllocOp(self.s_l0c, f32), "s").results[0]
-            kb.insert(buffer.MmadOp(s, self.q_l0, k2, nq, nkv, c(d), kb.i1(False)))
+            mmad(kb, (s, self.q_l0, k2), (nq, nkv, c(d)), kb.i1(False))
             free(kb, self.k_l0, k2)
             if ws_s is not None:
                 kb.copy(s, ws_s, nq, nkv, nkv, t["tkv"])
@@ -878,7 +879,7 @@ class AttentionKernel(CubeKernel):
             free(kb, self.p_l1, p1)
             free(kb, self.v_l1, v1)
             pv = kb.insert(buffer.QueueAllocOp(self.pv_l0c, f32), "pv").results[0]
-            kb.insert(buffer.MmadOp(pv, p2, v2, nq, c(dv), nkv, kb.i1(False)))
+            mmad(kb, (pv, p2, v2), (nq, c(dv), nkv), kb.i1(False))
             free(kb, self.p_l0, p2)
             free(kb, self.v_l0, v2)
             if ws_pv is not None:

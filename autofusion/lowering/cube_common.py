@@ -33,6 +33,7 @@ from autofusion.dialects import shape_inference as si
 from autofusion.dialects.buffer_verifier import footprint
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
+from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder
 from autofusion.lowering.row_kernel import Loc, RowKernel, _scalar_op, activation_loc
 from autofusion.lowering.row_plan import (
@@ -478,10 +479,29 @@ def mmad_step(
     qa2, qb2 = queues
     a2 = load(kb, qa2, element_type, fills[0], "a2")
     b2 = load(kb, qb2, element_type, fills[1], "b2")
-    nrows, ncols, klen = dims
-    kb.insert(buffer.MmadOp(c, a2, b2, nrows, ncols, klen, nonzero(kb, k_step)))
+    mmad(kb, (c, a2, b2), dims, nonzero(kb, k_step))
     free(kb, qa2, a2)
     free(kb, qb2, b2)
+
+
+def mmad(
+    kb: KernelBuilder,
+    operands: tuple[SSAValue, SSAValue, SSAValue],
+    dims: tuple[SSAValue, SSAValue, SSAValue],
+    accumulate: SSAValue,
+) -> None:
+    """Mmad C (+)= A @ B of `dims` (rows, cols, k), as the chip needs it (mmad_rules.py):
+    m is at least 16, never 1 (an Mmad with m = 1 reads L0A as a GEMV row; the extra rows
+    are computed and never copied out), and an Mmad that may accumulate waits for the
+    previous one when the tile is small (PipeBarrier<PIPE_M>, Mmad.md)."""
+    c, a, b = operands
+    nrows, ncols, klen = dims
+    m = kb.idx.max(nrows, kb.idx.const(FRACTAL))
+    if isinstance(m.owner, arith.MaxSIOp):
+        m.name_hint = "mmad_m"
+    if IrOps.constant_value(accumulate) != 0:
+        kb.insert(buffer.PipeBarrierOp("M", [m, ncols]))
+    kb.insert(buffer.MmadOp(c, a, b, m, ncols, klen, accumulate))
 
 
 def nonzero(kb: KernelBuilder, v: SSAValue) -> SSAValue:

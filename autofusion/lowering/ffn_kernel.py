@@ -83,6 +83,7 @@ from autofusion.lowering.cube_common import (
     free,
     load,
     max_epilogue_cols,
+    mmad,
     nonzero,
     pseudo_value,
     root_emitter,
@@ -857,7 +858,7 @@ class FfnKernel(CubeKernel):
                         )
 
                     b2 = load(kb, self.qb2, e, fill_b2, "b2")
-                    kb.insert(buffer.MmadOp(c, a2, b2, nrows, ncols, klen, first))
+                    mmad(kb, (c, a2, b2), (nrows, ncols, klen), first)
                     free(kb, self.qb2, b2)
                 free(kb, self.qa2, a2)
             free(kb, self.qa1, a1)
@@ -944,7 +945,7 @@ class FfnKernel(CubeKernel):
                             "b2",
                         )
                         first = nonzero(kb, idx.add(s, kk))
-                        kb.insert(buffer.MmadOp(c, a2, b2, nrows, ncols, klen, first))
+                        mmad(kb, (c, a2, b2), (nrows, ncols, klen), first)
                         free(kb, self.qa2, a2)
                         free(kb, self.qb2, b2)
                     free(kb, self.qb1[0], b1)

@@ -21,6 +21,7 @@
 #ifndef AFC_ASCENDC_EMU_KERNEL_OPERATOR_H
 #define AFC_ASCENDC_EMU_KERNEL_OPERATOR_H
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <cstdarg>
@@ -406,6 +407,17 @@ struct CoreGroup;
 // what the running core adds its copies to GM as (SetAtomicAdd<T>; NONE: they overwrite)
 enum class AtomicKind : int { NONE = 0, F32, F16, BF16, S32, S16, S8 };
 
+// an Mmad whose L0C tile the next Mmad may not read in order: Mmad.md (同步优化说明) asks
+// for PipeBarrier<PIPE_M> between Mmads that accumulate into one tile when
+// (m / 16) * (n / 16) < 10; above that the cube orders them itself
+struct UnorderedMmad {
+    uint32_t begin;  // L0C bytes [begin, end) it wrote
+    uint32_t end;
+    const char* file;  // where the kernel called it
+    int line;
+    int tiles;  // (m / 16) * (n / 16)
+};
+
 struct BlockState {
     int64_t idx = 0;
     int64_t num = 1;
@@ -426,6 +438,7 @@ struct BlockState {
     CoreGroup* group = nullptr;
     uint64_t crossKnown[kGroupCores][kPipes] = {};
     AtomicKind atomic = AtomicKind::NONE;  // SetAtomicAdd<T> in force
+    std::vector<UnorderedMmad> unorderedMmads;  // since the last PipeBarrier<PIPE_M / PIPE_ALL>
 };
 
 // the running core's state: one core runs at a time (mix groups hand over explicitly)
@@ -1146,6 +1159,7 @@ inline void WaitEvent(HardEvent e, int id)
 inline void BarrierAll()
 {
     BlockState& s = State();
+    s.unorderedMmads.clear();
     for (int q = 0; q < kPipes; ++q) {
         for (int p = 0; p < kPipes; ++p) {
             s.known[q][p] = s.clock[p];
@@ -2106,12 +2120,15 @@ __aicore__ inline void WaitFlag(int32_t eventID)
     emu::WaitEvent(event, eventID);
 }
 
-// PIPE_ALL orders every pipe after everything issued so far; one pipe is in order already
+// PIPE_ALL orders every pipe after everything issued so far. One pipe is in order
+// already, except the cube's Mmads on small tiles (UnorderedMmad): PIPE_M orders those
 template <pipe_t pipe>
 __aicore__ inline void PipeBarrier()
 {
     if (pipe == PIPE_ALL) {
         emu::BarrierAll();
+    } else if (pipe == PIPE_M) {
+        emu::State().unorderedMmads.clear();
     }
 }
 
@@ -2856,15 +2873,17 @@ struct DataCopyPadExtParams {
     }
 };
 
-// ND -> NZ on the way into L1 (ascend.md 2.10)
+// ND -> NZ on the way into L1 (ascend.md 2.10). Defaults are the real header's
+// (asc-devkit kernel_struct_data_copy.h:259): every field 0, so a copy that leaves ndNum
+// unset moves nothing and one that leaves dstNzNStride unset is out of its range
 struct Nd2NzParams {
-    uint16_t ndNum = 1;
+    uint16_t ndNum = 0;
     uint16_t nValue = 0;
     uint16_t dValue = 0;
     uint16_t srcNdMatrixStride = 0;
     uint16_t srcDValue = 0;
     uint16_t dstNzC0Stride = 0;
-    uint16_t dstNzNStride = 1;
+    uint16_t dstNzNStride = 0;
     uint16_t dstNzMatrixStride = 0;
 };
 
@@ -3189,11 +3208,19 @@ inline uint64_t Nd2NzDstElements(const Nd2NzParams& p)
            (p.nValue - 1ull) * p.dstNzNStride * c0 + c0;
 }
 
+// ndNum, nValue or dValue 0 is a NOP (asc-devkit DataCopy（GMToL1随路转换-ND2NZ搬运）.md);
+// otherwise dstNzNStride is in [1, 16384] and the Nz columns hold nValue rows
 template <typename T>
 inline void CheckNd2Nz(const char* api, const LocalTensor<T>& dst, const Nd2NzParams& p)
 {
     RequireSpace(api, "dst", dst, Space::L1);
-    if (p.dstNzC0Stride < p.nValue || p.dstNzNStride < 1) {
+    if (p.ndNum == 0 || p.nValue == 0 || p.dValue == 0) {
+        return;
+    }
+    if (p.dstNzNStride < 1 || p.dstNzNStride > 16384) {
+        Fail("%s: Nd2NzParams.dstNzNStride %u is not in [1, 16384]", api, p.dstNzNStride);
+    }
+    if (p.dstNzC0Stride < p.nValue) {
         Fail("%s: Nd2NzParams.dstNzC0Stride %u must cover nValue %u rows", api, p.dstNzC0Stride, p.nValue);
     }
 }
@@ -3240,10 +3267,11 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>&
     emu::Nd2Nz<T>(api, reinterpret_cast<uint8_t*>(d), reinterpret_cast<const uint8_t*>(s), intriParams);
 }
 
+// defaults as in the real header (asc-devkit kernel_struct_mm.h:42): all 0
 struct LoadData2DParams {
     uint16_t startIndex = 0;  // first fractal (512 bytes) of the source
-    uint8_t repeatTimes = 1;  // fractals to move
-    uint16_t srcStride = 1;   // source fractals between two moves
+    uint8_t repeatTimes = 0;  // fractals to move (0: a NOP, LoadData_2D.md)
+    uint16_t srcStride = 0;   // source fractals between two moves
     uint8_t sid = 0;
     uint16_t dstGap = 0;      // fractals skipped in the destination after each move
     bool ifTranspose = false; // transpose each 16x16 fractal (16-bit types only)
@@ -3264,8 +3292,8 @@ inline void LoadFractals(const char* api, const LocalTensor<T>& dst, const Local
     if (dst.space_ != Space::L0A && dst.space_ != Space::L0B) {
         Fail("%s: dst is in %s, it writes L0A or L0B", api, SpaceName(dst.space_));
     }
-    if (repeat < 1) {
-        Fail("%s: repeatTimes must be at least 1", api);
+    if (repeat == 0) {
+        return;  // repeatTimes = 0 moves nothing (asc-devkit LoadData_2D.md)
     }
     constexpr uint64_t fractal = 512;
     const uint64_t srcEnd = (start + (repeat - 1) * srcStride + 1) * fractal;
@@ -3310,10 +3338,10 @@ __aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>&
 // L1 -> L0A / L0B transposing one 16x16 fractal of a 16-bit type per repeat
 // (asc-devkit LoadDataWithTranspose.md; 8- and 32-bit types pair two fractals into one
 // square, which afc does not emit)
-struct LoadData2dTransposeParams {
+struct LoadData2dTransposeParams {  // defaults: asc-devkit kernel_struct_mm.h:94
     uint16_t startIndex = 0;
-    uint8_t repeatTimes = 1;
-    uint16_t srcStride = 1;
+    uint8_t repeatTimes = 0;
+    uint16_t srcStride = 0;
     uint16_t dstGap = 0;
     uint16_t dstFracGap = 0;
     uint8_t addrMode = 0;
@@ -3467,10 +3495,41 @@ struct MmadTypes<int32_t, int8_t> : std::true_type {};
 
 }  // namespace emu
 
-// C (L0C, Nz of 16x16) = A (L0A, Zz) B (L0B, Zn) [+ C]
+namespace emu {
+
+// an accumulating Mmad into L0C bytes [begin, end) must not follow a small Mmad that wrote
+// them without PipeBarrier<PIPE_M> between the two (a pipe race on the hardware); then
+// this Mmad is the one the next must wait for, if its own tile is small
+inline void OrderMmad(const char* api, bool accumulates, uint32_t begin, uint32_t end, const MmadParams& p,
+                      const char* file, int line)
+{
+    std::vector<UnorderedMmad>& pending = State().unorderedMmads;
+    for (const UnorderedMmad& u : pending) {
+        if (accumulates && u.begin < end && begin < u.end) {
+            Fail("%s at %s:%d: pipe race: accumulates into L0C address %u, which the Mmad at %s:%d wrote with "
+                 "(m / 16) * (n / 16) = %d < 10, with no PipeBarrier<PIPE_M> between them (Mmad.md, 同步优化说明)",
+                 api, file, line, begin, u.file, u.line, u.tiles);
+        }
+    }
+    pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                 [&](const UnorderedMmad& u) { return u.begin < end && begin < u.end; }),
+                  pending.end());
+    const int tiles = (p.m / 16) * (p.n / 16);
+    if (tiles < 10) {
+        pending.push_back({begin, end, file, line, tiles});
+    }
+}
+
+}  // namespace emu
+
+// C (L0C, Nz of 16x16) = A (L0A, Zz) B (L0B, Zn) [+ C]. With m = 1 the cube runs in GEMV
+// mode and reads A as one contiguous row of k elements (Mmad.md 约束说明, GEMV.md), not as
+// Zz fractals. `file`/`line` are the caller's (g++'s __builtin_FILE/__builtin_LINE), for
+// the pipe-race report; generated code never passes them.
 template <typename T, typename U, typename S>
 __aicore__ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm, const LocalTensor<S>& filter,
-                            const MmadParams& mmadParams)
+                            const MmadParams& mmadParams, const char* file = __builtin_FILE(),
+                            int line = __builtin_LINE())
 {
     static_assert(std::is_same<U, S>::value, "Mmad: A and B have the same type");
     static_assert(emu::MmadTypes<T, U>::value,
@@ -3496,19 +3555,27 @@ __aicore__ inline void Mmad(const LocalTensor<T>& dst, const LocalTensor<U>& fm,
     }
     const uint64_t c0 = emu::C0<U>();
     const uint64_t m1 = (p.m + 15) / 16, n1 = (p.n + 15) / 16, k1 = (p.k + c0 - 1) / c0;
-    const U* a = emu::Operand(api, "fm", fm, m1 * k1 * 16 * c0, emu::Pipe::M, false);
+    const bool gemv = p.m == 1;
+    if (gemv && fm.addr_ % 512 != 0) {
+        emu::Fail("%s: m = 1 (GEMV) needs the A row at a 512-byte aligned L0A address, got %u (Mmad.md)", api,
+                  fm.addr_);
+    }
+    const U* a = emu::Operand(api, "fm", fm, gemv ? k1 * c0 : m1 * k1 * 16 * c0, emu::Pipe::M, false);
     const U* b = emu::Operand(api, "filter", filter, k1 * n1 * 16 * c0, emu::Pipe::M, false);
     if (!p.cmatrixInitVal) {
         emu::Operand(api, "dst", dst, m1 * n1 * 256, emu::Pipe::M, false);
     }
     T* c = emu::Operand(api, "dst", dst, m1 * n1 * 256, emu::Pipe::M, true);
+    emu::OrderMmad(api, !p.cmatrixInitVal, dst.addr_, static_cast<uint32_t>(dst.addr_ + m1 * n1 * 256 * sizeof(T)),
+                   p, file, line);
     using AA = emu::Arith<U>;
     for (uint64_t i = 0; i < p.m; ++i) {
         for (uint64_t j = 0; j < p.n; ++j) {
             const uint64_t at = ((j / 16) * m1 + i / 16) * 256 + (i % 16) * 16 + j % 16;
             typename std::conditional<std::is_same<T, int32_t>::value, int64_t, float>::type acc = 0;
             for (uint64_t l = 0; l < p.k; ++l) {
-                const auto x = AA::Load(a[((i / 16) * k1 + l / c0) * 16 * c0 + (i % 16) * c0 + l % c0]);
+                const uint64_t from = gemv ? l : ((i / 16) * k1 + l / c0) * 16 * c0 + (i % 16) * c0 + l % c0;
+                const auto x = AA::Load(a[from]);
                 const auto y = AA::Load(b[((l / c0) * n1 + j / 16) * 16 * c0 + (j % 16) * c0 + l % c0]);
                 acc += static_cast<decltype(acc)>(x) * static_cast<decltype(acc)>(y);
             }

@@ -117,6 +117,16 @@ public:
     {
         return blockDim_;
     }
+    // 1: batch mode, every block starts together (what a kernel that calls SyncAll needs)
+    ge::graphStatus SetScheduleMode(const uint32_t scheduleMode)
+    {
+        scheduleMode_ = scheduleMode;
+        return ge::GRAPH_SUCCESS;
+    }
+    uint32_t GetScheduleMode() const
+    {
+        return scheduleMode_;
+    }
     ge::graphStatus SetTilingKey(uint64_t key)
     {
         tilingKey_ = key;
@@ -140,6 +150,7 @@ private:
     std::vector<StorageShape> inputs_;
     TilingData raw_;
     uint32_t blockDim_ = 0;
+    uint32_t scheduleMode_ = 0;
     uint64_t tilingKey_ = 0;
     std::vector<size_t> workspace_;
 };

@@ -28,7 +28,7 @@
 // CHECK-NEXT:  LoadData(b2[k1 * {{.*}} * 256], b1, [[LB]]);
 // CHECK:       SetFlag<HardEvent::MTE1_M>
 // CHECK:       MmadParams [[MM:mmadParams[0-9]*]];
-// CHECK-NEXT:  [[MM]].m = m;
+// CHECK-NEXT:  [[MM]].m = afc::Max(m, 16);
 // CHECK-NEXT:  [[MM]].n = n;
 // CHECK-NEXT:  [[MM]].k = k;
 // CHECK-NEXT:  [[MM]].cmatrixInitVal = true;
@@ -58,6 +58,7 @@ func.func @main(%a: tensor<32x64xf16>, %b: tensor<64x32xf16>) -> tensor<32x32xf1
 buffer.kernel @matmul_relu(%a: memref<?xf16, #buffer.space<gm>>, %b: memref<?xf16, #buffer.space<gm>>, %c: memref<?xf16, #buffer.space<gm>>, %m: index, %n: index, %k: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "aic", num_inputs = 2, num_outputs = 1} {
   %c2 = arith.constant 2 : index
   %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
   %false = arith.constant false
   %mk = arith.muli %m, %k : index
   %a_bytes = arith.muli %mk, %c2 : index
@@ -74,7 +75,8 @@ buffer.kernel @matmul_relu(%a: memref<?xf16, #buffer.space<gm>>, %b: memref<?xf1
   buffer.copy %b to %b1 blocks %k x %n strides %n, %n : memref<?xf16, #buffer.space<gm>> to memref<?xf16, #buffer.space<l1>>
   buffer.copy %a1 to %a2 blocks %m x %k strides %k, %k : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0a>>
   buffer.copy %b1 to %b2 blocks %k x %n strides %n, %n : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0b>>
-  buffer.mmad %co, %a2, %b2, %m, %n, %k, %false : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  %mp = arith.maxsi %m, %c16 : index
+  buffer.mmad %co, %a2, %b2, %mp, %n, %k, %false : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
   buffer.copy %co to %c blocks %m x %n strides %n, %n relu true : memref<?xf32, #buffer.space<l0c>> to memref<?xf16, #buffer.space<gm>>
   buffer.return
 }

@@ -292,3 +292,126 @@ buffer.kernel @sync_on_310p() attributes {chip = "Ascend310P3", template = "matm
   buffer.return
 }
 // CHECK: kernel @sync_on_310p: buffer.sync_all needs a mix kernel on a split chip (the hard SyncAll<false> of Atlas A2/A3), not in this mix kernel on Ascend310P3
+
+// -----
+
+// m is a tiling scalar that can be 1: Mmad would read L0A as a GEMV row (Mmad.md)
+buffer.kernel @unpadded_m(%m: index, %n: index, %k: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %f = arith.constant false
+  %a = buffer.alloc_buf "a2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0b>>
+  %c = buffer.alloc_buf "co1" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0c>>
+  %rows = arith.minsi %m, %n : index
+  buffer.mmad %c, %a, %b, %rows, %n, %k, %f : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  buffer.return
+}
+// CHECK: kernel @unpadded_m: buffer.mmad with m = %rows may run with m = 1, where Mmad reads L0A as one contiguous row (GEMV, Mmad.md) but the L1 -> L0A load leaves Zz fractals: pad m to 16 (arith.maxsi %m, %c16), as the matmul library does
+
+// -----
+
+// m = 1 with 16 floats of K: more than one fractal row (8 floats)
+buffer.kernel @one_row_float(%n: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %f = arith.constant false
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %a = buffer.alloc_buf "a2" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0b>>
+  %c = buffer.alloc_buf "co1" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0c>>
+  buffer.mmad %c, %a, %b, %c1, %n, %c16, %f : memref<?xf32, #buffer.space<l0c>>, memref<?xf32, #buffer.space<l0a>>, memref<?xf32, #buffer.space<l0b>>
+  buffer.return
+}
+// CHECK: kernel @one_row_float: buffer.mmad with m = %c1 may run with m = 1
+
+// -----
+
+// a K loop that accumulates with no PipeBarrier<PIPE_M> between its Mmads
+buffer.kernel @no_barrier(%m: index, %n: index, %k: index, %steps: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %a = buffer.alloc_buf "a2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0b>>
+  %c = buffer.alloc_buf "co1" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0c>>
+  %mp = arith.maxsi %m, %c16 : index
+  scf.for %s = %c0 to %steps step %c1 {
+    %acc = arith.cmpi ne, %s, %c0 : index
+    buffer.mmad %c, %a, %b, %mp, %n, %k, %acc : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  }
+  buffer.return
+}
+// CHECK: kernel @no_barrier: buffer.mmad with m = %mp may accumulate into an L0C tile an earlier mmad wrote, with no buffer.pipe_barrier "M" between them in its block (Mmad.md: PipeBarrier<PIPE_M> when (m / 16) * (n / 16) < 10)
+
+// -----
+
+// the barrier is before the first Mmad, not between the two that accumulate
+buffer.kernel @barrier_too_early(%m: index, %n: index, %k: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %c16 = arith.constant 16 : index
+  %f = arith.constant false
+  %t = arith.constant true
+  %a = buffer.alloc_buf "a2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0b>>
+  %c = buffer.alloc_buf "co1" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0c>>
+  %mp = arith.maxsi %m, %c16 : index
+  buffer.pipe_barrier "M"
+  buffer.mmad %c, %a, %b, %mp, %n, %k, %f : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  buffer.mmad %c, %a, %b, %mp, %n, %k, %t : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  buffer.return
+}
+// CHECK: kernel @barrier_too_early: buffer.mmad with m = %mp may accumulate into an L0C tile an earlier mmad wrote, with no buffer.pipe_barrier "M" between them
+
+// -----
+
+// the guard tests another tile's sizes
+buffer.kernel @guard_of_other_sizes(%m: index, %n: index, %k: index, %steps: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %a = buffer.alloc_buf "a2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0b>>
+  %c = buffer.alloc_buf "co1" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0c>>
+  %mp = arith.maxsi %m, %c16 : index
+  scf.for %s = %c0 to %steps step %c1 {
+    %acc = arith.cmpi ne, %s, %c0 : index
+    buffer.pipe_barrier "M" small_mmad(%mp, %k)
+    buffer.mmad %c, %a, %b, %mp, %n, %k, %acc : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  }
+  buffer.return
+}
+// CHECK: kernel @guard_of_other_sizes: buffer.mmad with m = %mp: the small_mmad guard of the pipe_barrier before it must test this mmad's own m and n
+
+// -----
+
+// n changes from one K step to the next: the guard cannot stand for the previous Mmad
+buffer.kernel @sizes_change_in_the_loop(%m: index, %n: index, %k: index, %steps: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %a = buffer.alloc_buf "a2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0b>>
+  %c = buffer.alloc_buf "co1" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0c>>
+  %mp = arith.maxsi %m, %c16 : index
+  scf.for %s = %c0 to %steps step %c1 {
+    %acc = arith.cmpi ne, %s, %c0 : index
+    %cols = arith.subi %n, %s : index
+    buffer.pipe_barrier "M" small_mmad(%mp, %cols)
+    buffer.mmad %c, %a, %b, %mp, %cols, %k, %acc : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  }
+  buffer.return
+}
+// CHECK: kernel @sizes_change_in_the_loop: buffer.mmad with m = %mp: its m or n changes inside a loop that accumulates into the tile, so a small_mmad guard cannot stand for the previous mmad: use an unguarded buffer.pipe_barrier "M"
+
+// -----
+
+func.func @barrier_pipe(%m: index) {
+  buffer.pipe_barrier "V"
+  func.return
+}
+// CHECK: pipe_barrier pipe must be one of M, ALL, got 'V'
+
+// -----
+
+func.func @guarded_all(%m: index, %n: index) {
+  buffer.pipe_barrier "ALL" small_mmad(%m, %n)
+  func.return
+}
+// CHECK: pipe_barrier small_mmad is a barrier of pipe "M"

@@ -196,3 +196,36 @@ buffer.kernel @atomic_310p(%y: memref<?xf16, #buffer.space<gm>>, %z: memref<?xi1
   buffer.copy %f to %w blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>
   buffer.return
 }
+
+// A K loop that accumulates into one L0C tile: m padded to 16 (an Mmad with m = 1 reads
+// L0A as a GEMV row), PipeBarrier<PIPE_M> before each Mmad that may accumulate, needed
+// only on small tiles; one m = 1 Mmad whose K fits one fractal row (GEMV reads the same).
+// CHECK-LABEL: buffer.kernel @k_loop
+// CHECK:         %mp = arith.maxsi %m, %c16 : index
+// CHECK:         scf.for %s = %c0 to %steps step %c1 {
+// CHECK-NEXT:      %acc = arith.cmpi ne, %s, %c0 : index
+// CHECK-NEXT:      buffer.pipe_barrier "M" small_mmad(%mp, %n)
+// CHECK-NEXT:      buffer.mmad %c, %a, %b, %mp, %n, %k, %acc
+// CHECK:         buffer.pipe_barrier "ALL"
+// CHECK-NEXT:    buffer.mmad %c, %a, %b, %c1, %n, %c16, %true
+// CHECK-GENERIC-LABEL: "buffer.kernel"() <{sym_name = "k_loop"
+// CHECK-GENERIC: "buffer.pipe_barrier"(%mp, %n) <{pipe = "M"}> : (index, index) -> ()
+// CHECK-GENERIC: "buffer.pipe_barrier"() <{pipe = "ALL"}> : () -> ()
+buffer.kernel @k_loop(%m: index, %n: index, %k: index, %steps: index) attributes {chip = "Ascend910B1", template = "matmul", core_type = "aic", num_inputs = 0 : i64, num_outputs = 0 : i64} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %true = arith.constant true
+  %a = buffer.alloc_buf "a2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %n max_bytes 4096 -> memref<?xf16, #buffer.space<l0b>>
+  %c = buffer.alloc_buf "co1" %n max_bytes 4096 -> memref<?xf32, #buffer.space<l0c>>
+  %mp = arith.maxsi %m, %c16 : index
+  scf.for %s = %c0 to %steps step %c1 {
+    %acc = arith.cmpi ne, %s, %c0 : index
+    buffer.pipe_barrier "M" small_mmad(%mp, %n)
+    buffer.mmad %c, %a, %b, %mp, %n, %k, %acc : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  }
+  buffer.pipe_barrier "ALL"
+  buffer.mmad %c, %a, %b, %c1, %n, %c16, %true : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
+  buffer.return
+}

@@ -37,7 +37,7 @@
 // CHECK:           scf.for %kv = %c0 to %[[UNMASKED:.*]] step %c1 {
 // CHECK:             buffer.stage "cube" {
 // CHECK:               buffer.copy %k1_1 to %k2 blocks %nkv x %c64 strides %c64, %nkv transpose true : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0b>>
-// CHECK:               buffer.mmad %s, %q_l0a, %k2_1, %nq, %nkv, %c64
+// CHECK:               buffer.mmad %s, %q_l0a, %k2_1, %mmad_m{{(_[0-9]+)?}}, %nkv, %c64
 // CHECK:               buffer.copy %s to %{{.*}} : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
 // CHECK:               buffer.cross_core_set 0 from "aic" after "fix"
 // CHECK:             buffer.cross_core_wait 0 on "aiv"
@@ -58,7 +58,7 @@
 // CHECK:             buffer.stage "cube" {
 // CHECK:               buffer.cross_core_wait 1 on "aic"
 // CHECK:               buffer.copy %{{.*}} to %p1 {{.*}} : memref<?xf16, #buffer.space<gm>> to memref<?xf16, #buffer.space<l1>>
-// CHECK:               buffer.mmad %pv, %p2_1, %v2_1, %nq, %c64, %nkv
+// CHECK:               buffer.mmad %pv, %p2_1, %v2_1, %mmad_m{{(_[0-9]+)?}}, %c64, %nkv
 // CHECK:             buffer.stage "compute" {
 // CHECK:               buffer.vbinary "add" %o_acc, %o_acc
 // ... blocks on the diagonal are masked where key > query; later blocks are skipped.

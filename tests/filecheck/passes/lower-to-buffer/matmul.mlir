@@ -29,7 +29,11 @@
 // CHECK:                 buffer.copy %{{.*}} to %a2 {{.*}} : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0a>>
 // CHECK:                 buffer.copy %{{.*}} to %b2 {{.*}} : memref<?xf16, #buffer.space<l1>> to memref<?xf16, #buffer.space<l0b>>
 // CHECK:                 %acc = arith.cmpi ne
-// CHECK:                 buffer.mmad %c, %a2_1, %b2_1, %m, %ncols, %{{.*}}, %acc
+// The Mmad's m is padded to 16 (m = 1 would read L0A as a GEMV row), and an Mmad that
+// accumulates waits for the previous one on a small tile (PipeBarrier<PIPE_M>).
+// CHECK-NEXT:            %mmad_m = arith.maxsi %m, %c16 : index
+// CHECK-NEXT:            buffer.pipe_barrier "M" small_mmad(%mmad_m, %ncols)
+// CHECK-NEXT:            buffer.mmad %c, %a2_1, %b2_1, %mmad_m, %ncols, %{{.*}}, %acc
 // CHECK:             scf.if %{{.*}} {
 // CHECK-NEXT:          buffer.cross_core_wait 1 on "aic"
 // CHECK:             buffer.copy %c to %{{.*}} blocks %m x %ncols strides %ncols, %tn : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
