@@ -172,7 +172,7 @@ def library(chip: str, elt: str) -> tuple[ModuleOp, EmulatedKernels]:
     key = (chip, elt)
     if key not in _LIBRARIES:
         module = parse_module(default_context(), vector_module_text(chip, elt), "cases.mlir")
-        apply_pipeline(module, f"lower-to-buffer{{chip={chip}}}")
+        apply_pipeline(module, f"set-target{{chip={chip}}},lower-to-buffer")
         _LIBRARIES[key] = (module, EmulatedKernels(module))
     return _LIBRARIES[key]
 
@@ -770,7 +770,8 @@ def _tool(name: str) -> str:
 
 def _lowered(text: str, chip: str = "Ascend910B1") -> ModuleOp:
     return apply_pipeline(
-        parse_module(default_context(), text, "in.mlir"), f"lower-to-buffer{{chip={chip}}}"
+        parse_module(default_context(), text, "in.mlir"),
+        f"set-target{{chip={chip}}},lower-to-buffer",
     )
 
 

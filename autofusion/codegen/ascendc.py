@@ -54,7 +54,8 @@ from autofusion.codegen.cpp_scalar import (
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.dialects.buffer_verifier import runs_split
-from autofusion.hardware import ChipSpec, get_chip
+from autofusion.dialects.target import resolve_target
+from autofusion.hardware import ChipSpec
 
 # names the generated code uses itself; no value gets them
 RESERVED = frozenset(
@@ -148,13 +149,18 @@ class KernelPrinter(ScalarPrinter):
     )
 
     def __init__(
-        self, kernel: buffer.KernelOp, facts: Divisibility, api: AscendCApi, debug: bool
+        self,
+        kernel: buffer.KernelOp,
+        chip: ChipSpec,
+        facts: Divisibility,
+        api: AscendCApi,
+        debug: bool,
     ) -> None:
         self.kernel = kernel
         self.api = api
         self.debug = debug
         self.facts = facts
-        self.chip: ChipSpec = get_chip(kernel.chip.data)
+        self.chip = chip  # the module's target; the verifier keeps kernel.chip equal
         self.kernel_name = kernel.sym_name.data
         self.op_type = camel(self.kernel_name)
         self.class_name = f"Kernel{self.op_type}"
@@ -1448,10 +1454,11 @@ def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8)
     kernels = kernels_of(module)
     if not kernels:
         raise UserError("the module has no buffer.kernel to print (run lower-to-buffer first)")
+    chip = resolve_target(module, "ascendc")
     facts = Divisibility(module)
     files: dict[str, str] = {}
     for kernel in kernels:
-        printer = KernelPrinter(kernel, facts, api, debug)
+        printer = KernelPrinter(kernel, chip, facts, api, debug)
         files[f"op_kernel/{kernel.sym_name.data}.cpp"] = printer.print()
         host = HostPrinter(module, kernel, api, debug)
         files[f"op_host/{kernel.sym_name.data}_tiling.h"] = host.header()

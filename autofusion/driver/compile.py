@@ -26,6 +26,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, NameLoc, StringAttr, UnknownLoc
 
 from autofusion.diagnostics import UserError
+from autofusion.dialects.target import resolve_target, set_target
 from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
 from autofusion.passes.fusion_statistics import FusionStatistics
 from autofusion.passes.ub_fusion import FusionResult
@@ -56,7 +57,7 @@ DEFAULT_OPT_LEVEL = 2
 
 @dataclass(frozen=True)
 class CompileOptions:
-    chip: str = DEFAULT_CHIP
+    chip: str | None = None  # None: the input's afc.target, else DEFAULT_CHIP
     opt_level: int = DEFAULT_OPT_LEVEL
     fusion_switch: str | None = None
     debug: bool = False
@@ -152,7 +153,7 @@ def graph_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionStati
 
     if not OPT_LEVELS[options.opt_level].graph_fusion:
         return FusionStatistics()
-    stats = GraphFusionPass(switch_file=options.fusion_switch, chip=options.chip).run(module)
+    stats = GraphFusionPass(switch_file=options.fusion_switch).run(module)
     module.verify()
     return stats
 
@@ -163,7 +164,7 @@ def split_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionStati
     if not OPT_LEVELS[options.opt_level].split_fusion:
         return FusionStatistics()
     stats = SplitFusionPass(
-        switch_file=options.fusion_switch, chip=options.chip, dynamic_size=options.dynamic_size
+        switch_file=options.fusion_switch, dynamic_size=options.dynamic_size
     ).run(module)
     module.verify()
     return stats
@@ -174,7 +175,6 @@ def ub_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionResult:
 
     level = OPT_LEVELS[options.opt_level]
     result = UbFusionPass(
-        chip=options.chip,
         max_ops=level.max_ops,
         max_inputs=level.max_inputs,
         dynamic_size=options.dynamic_size,
@@ -190,14 +190,14 @@ def one_kernel_per_op(module: ModuleOp, options: CompileOptions) -> ModuleOp:
     from autofusion.passes.ub_fusion import UbFusionPass
 
     copy = module.clone()
-    UbFusionPass(chip=options.chip, max_ops=1, dynamic_size=options.dynamic_size).run(copy)
+    UbFusionPass(max_ops=1, dynamic_size=options.dynamic_size).run(copy)
     return copy
 
 
 def lower_stage(ctx: Context, module: ModuleOp, options: CompileOptions) -> None:
     from autofusion.passes.lower_to_buffer import LowerToBufferPass
 
-    LowerToBufferPass(chip=options.chip, dynamic_size=options.dynamic_size).apply(ctx, module)
+    LowerToBufferPass(dynamic_size=options.dynamic_size).apply(ctx, module)
     module.verify()
 
 
@@ -231,7 +231,7 @@ class Compiler:
         self.model = model
         self.options = options
         self.level = OPT_LEVELS[options.opt_level]
-        chip = get_chip(options.chip)
+        chip = get_chip(options.chip or DEFAULT_CHIP)  # an unknown --chip fails before any work
         if options.fusion_switch is not None:
             from autofusion.passes.rule_registry import read_switch
 
@@ -276,6 +276,9 @@ class Compiler:
     def _import(self) -> str:
         r = self.result
         module = _load(r.ctx, self.model, self.options)
+        if self.options.chip is not None:
+            set_target(module, self.options.chip)
+        r.chip = resolve_target(module, "afc compile")
         name_unlocated_ops(module)
         r.original = module
         r.fused = module.clone()

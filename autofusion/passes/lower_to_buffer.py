@@ -1,11 +1,12 @@
 """`lower-to-buffer`: every graph.fusion_group becomes one buffer.kernel and a launch.
 
-    afc-opt model.mlir -p 'ub-fusion{chip=Ascend910B1},lower-to-buffer{chip=Ascend910B1}'
+    afc-opt model.mlir -p 'set-target{chip=Ascend910B1},ub-fusion,lower-to-buffer'
 
 The first kernel template (autofusion/lowering/template.py) that plans the group builds
 the kernel; at the group's place the host code reads the runtime dims, calls the
 kernel's tiling function (`@<kernel>_tiling`, the C++ TilingFunc in Ascend C terms) and
-launches the kernel on the group's tensors. Ops outside fusion groups stay graph ops
+launches the kernel on the group's tensors. The kernels are for the module's target
+(autofusion/dialects/target.py), the chip ub-fusion planned the groups for. Ops outside fusion groups stay graph ops
 (library ops). A group no template can lower is an error naming what stops it.
 """
 
@@ -24,7 +25,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
-from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
+from autofusion.dialects.target import ReadsTarget, resolve_target
+from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.l2_hint import bypass_attribute, l2_bypass
 from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, templates
@@ -58,18 +60,16 @@ def choose_template(parts: GroupParts, chip: ChipSpec) -> tuple[KernelTemplate, 
 
 
 @dataclass(frozen=True)
-class LowerToBufferPass(ModulePass):
+class LowerToBufferPass(ReadsTarget, ModulePass):
     """Fusion groups to buffer kernels with host tiling and launches."""
 
     name = "lower-to-buffer"
 
-    chip: str = DEFAULT_CHIP
-    """The SoC the kernels are for (CANN name, e.g. Ascend910B1)."""
     dynamic_size: int = 128
     """The size the cost estimates recorded on launches assume for dynamic dimensions."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        chip = get_chip(self.chip)
+        chip = resolve_target(op, self.name)
         counter = 0
         for f in [o for o in op.ops if isinstance(o, func.FuncOp)]:
             for group in [g for g in f.walk() if isinstance(g, graph.FusionGroupOp)]:

@@ -292,3 +292,13 @@ buffer.kernel @sync_on_310p() attributes {chip = "Ascend310P3", template = "matm
   buffer.return
 }
 // CHECK: kernel @sync_on_310p: buffer.sync_all needs a mix kernel on a split chip (the hard SyncAll<false> of Atlas A2/A3), not in this mix kernel on Ascend310P3
+
+// -----
+
+// a kernel is for its module's target (the chip it was lowered for)
+builtin.module attributes {afc.target = #afc.target<"Ascend910B1">} {
+  buffer.kernel @other_chip(%x: memref<?xf32, #buffer.space<gm>>) attributes {chip = "Ascend310P3", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 0 : i64} {
+    buffer.return
+  }
+}
+// CHECK: kernel @other_chip is for Ascend310P3, but the module targets Ascend910B1
