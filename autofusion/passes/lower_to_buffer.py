@@ -29,34 +29,10 @@ from autofusion.dialects.target import ReadsTarget, resolve_target
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.l2_hint import bypass_attribute, l2_bypass
-from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, templates
+from autofusion.lowering.template import choose_template, group_parts
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.fusion_statistics import describe_op
-
-
-def group_parts(group: graph.FusionGroupOp) -> GroupParts:
-    """The group's ops, inputs (block arguments, then in-group constants) and outputs."""
-    ops: list[Operation] = []
-    inputs: list[SSAValue] = list(group.block.args)
-    for op in group.block.ops:
-        if isinstance(op, graph.YieldOp):
-            continue
-        if isinstance(op, graph.ConstantOp):
-            inputs.append(op.result)
-        else:
-            ops.append(op)
-    return GroupParts(ops, inputs, list(group.yield_op.values))
-
-
-def choose_template(parts: GroupParts, chip: ChipSpec) -> tuple[KernelTemplate, Plan] | Refusal:
-    """The first template that plans the group, or the first template's refusal."""
-    first: Refusal | None = None
-    for template in templates():
-        plan = template.plan(parts, chip)
-        if not isinstance(plan, Refusal):
-            return template, plan
-        first = first or plan
-    return first or Refusal("no kernel template")
+from autofusion.report import REPORT_ATTR, entry_attribute, group_entry
 
 
 @dataclass(frozen=True)
@@ -88,8 +64,6 @@ def lower_group(
     if isinstance(chosen, Refusal):
         raise UserError(f"cannot lower fusion group {name} ({describe_op(group)}): {chosen.reason}")
     template, plan = chosen
-    from autofusion.report import REPORT_ATTR, entry_attribute, group_entry
-
     entry = group_entry(group, name, chip, dynamic_size)
     lowered = template.lower(plan, name, chip)
     bypass = l2_bypass(group, template, plan, chip)
