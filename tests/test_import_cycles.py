@@ -61,7 +61,6 @@ REMAINING: list[frozenset[str]] = [
             "frontends.onnx.ops_tensor",
         }
     ),
-    frozenset({"frontends.torch.aten", "frontends.torch.importer"}),
 ]
 
 

@@ -94,7 +94,7 @@ def import_module(
     argument value without a mapping (naming the op and the FX node).
     """
     require_torch()
-    from frontends.torch.importer import import_program
+    from frontends.torch.program import import_program
 
     return import_program(
         model,
@@ -121,7 +121,7 @@ def import_exported_program(
     set-target{chip=...}).
     """
     torch = require_torch()
-    from frontends.torch.importer import import_exported
+    from frontends.torch.program import import_exported
 
     if not isinstance(program, torch.export.ExportedProgram):
         raise UserError(f"expected a torch.export.ExportedProgram, got {type(program).__name__}")
