@@ -52,15 +52,6 @@ REMAINING: list[frozenset[str]] = [
             "autofusion.passes.ub_fusion",
         }
     ),
-    # the importers and their converter tables
-    frozenset(
-        {
-            "frontends.onnx",
-            "frontends.onnx.importer",
-            "frontends.onnx.ops_math",
-            "frontends.onnx.ops_tensor",
-        }
-    ),
 ]
 
 

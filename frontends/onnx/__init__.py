@@ -9,7 +9,6 @@ is used without it); the entry points below load it on first use and raise a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,7 @@ from autofusion.dialects.target import set_target
 if TYPE_CHECKING:
     import onnx
 
-InputShapes = Mapping[str, Sequence[int]]
+    from frontends.onnx.importer import InputShapes
 
 MISSING_ONNX = "ONNX import needs the onnx package: pip install 'afc[onnx]'"
 
@@ -82,9 +81,10 @@ def import_onnx_model(
     `chip`, when given, becomes the module's target (as set-target{chip=...}).
     """
     _require_onnx()
+    from frontends.onnx.converters import converters
     from frontends.onnx.importer import Importer
 
-    module = Importer(ctx, model, name, input_shapes, base_dir).run()
+    module = Importer(ctx, model, name, input_shapes, base_dir).run(converters())
     if chip is not None:
         set_target(module, chip)
     return module

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 import onnx
@@ -65,9 +65,6 @@ from autofusion.dialects.shape_inference import ShapeError
 from autofusion.interpreter import NAME_ATTR
 from autofusion.interpreter.folding import evaluate
 
-if TYPE_CHECKING:
-    from frontends.onnx import InputShapes
-
 # the default-domain opsets the converters implement (the per-op signature changes
 # between them are handled by each converter from `Node.version`)
 MIN_OPSET = 13
@@ -91,6 +88,9 @@ ELEMENT_TYPES: dict[int, Attribute] = {
 DENSE_LIMIT = 8
 
 DYN = si.DYN
+
+# static shapes of graph inputs by name, replacing their symbolic dims (--input-shape)
+InputShapes = Mapping[str, Sequence[int]]
 
 
 def _primes(start: int) -> Callable[[int], int]:
@@ -406,13 +406,6 @@ def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter
     return add
 
 
-def converters() -> dict[str, Converter]:
-    """ONNX op type -> converter, for the default domain."""
-    from frontends.onnx import ops_math, ops_tensor
-
-    return {**ops_math.CONVERTERS, **ops_tensor.CONVERTERS}
-
-
 # --------------------------------------------------------------------------------------
 # The importer
 # --------------------------------------------------------------------------------------
@@ -440,7 +433,7 @@ class Importer:
         self.block = Block()
         self.symbols: dict[str, int] = {}
         self._since: dict[str, int] = {}
-        self._table = converters()
+        self._table: Mapping[str, Converter] = {}
 
     # ---- opsets --------------------------------------------------------------------
 
@@ -468,7 +461,10 @@ class Importer:
 
     # ---- the walk ------------------------------------------------------------------
 
-    def run(self) -> ModuleOp:
+    def run(self, table: Mapping[str, Converter]) -> ModuleOp:
+        """Import the model, converting each node with `table` (ONNX op type ->
+        converter, for the default domain: frontends/onnx/converters.py)."""
+        self._table = table
         g = self.model.graph
         if g.sparse_initializer:
             raise UserError(
