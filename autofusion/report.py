@@ -238,8 +238,8 @@ def group_entry(
     group: graph.FusionGroupOp, name: str, chip: ChipSpec, dynamic_size: int
 ) -> KernelEntry:
     """Cost a fusion group with the template that plans it."""
+    from autofusion.lowering.template import choose_template, group_parts
     from autofusion.passes.fusion_rule import Refusal
-    from autofusion.passes.lower_to_buffer import choose_template, group_parts
 
     parts = group_parts(group)
     ops = parts.ops

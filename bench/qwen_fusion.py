@@ -41,7 +41,7 @@ def _import(text: str):
     from frontends.text import parse_text_model
 
     ctx = default_context()
-    return ctx, parse_text_model(ctx, text, "qwen.afc")
+    return ctx, parse_text_model(ctx, text, "qwen.afc", chip=CHIP)
 
 
 def _run_pass(ctx, module, name: str) -> None:
@@ -65,7 +65,7 @@ def decoder_layer_traffic() -> float:
     chip = get_chip(CHIP)
     ctx, module = _import(make_qwen2_5_7b.decoder_layer_text())
     # every op its own kernel, planned by the same templates (afc compile's baseline)
-    baseline = one_kernel_per_op(module, CompileOptions(chip=CHIP, dynamic_size=1))
+    baseline = one_kernel_per_op(module, CompileOptions(dynamic_size=1))
     unfused = build_report(baseline, chip, dynamic_size=1).totals()
     for name in _pipeline():
         if name == "lower-to-buffer":

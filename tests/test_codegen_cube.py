@@ -286,7 +286,7 @@ def library(chip: str, elt: str) -> tuple[ModuleOp, ModuleOp, EmulatedKernels]:
         with small_tiles():
             apply_pipeline(
                 lowered,
-                f"graph-fusion,ub-fusion{{chip={chip}}},lower-to-buffer{{chip={chip}}}",
+                f"set-target{{chip={chip}}},graph-fusion,ub-fusion,lower-to-buffer",
             )
         _LIBRARIES[key] = (graph_module, lowered, EmulatedKernels(lowered))
     return _LIBRARIES[key]
@@ -435,7 +435,7 @@ func.func @main(%a: {T((48, 40), "f32")}, %b: {T((48, 32), "f32")}) -> {T((40, 3
   func.return %y : {T((40, 32), "f32")}
 }}"""
     module = parse_module(default_context(), text, "t.mlir")
-    apply_pipeline(module, f"ub-fusion{{chip={SPLIT}}},lower-to-buffer{{chip={SPLIT}}}")
+    apply_pipeline(module, f"set-target{{chip={SPLIT}}},ub-fusion,lower-to-buffer")
     with pytest.raises(UserError, match="a transposed float A operand") as info:
         emit_ascendc(module)
     assert "\n" not in str(info.value)
@@ -531,7 +531,7 @@ def test_float32_cube_ops_stay_library_ops_on_coupled_chips(chip: str) -> None:
     text = coupled_cases("f32")["c_mm_bias_gelu"]
     module = parse_module(default_context(), text, "t.mlir")
     with small_tiles():
-        apply_pipeline(module, f"ub-fusion{{chip={chip}}},lower-to-buffer{{chip={chip}}}")
+        apply_pipeline(module, f"set-target{{chip={chip}}},ub-fusion,lower-to-buffer")
     ir = module_to_text(default_context(), module)
     assert "graph.matmul" in ir and 'template = "matmul"' not in ir
     kernels = EmulatedKernels(module)

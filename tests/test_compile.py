@@ -187,6 +187,36 @@ def test_failed_compile_keeps_the_previous_output(norm_model: Path, tmp_path: Pa
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".out")) == []
 
 
+def test_chip_is_the_module_target_of_every_stage(norm_model: Path, tmp_path: Path) -> None:
+    """--chip (afc import, afc compile) is the module's afc.target; every stage and report
+    uses it, a compile of an imported module keeps it, and another --chip contradicts it."""
+    imported = tmp_path / "norm.mlir"
+    done = afc("import", str(norm_model), "--chip", "ascend310p3", "-o", str(imported))
+    assert done.returncode == 0, done.stderr
+    assert 'builtin.module attributes {afc.target = #afc.target<"Ascend310P3">}' in (
+        imported.read_text()
+    )
+    out = tmp_path / "out"
+    done = afc("compile", str(imported), "-o", str(out), "-q")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert '#afc.target<"Ascend310P3">' in (out / "fused.mlir").read_text()
+    lowered = (out / "buffer.mlir").read_text()
+    assert 'chip = "Ascend310P3"' in lowered and "Ascend910B1" not in lowered
+    assert json.loads((out / "report.json").read_text())["chip"] == "Ascend310P3"
+    other = afc("compile", str(imported), "--chip", "Ascend910B1", "-o", str(tmp_path / "x"))
+    assert other.returncode == 1 and len(other.stderr.strip().splitlines()) == 1
+    assert "chip Ascend910B1 contradicts the module's afc.target" in other.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_compile_without_chip_says_it_uses_the_default(norm_model: Path) -> None:
+    done = afc("compile", str(norm_model), "-o", str(norm_model.parent / "out"), "-q")
+    assert done.returncode == 0
+    assert done.stderr.count("using the default Ascend910B1") == 1, done.stderr
+    buffer_text = (norm_model.parent / "out" / "buffer.mlir").read_text()
+    assert '#afc.target<"Ascend910B1">' in buffer_text
+
+
 def test_opt_level_zero_fuses_nothing(norm_model: Path) -> None:
     c = compile_model(str(norm_model), CompileOptions(opt_level=0))
     assert c.statistics.applications == []

@@ -62,7 +62,8 @@ def feeds_for(args: list[tuple[str, tuple[int, ...], str]], seed: int) -> dict[s
 
 def lowered(text: str, chip: str) -> ModuleOp:
     return apply_pipeline(
-        parse_module(default_context(), text, "g.mlir"), f"lower-to-buffer{{chip={chip}}}"
+        parse_module(default_context(), text, "g.mlir"),
+        f"set-target{{chip={chip}}},lower-to-buffer",
     )
 
 
@@ -469,7 +470,7 @@ def end_to_end(text: str, pipeline: str, feeds: dict[str, np.ndarray], elt: str)
 @pytest.mark.parametrize("chip", [SPLIT, COUPLED, "Ascend310P3"])
 def test_matmul_bias_gelu_become_one_kernel(chip: str) -> None:
     feeds = feeds_for([("x", (9, 48), "f16"), ("w", (48, 64), "f16"), ("b", (64,), "f16")], 14)
-    ir = end_to_end(MLP, f"ub-fusion{{chip={chip}}},lower-to-buffer{{chip={chip}}}", feeds, "f16")
+    ir = end_to_end(MLP, f"set-target{{chip={chip}}},ub-fusion,lower-to-buffer", feeds, "f16")
     assert ir.count("buffer.launch") == 1 and ir.count("buffer.kernel") == 1
     assert 'template = "matmul"' in ir and not re.search(r"= graph\.\w+ ", ir)
 
@@ -491,7 +492,7 @@ def test_conv_bn_relu_after_graph_fusion_is_one_kernel(chip: str) -> None:
         text = text.replace("2x8x10x12", "2x16x8x16").replace("5x6", "4x8")
         x, elt = (2, 16, 8, 16), "f16"
     feeds = feeds_for([("x", x, elt)], 16)
-    pipeline = f"graph-fusion,ub-fusion{{chip={chip}}},lower-to-buffer{{chip={chip}}}"
+    pipeline = f"set-target{{chip={chip}}},graph-fusion,ub-fusion,lower-to-buffer"
     ir = end_to_end(text, pipeline, feeds, elt)
     assert ir.count("buffer.launch") == 1 and 'template = "conv"' in ir
     assert not re.search(r"= graph\.(?!constant)\w+ ", ir)  # only the folded weights stay
@@ -504,7 +505,7 @@ def test_conv_with_a_decomposed_batchnorm_fuses_its_epilogue() -> None:
         ("s", (16, 1, 1), "f16"),
         ("o", (16, 1, 1), "f16"),
     ]
-    pipeline = f"ub-fusion{{chip={SPLIT}}},lower-to-buffer{{chip={SPLIT}}}"
+    pipeline = f"set-target{{chip={SPLIT}}},ub-fusion,lower-to-buffer"
     ir = end_to_end(DECOMPOSED_BN, pipeline, feeds_for(args, 17), "f16")
     assert ir.count("buffer.launch") == 1 and 'template = "conv"' in ir
 

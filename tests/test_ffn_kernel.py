@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from autofusion import dtypes
 from autofusion.dialects import buffer, graph
+from autofusion.dialects.target import set_target
 from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
 from autofusion.lowering import ffn_kernel
@@ -124,11 +125,11 @@ def feeds(module: ModuleOp, seed: int, rows: int = 45) -> dict[str, np.ndarray]:
 def fused_and_lowered(text: str, chip: str = SPLIT) -> tuple[ModuleOp, ModuleOp]:
     """(graph-fusion output with one graph.ffn, the same lowered to buffer IR)."""
     ctx = default_context()
-    fused = apply_pipeline(parse_module(ctx, text, "ffn.mlir"), f"graph-fusion{{chip={chip}}}")
-    assert module_to_text(ctx, fused).count("graph.ffn") == 1
-    lowered = apply_pipeline(
-        fused.clone(), f"ub-fusion{{chip={chip}}},lower-to-buffer{{chip={chip}}}"
+    fused = apply_pipeline(
+        parse_module(ctx, text, "ffn.mlir"), f"set-target{{chip={chip}}},graph-fusion"
     )
+    assert module_to_text(ctx, fused).count("graph.ffn") == 1
+    lowered = apply_pipeline(fused.clone(), "ub-fusion,lower-to-buffer")
     return fused, lowered
 
 
@@ -172,7 +173,7 @@ def test_ffn_kernel_structure(small_tiles: None) -> None:
     )
     assert {op.core.data for op in ops if isinstance(op, buffer.CrossCoreSetOp)} == {"aic", "aiv"}
     chip = get_chip(SPLIT)
-    grouped = apply_pipeline(fused.clone(), f"ub-fusion{{chip={SPLIT}}}")
+    grouped = apply_pipeline(fused.clone(), "ub-fusion")
     group = next(op for op in grouped.walk() if isinstance(op, graph.FusionGroupOp))
     plan = ffn_kernel.plan_ffn(group_parts(group), chip)
     assert isinstance(plan, ffn_kernel.FfnPlan)
@@ -186,10 +187,13 @@ def test_ffn_on_a_coupled_chip_is_not_formed_and_stays_a_library_op_when_given()
     reaches ub-fusion there stays a library op, with the reason."""
     ctx = default_context()
     text = swiglu_residual("f16")
-    kept = apply_pipeline(parse_module(ctx, text, "a.mlir"), "graph-fusion{chip=Ascend910}")
+    kept = apply_pipeline(
+        parse_module(ctx, text, "a.mlir"), "set-target{chip=Ascend910},graph-fusion"
+    )
     assert "graph.ffn" not in module_to_text(ctx, kept)
     fused = apply_pipeline(parse_module(ctx, text, "b.mlir"), "graph-fusion")
-    result = UbFusionPass(chip="Ascend910").run(fused)
+    set_target(fused, "Ascend910")
+    result = UbFusionPass().run(fused)
     reasons = [reason for op, reason in result.library_ops if op.name == "graph.ffn"]
     assert len(reasons) == 1 and "split chip" in reasons[0], result.library_ops
 
@@ -204,7 +208,7 @@ def test_ffn_traffic_reads_weights_once_from_hbm() -> None:
     text = swiglu_residual("f16", b=1, s=m, k=k, f=f, n=n)
     ctx = default_context()
     module = apply_pipeline(
-        parse_module(ctx, text, "q.mlir"), f"graph-fusion{{chip={SPLIT}}},ub-fusion{{chip={SPLIT}}}"
+        parse_module(ctx, text, "q.mlir"), f"set-target{{chip={SPLIT}}},graph-fusion,ub-fusion"
     )
     report = build_report(module, get_chip(SPLIT), dynamic_size=1)
     (kernel,) = report.kernels

@@ -111,7 +111,9 @@ def instantiate(text: str, cols: int, elt: str) -> str:
 def run_both(text: str, rows: int, chip: str, seed: int = 0) -> tuple[dict, dict, str]:
     ctx = default_context()
     before = parse_module(ctx, text, "group.mlir")
-    after = apply_pipeline(parse_module(ctx, text, "group.mlir"), f"lower-to-buffer{{chip={chip}}}")
+    after = apply_pipeline(
+        parse_module(ctx, text, "group.mlir"), f"set-target{{chip={chip}}},lower-to-buffer"
+    )
     from xdsl.dialects import func
 
     main = next(op for op in before.ops if isinstance(op, func.FuncOp))

@@ -625,7 +625,7 @@ def test_float8_initializer_is_refused_naming_it() -> None:
 def test_version_tables_cover_every_converter_and_version() -> None:
     """Every converter lists, for each version its op reaches from opset 13 to the newest,
     whether it implements it (VERSIONS) or what differs (REFUSED_VERSIONS)."""
-    from frontends.onnx.importer import converters, operator_versions
+    from frontends.onnx.converters import converters, operator_versions
 
     implemented, refused = operator_versions()
     assert set(implemented) == set(converters())

@@ -89,25 +89,44 @@ def test_splat_constants_count_only_when_a_cube_op_reads_them() -> None:
     assert report(text, None)["totals"]["gm_bytes_lower_bound"] == 4 * (4 * 64 + 64 * 32 + 4 * 32)
 
 
-def test_afc_opt_report_target_and_chip_option(tmp_path: Path) -> None:
+def _afc_opt(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([AFC_OPT, *args], capture_output=True, text=True, check=False)
+
+
+def test_afc_opt_report_reads_the_module_target(tmp_path: Path) -> None:
+    """The report on kernels grouped for Ascend310P3 gives 310P3 figures (it used to take
+    its own chip option, default 910B1, whatever ub-fusion had planned for)."""
     src = tmp_path / "chain.mlir"
     src.write_text(CHAIN)
-    done = subprocess.run(
-        [AFC_OPT, str(src), "-p", "ub-fusion", "-t", "report{chip=Ascend310P3}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout)
-    assert got["chip"] == "Ascend310P3"
-    assert got["totals"]["gm_bytes_after"] == 3 * KIB8
-    bad = subprocess.run(
-        [AFC_OPT, str(src), "-t", "report{chip=Ascend999}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    times = {}
+    for chip in ("Ascend310P3", "Ascend910B1"):
+        done = _afc_opt(str(src), "-p", f"set-target{{chip={chip}}},ub-fusion", "-t", "report")
+        assert done.returncode == 0 and not done.stderr, done.stderr
+        got = json.loads(done.stdout)
+        assert got["chip"] == chip
+        assert got["totals"]["gm_bytes_after"] == 3 * KIB8
+        times[chip] = got["totals"]["time_us_after"]
+        assert (
+            times[chip]
+            == report(CHAIN, f"set-target{{chip={chip}}},ub-fusion", chip)["totals"][
+                "time_us_after"
+            ]
+        )
+    assert times["Ascend310P3"] != times["Ascend910B1"]
+    # without a target: the default chip, said once on stderr
+    default = _afc_opt(str(src), "-t", "report")
+    assert default.returncode == 0
+    assert json.loads(default.stdout)["chip"] == "Ascend910B1"
+    assert default.stderr.count("using the default Ascend910B1") == 1
+
+
+def test_report_chip_option_is_gone(tmp_path: Path) -> None:
+    src = tmp_path / "chain.mlir"
+    src.write_text(CHAIN)
+    old = _afc_opt(str(src), "-t", "report{chip=Ascend310P3}")
+    assert old.returncode == 1 and old.stdout == ""
+    assert old.stderr.count("\n") == 1 and "set-target{chip=...}" in old.stderr, old.stderr
+    bad = _afc_opt(str(src), "-p", "set-target{chip=Ascend999}", "-t", "report")
     assert bad.returncode == 1
     assert "unknown chip 'Ascend999'" in bad.stderr and "Ascend910B1" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1

@@ -38,7 +38,10 @@ def tool(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
         ("builtin.module(func.func(a{x=1 y=2}),b)", "a{x=1 y=2},b"),
         ('builtin.module(a{s="x,y)"})', 'a{s="x,y)"}'),
         ("builtin.module()", ""),
-        ("ub-fusion{chip=Ascend910B1 max-ops=64}", "ub-fusion{chip=Ascend910B1 max-ops=64}"),
+        (
+            "set-target{chip=Ascend910B1},ub-fusion{max-ops=64}",
+            "set-target{chip=Ascend910B1},ub-fusion{max-ops=64}",
+        ),
         (
             "graph-fusion{switch-file=/tmp/s.cfg log=true}",
             'graph-fusion{switch-file="/tmp/s.cfg" log=true}',

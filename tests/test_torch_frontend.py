@@ -911,6 +911,7 @@ def test_package_imports_without_torch() -> None:
     code = (
         "import sys; sys.modules['torch'] = None\n"
         "import frontends.torch, frontends.torch.importer, frontends.torch.aten\n"
+        "import frontends.torch.program\n"
         "from autofusion.diagnostics import UserError\n"
         "try:\n"
         "    frontends.torch.import_module(None, ())\n"

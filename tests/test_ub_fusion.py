@@ -9,6 +9,7 @@ import pytest
 
 from autofusion.cost_model import kernel_time, op_cost, transfer_efficiency
 from autofusion.dialects import graph
+from autofusion.dialects.target import set_target
 from autofusion.hardware import get_chip
 from autofusion.interpreter import find_function, random_inputs, run_function
 from autofusion.lowering.template import KernelCost
@@ -210,9 +211,10 @@ def test_every_group_fits_the_chip() -> None:
     )
     for chip in ("Ascend910B1", "Ascend310P3"):
         module = parse_module(default_context(), text, "m.mlir")
-        result = UbFusionPass(chip=chip).run(module)
+        set_target(module, chip)
+        result = UbFusionPass().run(module)
         assert any(len(g.ops) > 1 for g in result.groups)
-        lowered = apply_pipeline(module, f"lower-to-buffer{{chip={chip}}}")
+        lowered = apply_pipeline(module, "lower-to-buffer")
         lowered.verify()  # the kernel verifier checks UB capacity
 
 
@@ -226,7 +228,7 @@ def test_pipeline_preserves_numbers_on_examples(model: str, chip: str) -> None:
     before = load_model(ctx, str(EXAMPLES / model))
     after = apply_pipeline(
         load_model(ctx, str(EXAMPLES / model)),
-        f"ub-fusion{{chip={chip}}},lower-to-buffer{{chip={chip}}}",
+        f"set-target{{chip={chip}}},ub-fusion,lower-to-buffer",
     )
     assert "buffer.launch" in module_to_text(ctx, after)
     feeds = random_inputs(find_function(before), 0)

@@ -38,6 +38,7 @@ from xdsl.utils.target import Target
 from autofusion import dtypes
 from autofusion.codegen.ascendc_analysis import Divisibility, plan_syncs, root_of, view_offset
 from autofusion.codegen.ascendc_api import API_TABLES, CANN8, CAST_PAIRS, VECTOR_TYPES, AscendCApi
+from autofusion.codegen.ascendc_host import HostPrinter
 from autofusion.codegen.cpp_scalar import (
     MUL,
     REL,
@@ -51,16 +52,18 @@ from autofusion.codegen.cpp_scalar import (
     float_literal,
     ops_in,
 )
+from autofusion.codegen.kernel_interface import (
+    RESERVED,
+    entry_name,
+    gm_param_names,
+    tiling_field_names,
+)
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.dialects.buffer_verifier import runs_split
 from autofusion.dialects.mmad_rules import constant
-from autofusion.hardware import ChipSpec, get_chip
-
-# names the generated code uses itself; no value gets them
-RESERVED = frozenset(
-    {"pipe", "tiling", "workspace", "tilingData", "tilingGm", "op", "Init", "Process", "afc"}
-)
+from autofusion.dialects.target import resolve_target
+from autofusion.hardware import ChipSpec
 
 
 def _element(value: SSAValue) -> Attribute:
@@ -101,43 +104,12 @@ def _where(op: Operation) -> str:
     return f"{op.name} ({loc})" if loc else op.name
 
 
-def tiling_field_names(kernel: buffer.KernelOp) -> list[str]:
-    """C++ names of the kernel's tiling scalars (struct fields, Init parameters, members)."""
-    namer = Namer(RESERVED)
-    return [namer.fresh(arg.name_hint, "param") for arg in kernel.tiling_args]
-
-
 def l2_bypass_inputs(kernel: buffer.KernelOp) -> list[int]:
     """The GM inputs whose GlobalTensor reads bypass L2 (the kernel's `l2_bypass`)."""
     attr = kernel.attributes.get(buffer.L2_BYPASS_ATTR)
     if not isinstance(attr, ArrayAttr):
         return []
     return [cast(IntegerAttr, a).value.data for a in attr]
-
-
-def workspace_fields(kernel: buffer.KernelOp) -> list[int]:
-    """Tiling-scalar indices of the byte counts of the kernel's GM workspaces, in order.
-
-    The workspaces lie one after another in the user workspace, each starting at a
-    512-byte boundary (the GM alignment for full bandwidth, ascend.md 1.5)."""
-    args = list(kernel.tiling_args)
-    return [
-        args.index(op.bytes) for op in kernel.body.block.ops if isinstance(op, buffer.WorkspaceOp)
-    ]
-
-
-def entry_name(kernel: buffer.KernelOp) -> str:
-    """The C++ name of the kernel's entry function (the kernel's symbol, sanitized)."""
-    return Namer(RESERVED).fresh(kernel.sym_name.data, "kernel")
-
-
-def gm_param_names(kernel: buffer.KernelOp, taken: list[str]) -> list[str]:
-    """C++ names of the kernel's GM_ADDR parameters."""
-    namer = Namer(RESERVED | set(taken))
-    n_in = kernel.num_inputs.value.data
-    return [
-        namer.fresh(arg.name_hint, "x" if i < n_in else "y") for i, arg in enumerate(kernel.gm_args)
-    ]
 
 
 @dataclass
@@ -160,13 +132,18 @@ class KernelPrinter(ScalarPrinter):
     )
 
     def __init__(
-        self, kernel: buffer.KernelOp, facts: Divisibility, api: AscendCApi, debug: bool
+        self,
+        kernel: buffer.KernelOp,
+        chip: ChipSpec,
+        facts: Divisibility,
+        api: AscendCApi,
+        debug: bool,
     ) -> None:
         self.kernel = kernel
         self.api = api
         self.debug = debug
         self.facts = facts
-        self.chip: ChipSpec = get_chip(kernel.chip.data)
+        self.chip = chip  # the module's target; the verifier keeps kernel.chip equal
         self.kernel_name = kernel.sym_name.data
         self.op_type = camel(self.kernel_name)
         self.class_name = f"Kernel{self.op_type}"
@@ -1473,17 +1450,16 @@ def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8)
     `op_host/<k>_tiling.cpp`. Raises UserError (one line, naming the op) for IR the
     printer cannot express.
     """
-    from autofusion.codegen.ascendc_host import HostPrinter
-
     kernels = kernels_of(module)
     if not kernels:
         from autofusion.codegen.missing_kernels import no_kernel_reason
 
         raise UserError(no_kernel_reason(module))
+    chip = resolve_target(module, "ascendc")
     facts = Divisibility(module)
     files: dict[str, str] = {}
     for kernel in kernels:
-        printer = KernelPrinter(kernel, facts, api, debug)
+        printer = KernelPrinter(kernel, chip, facts, api, debug)
         files[f"op_kernel/{kernel.sym_name.data}.cpp"] = printer.print()
         host = HostPrinter(module, kernel, api, debug)
         files[f"op_host/{kernel.sym_name.data}_tiling.h"] = host.header()

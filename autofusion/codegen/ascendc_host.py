@@ -24,7 +24,6 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, IntegerType, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from autofusion.codegen.ascendc import tiling_field_names, workspace_fields
 from autofusion.codegen.ascendc_api import AscendCApi
 from autofusion.codegen.cpp_scalar import (
     CppExpr,
@@ -35,6 +34,7 @@ from autofusion.codegen.cpp_scalar import (
     describe_location,
     scalar_type,
 )
+from autofusion.codegen.kernel_interface import tiling_field_names, workspace_fields
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 

@@ -32,17 +32,16 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import Attribute
 
 from autofusion import dtypes
-from autofusion.codegen.ascendc import (
-    emit_ascendc,
-    entry_name,
-    gm_param_names,
-    kernels_of,
-    tiling_field_names,
-    workspace_fields,
-)
+from autofusion.codegen.ascendc import emit_ascendc, kernels_of
 from autofusion.codegen.ascendc_api import CANN8
 from autofusion.codegen.ascendc_host import HostPrinter, tiling_struct_name
 from autofusion.codegen.cpp_scalar import camel
+from autofusion.codegen.kernel_interface import (
+    entry_name,
+    gm_param_names,
+    tiling_field_names,
+    workspace_fields,
+)
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.dialects.buffer_verifier import (

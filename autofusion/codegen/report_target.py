@@ -10,24 +10,22 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from autofusion.hardware import DEFAULT_CHIP, get_chip
+from autofusion.dialects.target import ReadsTarget, resolve_target
 
 
 @dataclass(frozen=True)
-class ReportTarget(Target):
+class ReportTarget(ReadsTarget, Target):
     """Kernels with their ops, GM bytes, UB footprint and estimated time; totals before
-    and after fusion and the GM-traffic lower bound."""
+    and after fusion and the GM-traffic lower bound, for the module's target chip."""
 
     name = "report"
 
-    chip: str = DEFAULT_CHIP
-    """The SoC the estimates are for (CANN name, e.g. Ascend910B1)."""
     dynamic_size: int = 128
     """The size the estimates assume for dynamic dimensions."""
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from autofusion.report import build_report
 
-        report = build_report(module, get_chip(self.chip), self.dynamic_size)
+        report = build_report(module, resolve_target(module, self.name), self.dynamic_size)
         json.dump(report.to_json(), output, indent=2)
         output.write("\n")

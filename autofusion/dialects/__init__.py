@@ -17,6 +17,12 @@ def get_buffer() -> Dialect:
     return Buffer
 
 
+def get_afc() -> Dialect:
+    from autofusion.dialects.target import Afc
+
+    return Afc
+
+
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
     """afc's dialects by name."""
-    return {"graph": get_graph, "buffer": get_buffer}
+    return {"graph": get_graph, "buffer": get_buffer, "afc": get_afc}

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, cast
 
-from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion.diagnostics import UserError
 from autofusion.dialects.mmad_rules import verify_mmads
+from autofusion.dialects.target import TARGET_KEY, TargetAttr
 
 if TYPE_CHECKING:
     from autofusion.dialects.buffer import KernelOp
@@ -58,6 +59,7 @@ def verify_kernel(kernel: KernelOp) -> None:
         chip = get_chip(kernel.chip.data)
     except UserError as e:
         raise VerifyException(f"{name}: {e.message}") from e
+    _verify_module_target(kernel, name, chip)
     if kernel.core_type.data not in kernel.CORE_TYPES:
         raise VerifyException(f"{name}: core_type must be one of {kernel.CORE_TYPES}")
     n_gm = kernel.num_inputs.value.data + kernel.num_outputs.value.data
@@ -103,6 +105,18 @@ def verify_kernel(kernel: KernelOp) -> None:
         raise VerifyException(f"{name} uses {total} buffers, a TPipe allows {MAX_BUFFERS_PER_PIPE}")
     verify_cores(kernel, name, chip.mode == "split")
     verify_mmads(kernel, name)
+
+
+def _verify_module_target(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+    """A kernel is for its module's target chip (the one the module was lowered for)."""
+    module = kernel.parent_op()
+    while module is not None and not isinstance(module, ModuleOp):
+        module = module.parent_op()
+    target = module.attributes.get(TARGET_KEY) if module is not None else None
+    if isinstance(target, TargetAttr) and target.chip.data != chip.name:
+        raise VerifyException(
+            f"{name} is for {chip.name}, but the module targets {target.chip.data}"
+        )
 
 
 def _verify_l2_bypass(kernel: KernelOp, name: str, chip: ChipSpec) -> None:

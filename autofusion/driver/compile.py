@@ -18,80 +18,46 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, NameLoc, StringAttr, UnknownLoc
 
 from autofusion.diagnostics import UserError
-from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
+from autofusion.dialects.target import resolve_target, set_target
+from autofusion.driver.numerics_check import check_numerics
+from autofusion.driver.pipeline import (
+    DEFAULT_OPT_LEVEL,
+    OPT_LEVELS,
+    Compilation,
+    CompileOptions,
+    OptLevel,
+    StageTime,
+    fuse_and_lower,
+    graph_fusion_stage,
+    lower_stage,
+    one_kernel_per_op,
+    split_fusion_stage,
+    ub_fusion_stage,
+)
+from autofusion.driver.report_markdown import compile_report_json, render_markdown, summary_lines
+from autofusion.hardware import DEFAULT_CHIP, get_chip
 from autofusion.passes.fusion_statistics import FusionStatistics
-from autofusion.passes.ub_fusion import FusionResult
-from autofusion.report import FusionReport
 
-
-@dataclass(frozen=True)
-class OptLevel:
-    """What one --opt-level runs."""
-
-    summary: str
-    graph_fusion: bool
-    split_fusion: bool
-    max_ops: int  # ub-fusion's cap; 1 means every op is its own kernel
-    max_inputs: int
-
-
-OPT_LEVELS: dict[int, OptLevel] = {
-    0: OptLevel("no fusion: every op is its own kernel", False, False, 1, 16),
-    1: OptLevel(
-        "graph fusion only (math-preserving rewrites); one kernel per op", True, False, 1, 16
-    ),
-    2: OptLevel("graph fusion, split fusion and UB fusion", True, True, 64, 16),
-    3: OptLevel("as 2, with larger kernels (up to 256 ops and 32 inputs)", True, True, 256, 32),
-}
-DEFAULT_OPT_LEVEL = 2
-
-
-@dataclass(frozen=True)
-class CompileOptions:
-    chip: str = DEFAULT_CHIP
-    opt_level: int = DEFAULT_OPT_LEVEL
-    fusion_switch: str | None = None
-    debug: bool = False
-    check: bool = False
-    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    dynamic_size: int = 128  # what the cost model assumes for a dynamic dimension
-    seed: int = 0  # random inputs of --check
-
-
-@dataclass
-class StageTime:
-    name: str
-    seconds: float
-    detail: str
-
-
-@dataclass
-class Compilation:
-    """Everything one compile produced, for the CLI, the benchmarks and `afc explain`."""
-
-    model: str
-    options: CompileOptions
-    chip: ChipSpec
-    ctx: Context
-    original: ModuleOp
-    fused: ModuleOp | None = None  # graph level, after UB fusion
-    buffer: ModuleOp | None = None
-    statistics: FusionStatistics = field(default_factory=FusionStatistics)
-    ub_result: FusionResult | None = None
-    before: FusionReport | None = None
-    after: FusionReport | None = None
-    files: dict[str, bytes] = field(default_factory=dict)
-    stages: list[StageTime] = field(default_factory=list)
-    check: dict[str, Any] | None = None
-    notes: list[str] = field(default_factory=list)
+__all__ = [
+    "DEFAULT_OPT_LEVEL",
+    "OPT_LEVELS",
+    "Compilation",
+    "CompileOptions",
+    "Compiler",
+    "OptLevel",
+    "compile_model",
+    "fuse_and_lower",
+    "one_kernel_per_op",
+    "print_summary",
+    "write_outputs",
+]
 
 
 class Progress:
@@ -146,71 +112,6 @@ def _load(ctx: Context, path: str, options: CompileOptions) -> ModuleOp:
     return load_model(ctx, path)
 
 
-def graph_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionStatistics:
-    """graph-fusion as the opt level and switch file say (nothing at -O0)."""
-    from autofusion.passes.graph_fusion import GraphFusionPass
-
-    if not OPT_LEVELS[options.opt_level].graph_fusion:
-        return FusionStatistics()
-    stats = GraphFusionPass(switch_file=options.fusion_switch, chip=options.chip).run(module)
-    module.verify()
-    return stats
-
-
-def split_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionStatistics:
-    from autofusion.passes.split_fusion import SplitFusionPass
-
-    if not OPT_LEVELS[options.opt_level].split_fusion:
-        return FusionStatistics()
-    stats = SplitFusionPass(
-        switch_file=options.fusion_switch, chip=options.chip, dynamic_size=options.dynamic_size
-    ).run(module)
-    module.verify()
-    return stats
-
-
-def ub_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionResult:
-    from autofusion.passes.ub_fusion import UbFusionPass
-
-    level = OPT_LEVELS[options.opt_level]
-    result = UbFusionPass(
-        chip=options.chip,
-        max_ops=level.max_ops,
-        max_inputs=level.max_inputs,
-        dynamic_size=options.dynamic_size,
-        switch_file=options.fusion_switch,
-    ).run(module)
-    module.verify()
-    return result
-
-
-def one_kernel_per_op(module: ModuleOp, options: CompileOptions) -> ModuleOp:
-    """A copy of `module` with every op its own kernel, planned by the same templates as
-    the fused kernels (the same tile re-reads counted): the before-fusion baseline."""
-    from autofusion.passes.ub_fusion import UbFusionPass
-
-    copy = module.clone()
-    UbFusionPass(chip=options.chip, max_ops=1, dynamic_size=options.dynamic_size).run(copy)
-    return copy
-
-
-def lower_stage(ctx: Context, module: ModuleOp, options: CompileOptions) -> None:
-    from autofusion.passes.lower_to_buffer import LowerToBufferPass
-
-    LowerToBufferPass(chip=options.chip, dynamic_size=options.dynamic_size).apply(ctx, module)
-    module.verify()
-
-
-def fuse_and_lower(ctx: Context, module: ModuleOp, options: CompileOptions) -> ModuleOp:
-    """Run every fusion stage on `module` in place; return a lowered copy (for --check)."""
-    graph_fusion_stage(module, options)
-    split_fusion_stage(module, options)
-    ub_fusion_stage(module, options)
-    lowered = module.clone()
-    lower_stage(ctx, lowered, options)
-    return lowered
-
-
 def _kernel_files(buffer_module: ModuleOp, debug: bool) -> dict[str, str]:
     """The Ascend C sources of every kernel, by path under kernels/ (none without kernels)."""
     from autofusion.codegen.ascendc import emit_ascendc, kernels_of
@@ -231,7 +132,7 @@ class Compiler:
         self.model = model
         self.options = options
         self.level = OPT_LEVELS[options.opt_level]
-        chip = get_chip(options.chip)
+        chip = get_chip(options.chip or DEFAULT_CHIP)  # an unknown --chip fails before any work
         if options.fusion_switch is not None:
             from autofusion.passes.rule_registry import read_switch
 
@@ -276,6 +177,9 @@ class Compiler:
     def _import(self) -> str:
         r = self.result
         module = _load(r.ctx, self.model, self.options)
+        if self.options.chip is not None:
+            set_target(module, self.options.chip)
+        r.chip = resolve_target(module, "afc compile")
         name_unlocated_ops(module)
         r.original = module
         r.fused = module.clone()
@@ -344,7 +248,6 @@ class Compiler:
         return f"{len(files)} files"
 
     def _reports(self) -> str:
-        from autofusion.driver.report_markdown import compile_report_json, render_markdown
         from autofusion.report import build_report
 
         r = self.result
@@ -377,8 +280,6 @@ class Compiler:
         return "graph.dot, graph.svg"
 
     def _check(self) -> str:
-        from autofusion.driver.numerics_check import check_numerics
-
         r = self.result
         r.check = check_numerics(r)
         r.notes.extend(r.check["notes"])
@@ -411,7 +312,5 @@ def write_outputs(compilation: Compilation, out_dir: str) -> None:
 
 def print_summary(c: Compilation, out_dir: str, stream: IO[str] = sys.stdout) -> None:
     """The one-screen summary printed at the end of `afc compile`."""
-    from autofusion.driver.report_markdown import summary_lines
-
     for line in summary_lines(c, out_dir):
         print(line, file=stream)

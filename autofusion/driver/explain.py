@@ -20,7 +20,7 @@ from autofusion.dialects import graph
 from autofusion.passes.fusion_statistics import describe_op, location_names
 
 if TYPE_CHECKING:
-    from autofusion.driver.compile import Compilation
+    from autofusion.driver.pipeline import Compilation
 
 # names listed when an answer would otherwise run long
 SHOWN = 8

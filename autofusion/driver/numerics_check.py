@@ -19,10 +19,11 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 
 from autofusion import dtypes
 from autofusion.dialects import graph
+from autofusion.driver.pipeline import fuse_and_lower
 from autofusion.interpreter import find_function, random_inputs, run_function
 
 if TYPE_CHECKING:
-    from autofusion.driver.compile import Compilation
+    from autofusion.driver.pipeline import Compilation
 
 # (rtol, atol) by the narrowest float element type among the model's inputs and outputs
 TOLERANCE = {"f64": (1e-9, 1e-9), "f32": (1e-4, 1e-4), "f16": (1e-2, 1e-2), "bf16": (4e-2, 4e-2)}
@@ -177,8 +178,6 @@ def _materialized(module: ModuleOp) -> tuple[ModuleOp, int, int] | None:
 
 def _modules_to_check(c: Compilation) -> tuple[ModuleOp, ModuleOp, ModuleOp, list[str]] | str:
     """(original, fused, lowered) with values, and notes; or why there are none."""
-    from autofusion.driver.compile import fuse_and_lower
-
     assert c.fused is not None and c.buffer is not None
     if not _has_shape_only_weights(c.original):
         return c.original, c.fused, c.buffer, []

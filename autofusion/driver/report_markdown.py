@@ -15,8 +15,10 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autofusion.driver.pipeline import OPT_LEVELS
+
 if TYPE_CHECKING:
-    from autofusion.driver.compile import Compilation
+    from autofusion.driver.pipeline import Compilation
 
 # kernels listed in the summary; report.md lists them all
 SUMMARY_KERNELS = 5
@@ -26,8 +28,6 @@ OPS_SHOWN = 8
 
 def compile_report_json(c: Compilation) -> dict[str, Any]:
     """report.json: totals before/after and every kernel of the fused model."""
-    from autofusion.driver.compile import OPT_LEVELS
-
     assert c.before is not None and c.after is not None
     before = c.before.totals()
     after = c.after.totals()
@@ -125,8 +125,6 @@ def render_markdown(doc: dict[str, Any]) -> str:
 
 def summary_lines(c: Compilation, out_dir: str) -> list[str]:
     """At most one screen: what was fused, what it saves, what was written."""
-    from autofusion.driver.compile import OPT_LEVELS
-
     doc = compile_report_json(c)
     t = doc["totals"]
     level = OPT_LEVELS[c.options.opt_level]

@@ -18,7 +18,7 @@ from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
-from autofusion.dialects import buffer
+from autofusion.dialects import buffer, graph
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.passes.fusion_rule import Refusal
@@ -158,3 +158,28 @@ def templates() -> list[KernelTemplate]:
     from autofusion.lowering.rows_template import RowsTemplate
 
     return [MatmulTemplate(), ConvTemplate(), AttentionTemplate(), FfnTemplate(), RowsTemplate()]
+
+
+def group_parts(group: graph.FusionGroupOp) -> GroupParts:
+    """The group's ops, inputs (block arguments, then in-group constants) and outputs."""
+    ops: list[Operation] = []
+    inputs: list[SSAValue] = list(group.block.args)
+    for op in group.block.ops:
+        if isinstance(op, graph.YieldOp):
+            continue
+        if isinstance(op, graph.ConstantOp):
+            inputs.append(op.result)
+        else:
+            ops.append(op)
+    return GroupParts(ops, inputs, list(group.yield_op.values))
+
+
+def choose_template(parts: GroupParts, chip: ChipSpec) -> tuple[KernelTemplate, Plan] | Refusal:
+    """The first template that plans the group, or the first template's refusal."""
+    first: Refusal | None = None
+    for template in templates():
+        plan = template.plan(parts, chip)
+        if not isinstance(plan, Refusal):
+            return template, plan
+        first = first or plan
+    return first or Refusal("no kernel template")

@@ -17,6 +17,12 @@ def _lower_to_buffer() -> type[ModulePass]:
     return LowerToBufferPass
 
 
+def _set_target() -> type[ModulePass]:
+    from autofusion.passes.set_target import SetTargetPass
+
+    return SetTargetPass
+
+
 def _split_fusion() -> type[ModulePass]:
     from autofusion.passes.split_fusion import SplitFusionPass
 
@@ -32,6 +38,7 @@ def _ub_fusion() -> type[ModulePass]:
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """afc's passes by their pipeline names."""
     return {
+        "set-target": _set_target,
         "graph-fusion": _graph_fusion,
         "split-fusion": _split_fusion,
         "ub-fusion": _ub_fusion,

@@ -5,9 +5,10 @@
 The rules are math-preserving rewrites (Conv+BN folding, bias and activation epilogues,
 norm/GELU/SiLU recognition, attention -> flash attention, QKV merge, ...); see
 autofusion/passes/rules/. Options: `switch-file` (CANN fusion_switch.cfg), `only`
-(names of the rules to run), `chip` (skip the rules whose op that chip does not run),
-`stats-file` (write fusion_result.json), `log` (print
-CANN-style statistics lines to stderr).
+(names of the rules to run), `stats-file` (write fusion_result.json), `log` (print
+CANN-style statistics lines to stderr). With a module target (set-target), the rules
+whose fused op that chip does not run are skipped; without one every rule runs, as on
+the default chip (every rule's op runs there).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from autofusion.dialects.target import ReadsTarget, module_target
 from autofusion.passes.fusion_rule import FusionRule
 from autofusion.passes.fusion_statistics import FusionStatistics
 from autofusion.passes.rule_registry import graph_fusion_rules, select_rules
@@ -52,7 +54,7 @@ def report(statistics: FusionStatistics, stats_file: str | None, log: bool) -> N
 
 
 @dataclass(frozen=True)
-class GraphFusionPass(ModulePass):
+class GraphFusionPass(ReadsTarget, ModulePass):
     """Math-preserving graph fusion rewrites, to a fixpoint."""
 
     name = "graph-fusion"
@@ -65,14 +67,12 @@ class GraphFusionPass(ModulePass):
     """Write the statistics as fusion_result.json here."""
     log: bool = False
     """Print CANN-format statistics lines (and refusal reasons) to stderr."""
-    chip: str | None = None
-    """The target chip: rules whose fused op it does not run are skipped (FFNFusionPass
-    off the split chips). Without it every rule runs."""
 
     def run(self, module: ModuleOp) -> FusionStatistics:
         """Apply the pass and return its statistics (for drivers that embed it)."""
         statistics = FusionStatistics()
-        rules = select_rules(graph_fusion_rules(), self.switch_file, self.only, self.chip)
+        target = module_target(module)
+        rules = select_rules(graph_fusion_rules(), self.switch_file, self.only, target)
         run_rules(module, rules, statistics)
         return statistics
 

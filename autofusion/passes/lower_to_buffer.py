@@ -1,11 +1,12 @@
 """`lower-to-buffer`: every graph.fusion_group becomes one buffer.kernel and a launch.
 
-    afc-opt model.mlir -p 'ub-fusion{chip=Ascend910B1},lower-to-buffer{chip=Ascend910B1}'
+    afc-opt model.mlir -p 'set-target{chip=Ascend910B1},ub-fusion,lower-to-buffer'
 
 The first kernel template (autofusion/lowering/template.py) that plans the group builds
 the kernel; at the group's place the host code reads the runtime dims, calls the
 kernel's tiling function (`@<kernel>_tiling`, the C++ TilingFunc in Ascend C terms) and
-launches the kernel on the group's tensors. Ops outside fusion groups stay graph ops
+launches the kernel on the group's tensors. The kernels are for the module's target
+(autofusion/dialects/target.py), the chip ub-fusion planned the groups for. Ops outside fusion groups stay graph ops
 (library ops). A group no template can lower is an error naming what stops it.
 """
 
@@ -24,52 +25,27 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
-from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
+from autofusion.dialects.target import ReadsTarget, resolve_target
+from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.l2_hint import bypass_attribute, l2_bypass
-from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, templates
+from autofusion.lowering.template import choose_template, group_parts
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.fusion_statistics import describe_op
-
-
-def group_parts(group: graph.FusionGroupOp) -> GroupParts:
-    """The group's ops, inputs (block arguments, then in-group constants) and outputs."""
-    ops: list[Operation] = []
-    inputs: list[SSAValue] = list(group.block.args)
-    for op in group.block.ops:
-        if isinstance(op, graph.YieldOp):
-            continue
-        if isinstance(op, graph.ConstantOp):
-            inputs.append(op.result)
-        else:
-            ops.append(op)
-    return GroupParts(ops, inputs, list(group.yield_op.values))
-
-
-def choose_template(parts: GroupParts, chip: ChipSpec) -> tuple[KernelTemplate, Plan] | Refusal:
-    """The first template that plans the group, or the first template's refusal."""
-    first: Refusal | None = None
-    for template in templates():
-        plan = template.plan(parts, chip)
-        if not isinstance(plan, Refusal):
-            return template, plan
-        first = first or plan
-    return first or Refusal("no kernel template")
+from autofusion.report import REPORT_ATTR, entry_attribute, group_entry
 
 
 @dataclass(frozen=True)
-class LowerToBufferPass(ModulePass):
+class LowerToBufferPass(ReadsTarget, ModulePass):
     """Fusion groups to buffer kernels with host tiling and launches."""
 
     name = "lower-to-buffer"
 
-    chip: str = DEFAULT_CHIP
-    """The SoC the kernels are for (CANN name, e.g. Ascend910B1)."""
     dynamic_size: int = 128
     """The size the cost estimates recorded on launches assume for dynamic dimensions."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        chip = get_chip(self.chip)
+        chip = resolve_target(op, self.name)
         counter = 0
         for f in [o for o in op.ops if isinstance(o, func.FuncOp)]:
             for group in [g for g in f.walk() if isinstance(g, graph.FusionGroupOp)]:
@@ -88,8 +64,6 @@ def lower_group(
     if isinstance(chosen, Refusal):
         raise UserError(f"cannot lower fusion group {name} ({describe_op(group)}): {chosen.reason}")
     template, plan = chosen
-    from autofusion.report import REPORT_ATTR, entry_attribute, group_entry
-
     entry = group_entry(group, name, chip, dynamic_size)
     lowered = template.lower(plan, name, chip)
     bypass = l2_bypass(group, template, plan, chip)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from autofusion.diagnostics import UserError
+from autofusion.hardware import ChipSpec
 from autofusion.passes.fusion_rule import FusionRule
 from autofusion.passes.fusion_switch import (
     GRAPH_FUSION,
@@ -53,13 +54,11 @@ def select_rules(
     candidates: Sequence[type[FusionRule]],
     switch_file: str | None,
     only: Sequence[str],
-    chip: str | None = None,
+    chip: ChipSpec | None = None,
 ) -> list[type[FusionRule]]:
     """The candidates the switch file leaves on, narrowed to `only` when it is given,
     without the rules whose op `chip` (when given) does not run."""
-    from autofusion.hardware import get_chip
-
-    mode = get_chip(chip).mode if chip is not None else None
+    mode = chip.mode if chip is not None else None
     names = {r.rule_name for r in candidates}
     unknown = [n for n in only if n not in names]
     if unknown:

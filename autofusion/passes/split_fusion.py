@@ -1,17 +1,18 @@
 """`split-fusion`: split ops so that each part can fuse with a different neighbour.
 
-    afc-opt model.mlir -p 'graph-fusion,split-fusion{chip=Ascend910B1},ub-fusion{chip=Ascend910B1}'
+    afc-opt model.mlir -p 'set-target{chip=Ascend910B1},graph-fusion,split-fusion,ub-fusion'
 
 The rewrites (autofusion/passes/rules/norm_split.py, concat_split.py,
 producer_duplicate.py) are math preserving. Each is applied only where the cost model
 says it pays: the kernels ub-fusion would likely form around the candidate are
 estimated with and without the rewrite (rules/split_cost.py), so run it before
-ub-fusion with the same chip, dynamic size and switch file. docs/split-fusion.md
+ub-fusion with the same dynamic size and switch file (the chip is the module's target,
+which both read). docs/split-fusion.md
 describes the rules and the criterion.
 
 Options, as graph-fusion's: `switch-file` (CANN fusion_switch.cfg: its GraphFusion
 section switches the rules, its UBFusion section is what the estimate assumes
-ub-fusion will do), `only`, `stats-file`, `log`; and, as ub-fusion's, `chip` and
+ub-fusion will do), `only`, `stats-file`, `log`; and, as ub-fusion's,
 `dynamic-size`, plus `max-duplicates` (the most copies a split may make of one op).
 """
 
@@ -29,14 +30,14 @@ from xdsl.pattern_rewriter import (
 )
 
 from autofusion.diagnostics import UserError
-from autofusion.hardware import DEFAULT_CHIP, get_chip
+from autofusion.dialects.target import ReadsTarget, resolve_target
 from autofusion.passes.fusion_statistics import FusionStatistics
 from autofusion.passes.graph_fusion import report
 from autofusion.passes.rule_registry import read_switch, select_rules, split_fusion_rules
 
 
 @dataclass(frozen=True)
-class SplitFusionPass(ModulePass):
+class SplitFusionPass(ReadsTarget, ModulePass):
     """Cost-gated splits: norm statistics/apply, concat before a cube op, cheap producers."""
 
     name = "split-fusion"
@@ -49,8 +50,6 @@ class SplitFusionPass(ModulePass):
     """Write the statistics as fusion_result.json here."""
     log: bool = False
     """Print CANN-format statistics lines (and refusal reasons) to stderr."""
-    chip: str = DEFAULT_CHIP
-    """The SoC the cost gate plans kernels for (as ub-fusion's `chip`)."""
     dynamic_size: int = 128
     """The size the cost model assumes for dynamic dimensions (as ub-fusion's)."""
     max_duplicates: int = 4
@@ -65,13 +64,13 @@ class SplitFusionPass(ModulePass):
             raise UserError("max-duplicates must be at least 2")
         if self.dynamic_size < 1:
             raise UserError("dynamic-size must be at least 1")
+        rules = select_rules(split_fusion_rules(), self.switch_file, self.only)
         settings = CostSettings(
-            chip=get_chip(self.chip),
+            chip=resolve_target(module, self.name),  # after the options: one line on bad input
             switch=read_switch(self.switch_file),
             dynamic_size=self.dynamic_size,
             max_duplicates=self.max_duplicates,
         )
-        rules = select_rules(split_fusion_rules(), self.switch_file, self.only)
         statistics = FusionStatistics()
         patterns: list[RewritePattern] = [
             rule(statistics, settings) if issubclass(rule, SplitFusionRule) else rule(statistics)

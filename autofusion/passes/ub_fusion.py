@@ -1,6 +1,8 @@
 """`ub-fusion`: partition each function into graph.fusion_groups, one kernel each.
 
-    afc-opt model.mlir -p 'ub-fusion{chip=Ascend910B1 max-ops=64 remarks=true}'
+    afc-opt model.mlir -p 'set-target{chip=Ascend910B1},ub-fusion{max-ops=64 remarks=true}'
+
+The chip is the module's target (autofusion/dialects/target.py).
 
 Greedy by estimated benefit, as XLA's priority fusion (fusion-peers.md 2.2), with
 Ascend's UB capacity as a hard constraint checked while grouping:
@@ -43,7 +45,8 @@ from xdsl.passes import ModulePass
 from autofusion.cost_model import is_empty, is_view, kernel_time
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph
-from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
+from autofusion.dialects.target import ReadsTarget, resolve_target
+from autofusion.hardware import ChipSpec
 from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, templates
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.fusion_statistics import FusionStatistics, describe_op
@@ -500,13 +503,12 @@ def _group_op(g: Group) -> graph.FusionGroupOp:
 
 
 @dataclass(frozen=True)
-class UbFusionPass(ModulePass):
-    """Capacity-aware, cost-driven grouping of ops into kernels."""
+class UbFusionPass(ReadsTarget, ModulePass):
+    """Capacity-aware, cost-driven grouping of ops into kernels for the module's target
+    (its UB/L1/L0 sizes, cores and bandwidth)."""
 
     name = "ub-fusion"
 
-    chip: str = DEFAULT_CHIP
-    """The SoC (CANN name, case-insensitive): its UB/L1/L0 sizes, cores and bandwidth."""
     max_ops: int = 64
     """At most this many ops per kernel (large kernels compile slowly; TVM caps at 256)."""
     max_inputs: int = 16
@@ -524,10 +526,10 @@ class UbFusionPass(ModulePass):
 
     def run(self, module: ModuleOp) -> FusionResult:
         """Group every function of `module`; return what was decided and why."""
-        chip = get_chip(self.chip)
         switch = read_switch(self.switch_file)
         if self.max_ops < 1 or self.max_inputs < 1:
             raise UserError("max-ops and max-inputs must be at least 1")
+        chip = resolve_target(module, self.name)  # after the options: one line on bad input
         result = FusionResult()
         for f in [op for op in module.ops if isinstance(op, func.FuncOp)]:
             if not f.body.blocks:

@@ -1,7 +1,7 @@
 """afc-opt: xdsl-opt with afc's dialects, passes, targets and frontends registered.
 
 afc-opt model.mlir --pass-pipeline='builtin.module(graph-fusion,ub-fusion)' -t ascendc
-afc-opt model.mlir -p 'graph-fusion,ub-fusion{chip=Ascend910B1}'
+afc-opt model.mlir -p 'set-target{chip=Ascend910B1},graph-fusion,ub-fusion'
 """
 
 from __future__ import annotations

@@ -20,7 +20,11 @@ def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
     from autofusion.tools.import_model import add_input_shape_argument
 
     p.add_argument("model", help="model file: .onnx, .afc (text language), .pt2 or .mlir")
-    p.add_argument("--chip", default=DEFAULT_CHIP, help=f"target SoC (default {DEFAULT_CHIP})")
+    p.add_argument(
+        "--chip",
+        help=f"target SoC, written as the module's afc.target (default: the .mlir input's "
+        f"afc.target, else {DEFAULT_CHIP})",
+    )
     levels = "; ".join(f"{k}: {v.summary}" for k, v in OPT_LEVELS.items())
     p.add_argument(
         "-O",

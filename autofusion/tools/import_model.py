@@ -13,6 +13,9 @@ from autofusion.tools.atomic_output import atomic_file
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="model file: .onnx, .afc (text language) or .mlir")
     p.add_argument("-o", "--output", help="MLIR file to write (default: stdout)")
+    p.add_argument(
+        "--chip", help="target SoC, written as the module's afc.target (as set-target{chip=...})"
+    )
     add_input_shape_argument(p)
 
 
@@ -47,6 +50,7 @@ def parse_input_shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from autofusion.dialects.target import set_target
     from autofusion.mlir_io import default_context, module_to_text
     from autofusion.tools.model_input import load_model
 
@@ -57,9 +61,11 @@ def main(args: argparse.Namespace) -> int:
             raise UserError("--input-shape applies to .onnx models only", args.model)
         from frontends.onnx import import_onnx_file
 
-        module = import_onnx_file(ctx, args.model, shapes)
+        module = import_onnx_file(ctx, args.model, shapes, chip=args.chip)
     else:
         module = load_model(ctx, args.model)
+        if args.chip is not None:
+            set_target(module, args.chip)
     text = module_to_text(ctx, module)
     if args.output is None or args.output == "-":
         sys.stdout.write(text)

@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 import onnx
@@ -107,6 +106,9 @@ NON_TENSOR_TYPES = {
 DENSE_LIMIT = 8
 
 DYN = si.DYN
+
+# static shapes of graph inputs by name, replacing their symbolic dims (--input-shape)
+InputShapes = Mapping[str, Sequence[int]]
 
 
 def _primes(start: int) -> Callable[[int], int]:
@@ -430,50 +432,13 @@ def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter
     return add
 
 
-def _converter_modules() -> tuple[ModuleType, ...]:
-    """The modules of default-domain converters, each with CONVERTERS, VERSIONS and
-    REFUSED_VERSIONS tables."""
-    from frontends.onnx import (
-        ops_einsum,
-        ops_elementwise,
-        ops_fused,
-        ops_indexing,
-        ops_math,
-        ops_norm,
-        ops_search,
-        ops_tensor,
-        ops_vision,
-    )
+class ConverterTable(NamedTuple):
+    """The default-domain converters the importer is handed (frontends/onnx/converters.py
+    builds it, so the importer does not import the converter modules)."""
 
-    return (
-        ops_math,
-        ops_tensor,
-        ops_elementwise,
-        ops_search,
-        ops_fused,
-        ops_indexing,
-        ops_norm,
-        ops_vision,
-        ops_einsum,
-    )
-
-
-def converters() -> dict[str, Converter]:
-    """ONNX op type -> converter, for the default domain."""
-    table: dict[str, Converter] = {}
-    for m in _converter_modules():
-        table.update(m.CONVERTERS)
-    return table
-
-
-def operator_versions() -> tuple[OpVersions, RefusedVersions]:
-    """The versions each converter implements, and what the refused versions change."""
-    versions: OpVersions = {}
-    refused: RefusedVersions = {}
-    for m in _converter_modules():
-        versions.update(m.VERSIONS)
-        refused.update(m.REFUSED_VERSIONS)
-    return versions, refused
+    converters: Mapping[str, Converter]
+    versions: OpVersions
+    refused: RefusedVersions
 
 
 # --------------------------------------------------------------------------------------
@@ -503,8 +468,9 @@ class Importer:
         self.block = Block()
         self.symbols: dict[str, int] = {}
         self._since: dict[str, int] = {}
-        self._table = converters()
-        self._versions, self._refused = operator_versions()
+        self._table: Mapping[str, Converter] = {}
+        self._versions: OpVersions = {}
+        self._refused: RefusedVersions = {}
 
     # ---- opsets --------------------------------------------------------------------
 
@@ -538,7 +504,10 @@ class Importer:
 
     # ---- the walk ------------------------------------------------------------------
 
-    def run(self) -> ModuleOp:
+    def run(self, table: ConverterTable) -> ModuleOp:
+        """Import the model, converting each node with `table` (ONNX op type ->
+        converter and the versions each implements: frontends/onnx/converters.py)."""
+        self._table, self._versions, self._refused = table
         g = self.model.graph
         if g.sparse_initializer:
             raise UserError(

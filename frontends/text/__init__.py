@@ -53,17 +53,21 @@ from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
 
 from autofusion.dialects.graph import Graph
+from autofusion.dialects.target import set_target
 from frontends.text.builder import ModelBuilder
 from frontends.text.syntax import decode, parse_text
 
 __all__ = ["parse_text_model"]
 
 
-def parse_text_model(ctx: Context, data: bytes | str, name: str) -> ModuleOp:
+def parse_text_model(
+    ctx: Context, data: bytes | str, name: str, *, chip: str | None = None
+) -> ModuleOp:
     """Parse an .afc model into a verified module with one function, `@main`.
 
     `name` is the file's path: weight files are looked up relative to its directory,
-    and it is the file name in diagnostics and op locations. Raises `UserError`.
+    and it is the file name in diagnostics and op locations. `chip`, when given, becomes
+    the module's target (as set-target{chip=...}). Raises `UserError`.
     """
     text = decode(data, name)
     tree = parse_text(text, name)
@@ -72,4 +76,6 @@ def parse_text_model(ctx: Context, data: bytes | str, name: str) -> ModuleOp:
     for dialect in (Builtin, Func, Graph):
         if ctx.get_optional_dialect(dialect.name) is None:
             ctx.load_dialect(dialect)
+    if chip is not None:
+        set_target(module, chip)
     return module

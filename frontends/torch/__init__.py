@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from autofusion.diagnostics import UserError
+from autofusion.dialects.target import set_target
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -93,7 +94,7 @@ def import_module(
     argument value without a mapping (naming the op and the FX node).
     """
     require_torch()
-    from frontends.torch.importer import import_program
+    from frontends.torch.program import import_program
 
     return import_program(
         model,
@@ -111,18 +112,23 @@ def import_exported_program(
     input_names: Sequence[str] | None = None,
     output_names: Sequence[str] | None = None,
     ctx: Context | None = None,
+    chip: str | None = None,
 ) -> ModuleOp:
     """Import a `torch.export.ExportedProgram` (exported in eval mode, static shapes).
 
     Like `import_module` after the export step: the program is decomposed as described
-    above, then imported.
+    above, then imported. `chip`, when given, becomes the module's target (as
+    set-target{chip=...}).
     """
     torch = require_torch()
-    from frontends.torch.importer import import_exported
+    from frontends.torch.program import import_exported
 
     if not isinstance(program, torch.export.ExportedProgram):
         raise UserError(f"expected a torch.export.ExportedProgram, got {type(program).__name__}")
-    return import_exported(program, input_names=input_names, output_names=output_names, ctx=ctx)
+    module = import_exported(program, input_names=input_names, output_names=output_names, ctx=ctx)
+    if chip is not None:
+        set_target(module, chip)
+    return module
 
 
 def import_pt2(ctx: Context, data: bytes, name: str) -> ModuleOp:

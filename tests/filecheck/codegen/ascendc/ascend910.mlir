@@ -1,4 +1,4 @@
-// RUN: afc-opt %s -p 'lower-to-buffer{chip=Ascend910}' -t ascendc | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910},lower-to-buffer' -t ascendc | filecheck %s
 
 // Ascend910 (A1) has no DataCopyPad and no GET_TILING_DATA (ascend.md 2.6, 2.7): rows of
 // 64 halves (128 bytes) move with DataCopy, and the entry reads the tiling from GM.

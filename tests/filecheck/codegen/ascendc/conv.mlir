@@ -1,4 +1,4 @@
-// RUN: afc-opt %s -p 'ub-fusion{chip=Ascend910B1},lower-to-buffer{chip=Ascend910B1}' -t ascendc | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},ub-fusion,lower-to-buffer' -t ascendc | filecheck %s
 
 // A 3x3 conv + bias + relu on a split chip: an explicit im2col (CopyIn loads the
 // resident bias). At step u the AIVs

@@ -1,5 +1,5 @@
-// RUN: afc-opt %s -p 'ub-fusion{chip=Ascend910},lower-to-buffer{chip=Ascend910}' -t ascendc | filecheck %s --check-prefixes=CHECK,A910
-// RUN: afc-opt %s -p 'ub-fusion{chip=Ascend310P3},lower-to-buffer{chip=Ascend310P3}' -t ascendc | filecheck %s --check-prefixes=CHECK,P310
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910},ub-fusion,lower-to-buffer' -t ascendc | filecheck %s --check-prefixes=CHECK,A910
+// RUN: afc-opt %s -p 'set-target{chip=Ascend310P3},ub-fusion,lower-to-buffer' -t ascendc | filecheck %s --check-prefixes=CHECK,P310
 
 
 // Cube kernels on the coupled chips (910, 310P: one AI Core, CO2 is UB, ascend.md 1.7).

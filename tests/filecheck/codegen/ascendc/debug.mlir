@@ -1,5 +1,5 @@
-// RUN: afc-opt %s -p 'lower-to-buffer{chip=Ascend910B1}' -t 'ascendc{debug=true}' | filecheck %s
-// RUN: afc-opt %s -p 'lower-to-buffer{chip=Ascend910B1}' -t ascendc | filecheck %s --check-prefix=PLAIN
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},lower-to-buffer' -t 'ascendc{debug=true}' | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},lower-to-buffer' -t ascendc | filecheck %s --check-prefix=PLAIN
 
 // With debug, every statement a graph op produced ends with a comment naming the op and
 // its source location; the kernel's own bookkeeping (queues, index math) has none.

@@ -1,4 +1,4 @@
-// RUN: not afc-opt %s -p 'ub-fusion{chip=Ascend910B1},lower-to-buffer{chip=Ascend910B1}' -t ascendc 2>&1 | filecheck %s
+// RUN: not afc-opt %s -p 'set-target{chip=Ascend910B1},ub-fusion,lower-to-buffer' -t ascendc 2>&1 | filecheck %s
 
 // What the cube kernels still cannot print on a split chip is one line naming the op.
 // Every conv prints (pointwise ones as a GEMM per image, the others with an explicit

@@ -1,4 +1,4 @@
-// RUN: afc-opt %s -p 'ub-fusion{chip=Ascend910B1},lower-to-buffer{chip=Ascend910B1}' -t ascendc | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},ub-fusion,lower-to-buffer' -t ascendc | filecheck %s
 
 // A matmul with a bias + relu epilogue on a split chip is a mix kernel: the AIC runs the
 // cube stage and Fixpipes each output tile into a workspace slot, then sets flag 0; each

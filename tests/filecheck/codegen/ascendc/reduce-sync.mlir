@@ -1,4 +1,4 @@
-// RUN: afc-opt %s -p 'lower-to-buffer{chip=Ascend910B1}' -t ascendc | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},lower-to-buffer' -t ascendc | filecheck %s
 
 // Softmax reduces each row with ReduceMax/ReduceSum into a scratch TBuf and reads the
 // result on the scalar pipe: every hand-over between the vector pipe (V) and the scalar

@@ -1,4 +1,4 @@
-// RUN: afc-opt %s -p 'lower-to-buffer{chip=Ascend910B1}' -t ascendc | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},lower-to-buffer' -t ascendc | filecheck %s
 
 // A bias + GELU group over f16 rows of 40 elements (80 bytes: not a 32-byte multiple)
 // becomes one vector kernel: its entry, the kernel class with Init / Process / CopyIn /

@@ -415,3 +415,10 @@ func.func @guarded_all(%m: index, %n: index) {
   func.return
 }
 // CHECK: pipe_barrier small_mmad is a barrier of pipe "M"
+// a kernel is for its module's target (the chip it was lowered for)
+builtin.module attributes {afc.target = #afc.target<"Ascend910B1">} {
+  buffer.kernel @other_chip(%x: memref<?xf32, #buffer.space<gm>>) attributes {chip = "Ascend310P3", template = "rows", core_type = "aiv", num_inputs = 1 : i64, num_outputs = 0 : i64} {
+    buffer.return
+  }
+}
+// CHECK: kernel @other_chip is for Ascend310P3, but the module targets Ascend910B1

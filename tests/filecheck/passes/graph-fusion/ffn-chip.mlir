@@ -1,6 +1,6 @@
-// RUN: afc-opt %s -p 'graph-fusion{chip=Ascend910B1}' | filecheck %s
-// RUN: afc-opt %s -p 'graph-fusion{chip=Ascend310P3}' | filecheck %s --check-prefix=COUPLED
-// RUN: not afc-opt %s -p 'graph-fusion{chip=Ascend999}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},graph-fusion' | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend310P3},graph-fusion' | filecheck %s --check-prefix=COUPLED
+// RUN: not afc-opt %s -p 'set-target{chip=Ascend999},graph-fusion' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 
 // FFNFusionPass runs only for chips that run graph.ffn (split: Atlas A2/A3); on a
 // coupled chip the projections stay matmuls (SwiGLU recognised, the rest unchanged).

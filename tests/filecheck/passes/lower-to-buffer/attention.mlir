@@ -1,5 +1,5 @@
-// RUN: afc-opt %s -p 'lower-to-buffer{chip=Ascend910B1}' | filecheck %s
-// RUN: afc-opt %s -p 'lower-to-buffer{chip=Ascend910}' | filecheck %s --check-prefix=A1
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},lower-to-buffer' | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910},lower-to-buffer' | filecheck %s --check-prefix=A1
 
 // Causal grouped-query attention (8 query heads, 2 key/value heads) with a key-padding
 // mask [B, 1, 1, Skv] and a residual add, over a dynamic batch and query length.

@@ -1,5 +1,14 @@
-// RUN: afc-opt %s --split-input-file -p 'lower-to-buffer{chip=Ascend910B1}' | filecheck %s
-// RUN: not afc-opt %s --split-input-file -p 'lower-to-buffer{chip=Ascend310P3}' 2>&1 | filecheck %s --check-prefix=P3
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},lower-to-buffer' | filecheck %s
+// RUN: not afc-opt %s --split-input-file -p 'set-target{chip=Ascend310P3},lower-to-buffer' 2>&1 | filecheck %s --check-prefix=P3
+// The groups are planned for the module's one target, and lower-to-buffer lowers them
+// for that target: no option gives it another chip (ub-fusion{chip=Ascend910B1},
+// lower-to-buffer{chip=Ascend310P3} used to fail with "cannot lower fusion group").
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},ub-fusion' | afc-opt --split-input-file -p lower-to-buffer | filecheck %s
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},ub-fusion' | not afc-opt --split-input-file -p 'set-target{chip=Ascend310P3},lower-to-buffer' 2>&1 | filecheck %s --check-prefix=ONE-TARGET
+// RUN: not afc-opt %s --split-input-file -p 'ub-fusion{chip=Ascend910B1},lower-to-buffer{chip=Ascend310P3}' 2>&1 | filecheck %s --check-prefix=OLD-OPTIONS
+// ONE-TARGET: afc-opt: error: chip Ascend310P3 contradicts the module's afc.target = #afc.target<"Ascend910B1">
+// OLD-OPTIONS: afc-opt: error: ub-fusion{chip=...} is gone: the chip is the module's afc.target; run set-target{chip=...} before ub-fusion
+
 
 // A conv with its folded-BN bias and ReLU (as graph-fusion leaves conv+bn+relu) over a
 // dynamic batch: implicit GEMM [Cout x K] @ X_col [K x OH*OW] per image, K = (c, r, s).

@@ -1,5 +1,5 @@
-// RUN: afc-opt %s --split-input-file -p 'lower-to-buffer{chip=Ascend910B1}' | filecheck %s
-// RUN: afc-opt %s --split-input-file -p 'lower-to-buffer{chip=Ascend910}' | filecheck %s --check-prefix=A1
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},lower-to-buffer' | filecheck %s
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910},lower-to-buffer' | filecheck %s --check-prefix=A1
 
 // matmul + bias + GELU over a dynamic number of rows: one cube kernel. The host reads M
 // and calls the tiling function with (M, N, K).

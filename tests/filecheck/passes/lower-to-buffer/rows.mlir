@@ -1,5 +1,5 @@
-// RUN: afc-opt %s -p 'lower-to-buffer{chip=Ascend910B1}' | filecheck %s
-// RUN: afc-opt %s -p 'lower-to-buffer{chip=Ascend910}' | filecheck %s --check-prefix=A1
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},lower-to-buffer' | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910},lower-to-buffer' | filecheck %s --check-prefix=A1
 
 // A bias + GELU group over a dynamic batch becomes one vector kernel: the host reads
 // the batch size, calls the tiling function and launches the kernel.

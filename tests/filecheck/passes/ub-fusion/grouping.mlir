@@ -1,7 +1,7 @@
-// RUN: afc-opt %s --split-input-file -p 'ub-fusion{chip=Ascend910B1}' | filecheck %s
-// RUN: afc-opt %s --split-input-file -p 'ub-fusion{chip=Ascend910B1 max-ops=2}' | filecheck %s --check-prefix=CAP
-// RUN: afc-opt %s --split-input-file -p 'ub-fusion{chip=Ascend910B1 remarks=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
-// RUN: not afc-opt %s -p 'ub-fusion{chip=Ascend999}' 2>&1 | filecheck %s --check-prefix=CHIP
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},ub-fusion' | filecheck %s
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},ub-fusion{max-ops=2}' | filecheck %s --check-prefix=CAP
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},ub-fusion{remarks=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: not afc-opt %s -p 'set-target{chip=Ascend999},ub-fusion' 2>&1 | filecheck %s --check-prefix=CHIP
 
 // The matmul takes the bias add and the residual add as its epilogue (one cube
 // kernel); the decomposed RMSNorm is one vector kernel (a reduction cannot be a cube

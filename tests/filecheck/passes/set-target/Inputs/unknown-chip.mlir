@@ -1,0 +1,2 @@
+builtin.module attributes {afc.target = #afc.target<"Ascend911">} {
+}
