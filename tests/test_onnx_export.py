@@ -28,7 +28,7 @@ from autofusion.diagnostics import UserError  # noqa: E402
 from autofusion.dialects import graph  # noqa: E402
 from autofusion.interpreter import find_function, random_inputs, run_function  # noqa: E402
 from autofusion.mlir_io import default_context, parse_module  # noqa: E402
-from frontends.onnx import export_ops  # noqa: E402
+from frontends.onnx import export_ops, export_table  # noqa: E402
 from frontends.onnx.export import OnnxTarget, export_module, serialize  # noqa: E402
 
 TensorProto = onnx.TensorProto
@@ -903,7 +903,7 @@ def test_every_graph_op_has_an_entry() -> None:
     missing = [
         op.name
         for op in graph.Graph.operations
-        if op not in export_ops.TABLE and op not in structural
+        if op not in export_table.TABLE and op not in structural
     ]
     assert not missing, f"graph ops without an ONNX export: {missing}"
 
@@ -1260,7 +1260,7 @@ def test_checker_failure_is_an_internal_error(
 
     bad = export_ops.Standard(lambda e: e.nodes("Transpose", e.inputs, e.outputs, perm=[0]), "bad")
     key: type[Operation] = graph.TransposeOp
-    monkeypatch.setitem(export_ops.TABLE, key, bad)
+    monkeypatch.setitem(export_table.TABLE, key, bad)
     text = fn(
         "%x: tensor<2x3xf32>",
         "  %r = graph.transpose %x {perm = [1, 0]} : tensor<2x3xf32> -> tensor<3x2xf32>",

@@ -386,14 +386,16 @@ class _Exporter:
                 self._export_op(scope, op)
 
     def _export_op(self, scope: _Scope, op: Operation) -> None:
+        from frontends.onnx import export_table
+
         ops = self.ops
-        if type(op) not in ops.TABLE:
+        if type(op) not in export_table.TABLE:
             raise UserError(f"'{op.name}' has no ONNX export (only graph ops do)", _where(op))
         inputs = [scope.values[v] for v in op.operands]
         outputs = [scope.define(r, _short(op)) for r in op.results]
         prefix = outputs[0] + "_" if scope.prefix_constants and outputs else ""
         try:
-            ops.emit_op(
+            export_table.emit_op(
                 scope.body, self.functions, op, inputs, outputs, _loc_name(op.location), prefix
             )
         except ops.NotExportable as e:

@@ -3,8 +3,7 @@
 An op whose ONNX operator is newer than the export opset (BitwiseAnd-18, Celu-12,
 CumProd-26, Mod with fmod=0 on floats before Mod-28, ...) is not exportable there; the
 error names the operator and the opset it needs. `math_table()` is merged into
-`export_ops.TABLE`; it imports `export_ops` when called, so either module may be
-imported first.
+`export_table.TABLE`; export_ops is imported where it is used.
 """
 
 from __future__ import annotations

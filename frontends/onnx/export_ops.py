@@ -1,6 +1,7 @@
 """The op table of the ONNX exporter: how each graph op becomes standard ONNX ops.
 
-Every graph op has one entry in `TABLE`:
+Every graph op has one entry in `export_table.TABLE` (this module's `CORE_TABLE`, and the
+tables of export_math_ops.py and export_vision.py):
 
 * `Standard(emit)`: the op is one standard ONNX op, plus Constant nodes for the inputs
   that ONNX takes as tensors where the graph dialect has properties (Reshape's shape,
@@ -38,14 +39,12 @@ import onnx
 from onnx import TensorProto, helper
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation
-from xdsl.irdl import OptOperandDef, VarOperandDef
 
 from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import graph_indexing as gi
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import Props
-from frontends.onnx import export_math_ops, export_vision
 
 DOMAIN = "ai.afc"
 """The domain of afc's model-local functions."""
@@ -1159,7 +1158,7 @@ INDEXING_TABLE: dict[type[Operation], Mapping] = {
 # The table
 # --------------------------------------------------------------------------------------
 
-TABLE: dict[type[Operation], Mapping] = {
+CORE_TABLE: dict[type[Operation], Mapping] = {
     # elementwise (ONNX op versions at opset 17; the same ops exist from opset 11)
     graph.NegOp: direct("Neg"),
     graph.AbsOp: direct("Abs"),
@@ -1286,64 +1285,5 @@ TABLE: dict[type[Operation], Mapping] = {
     graph.RmsNormStatsOp: Named("RmsNormStats", rms_norm_stats, "ai.afc.RmsNormStats"),
     graph.LayerNormApplyOp: Named("LayerNormApply", layer_norm_apply, "ai.afc.LayerNormApply"),
     graph.RmsNormApplyOp: Named("RmsNormApply", rms_norm_apply, "ai.afc.RmsNormApply"),
-    **export_math_ops.math_table(),
     **INDEXING_TABLE,
-    **export_vision.table(),
 }
-
-
-# --------------------------------------------------------------------------------------
-# Emitting one op
-# --------------------------------------------------------------------------------------
-
-
-def _formal_names(defs: Sequence[tuple[str, object]], count: int, prefix: str) -> list[str]:
-    """IRDL operand/result names for the `count` present values (optional ones trail)."""
-    variadic = any(
-        isinstance(d, VarOperandDef) and not isinstance(d, OptOperandDef) for _, d in defs
-    )
-    if variadic or len(defs) < count:
-        return [f"{prefix}{i}" for i in range(count)]
-    return [name for name, _ in defs[:count]]
-
-
-def emit_op(
-    body: Body,
-    functions: FunctionTable,
-    op: Operation,
-    inputs: Sequence[str],
-    outputs: Sequence[str],
-    node_name: str,
-    prefix: str,
-) -> None:
-    """Emit `op` (in TABLE) into `body`; named ops may define a function in `functions`.
-
-    Raises NotExportable when ONNX cannot express the op at the body's opset.
-    """
-    mapping = TABLE[type(op)]
-    e = Emitter(body, op, inputs, outputs, node_name, prefix)
-    if isinstance(mapping, Standard):
-        mapping.emit(e)
-        return
-    if mapping.native is not None and mapping.native_when(e):
-        mapping.native(e)
-        return
-    fbody = Body(body.opset, Names())
-    irdl = type(op).get_irdl_definition()  # type: ignore[attr-defined]
-    formal_in = [fbody.names.fresh(n) for n in _formal_names(irdl.operands, len(op.operands), "in")]
-    formal_out = [fbody.names.fresh(n) for n in _formal_names(irdl.results, len(op.results), "out")]
-    for name, value in zip([*formal_in, *formal_out], [*op.operands, *op.results]):
-        fbody.declare(name, onnx_elem(cast(TensorType, value.type).element_type), None)
-    fe = Emitter(fbody, op, formal_in, formal_out)
-    mapping.decompose(fe)
-    proto = helper.make_function(
-        DOMAIN,
-        "",
-        formal_in,
-        formal_out,
-        fbody.nodes,
-        function_opsets(fbody),
-        doc_string=mapping.summary,
-    )
-    name = functions.define(mapping.function_name(e), proto)
-    body.add_node(name, inputs, outputs, domain=DOMAIN, name=node_name)

@@ -1,8 +1,8 @@
 """ONNX export of the vision graph ops (autofusion/dialects/graph_vision.py): each is the
 ONNX operator it was imported from (Resize, ConvTranspose, DepthToSpace, SpaceToDepth).
 
-`table()` gives their entries of `export_ops.TABLE`; it imports export_ops lazily so
-that either module may be imported first.
+`table()` gives their entries of `export_table.TABLE`; export_ops is imported where it
+is used.
 """
 
 from __future__ import annotations
