@@ -36,8 +36,12 @@ save(
     helper.make_node(
         "Attention", ["Q", "K", "V", "mask"], ["Y"], is_causal=1, softcap=30.0, scale=0.25
     ),
-    [vi("Q", F, [1, 4, 3, 16]), vi("K", F, [1, 2, 3, 16]), vi("V", F, [1, 2, 3, 16]),
-     vi("mask", B, [3, 3])],
+    [
+        vi("Q", F, [1, 4, 3, 16]),
+        vi("K", F, [1, 2, 3, 16]),
+        vi("V", F, [1, 2, 3, 16]),
+        vi("mask", B, [3, 3]),
+    ],
     [vi("Y", F, [1, 4, 3, 16])],
 )
 
@@ -61,8 +65,13 @@ save(
         q_num_heads=2,
         kv_num_heads=2,
     ),
-    [vi("Q", F, [1, 3, 16]), vi("K", F, [1, 3, 16]), vi("V", F, [1, 3, 16]),
-     vi("past_k", F, [1, 2, 2, 8]), vi("past_v", F, [1, 2, 2, 8])],
+    [
+        vi("Q", F, [1, 3, 16]),
+        vi("K", F, [1, 3, 16]),
+        vi("V", F, [1, 3, 16]),
+        vi("past_k", F, [1, 2, 2, 8]),
+        vi("past_v", F, [1, 2, 2, 8]),
+    ],
     [vi("Y", F, [1, 3, 16]), vi("present_k", F, [1, 2, 5, 8]), vi("present_v", F, [1, 2, 5, 8])],
 )
 
@@ -81,7 +90,12 @@ save(
 save(
     "rope",
     helper.make_node("RotaryEmbedding", ["X", "cos", "sin", "pos"], ["Y"]),
-    [vi("X", F, [1, 2, 3, 8]), vi("cos", F, [16, 4]), vi("sin", F, [16, 4]), vi("pos", I64, [1, 3])],
+    [
+        vi("X", F, [1, 2, 3, 8]),
+        vi("cos", F, [16, 4]),
+        vi("sin", F, [16, 4]),
+        vi("pos", I64, [1, 3]),
+    ],
     [vi("Y", F, [1, 2, 3, 8])],
 )
 
