@@ -350,3 +350,27 @@ def test_rotary_embedding_exports_as_rotary_embedding(rank: int, interleaved: in
     exported = _exported_matches_ort(model, feeds)
     assert [n.op_type for n in exported.graph.node].count("RotaryEmbedding") == 2
     assert not exported.functions
+
+
+def test_constant_indexing_ops_fold_at_import() -> None:
+    """Known inputs fold with the interpreter's semantics: NonZero of an initializer
+    (a data-dependent dim) becomes a constant of its actual size, feeding a Gather."""
+    x = np.array([[0, 3], [5, 0], [0, 7]], np.float32)
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"]),
+        helper.make_node("Gather", ["d", "nz"], ["y"], axis=0),
+    ]
+    graph_ = helper.make_graph(
+        nodes,
+        "m",
+        [_vi("d", F, [3])],
+        [_vi("y", F, [2, 3])],
+        [onnx.numpy_helper.from_array(x, "x")],
+    )
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    module = import_onnx_model(default_context(), model, "m")
+    text = str(module)
+    assert "graph.non_zero" not in text and "graph.gather" in text
+    d = np.array([10, 20, 30], np.float32)
+    got = run_function(module, {"d": d})["y"]
+    np.testing.assert_array_equal(got, d[np.array(np.nonzero(x))])
