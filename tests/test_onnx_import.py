@@ -750,7 +750,86 @@ def test_unsupported_domain() -> None:
         [vi("x", F, [2])],
         [vi("y", F, [2])],
     )
-    assert "operator domain 'com.microsoft' is not supported" in error_of(m)
+    assert error_of(m) == (
+        "node 'f' (com.microsoft.FusedGemm): operator domain 'com.microsoft' is not supported "
+        "(afc imports the default ONNX domain only)"
+    )
+
+
+def test_operator_newer_than_the_model_opset() -> None:
+    """Gelu exists from opset 20: at opset 18 it has no version."""
+    m = make_model(
+        [helper.make_node("Gelu", ["x"], ["y"], name="act")], [vi("x", F, [2])], [vi("y", F, [2])]
+    )
+    assert error_of(m) == (
+        "node 'act': ONNX operator Gelu does not exist in opset 18 (the model's); it was "
+        "introduced in opset 20"
+    )
+
+
+def test_unknown_operator_name() -> None:
+    m = make_model(
+        [helper.make_node("Frobnicate", ["x"], ["y"], name="u")],
+        [vi("x", F, [2])],
+        [vi("y", F, [2])],
+    )
+    assert error_of(m) == "node 'u': Frobnicate is not an ONNX operator (opset 18)"
+
+
+@pytest.mark.parametrize(
+    ("node", "expected"),
+    [
+        (
+            helper.make_node("Softmax", ["x"], ["y"], name="sm", axes=[0]),
+            "node 'sm' (Softmax-13): attribute 'axes' is not in the spec (its attributes are axis)",
+        ),
+        (
+            helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=0.5),
+            "node 'sm' (Softmax-13): attribute 'axis' must be INT, got FLOAT",
+        ),
+        (
+            helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=3),
+            "node 'sm' (Softmax-13): axis 3 is out of range for rank 1",
+        ),
+        (
+            helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="mirror"),
+            "node 'pad' (Pad-18): attribute mode='mirror' is not supported (constant, reflect, edge)",
+        ),
+        (
+            helper.make_node("Cast", ["x"], ["y"], name="c"),
+            "node 'c' (Cast-13): required attribute 'to' is missing",
+        ),
+    ],
+)
+def test_attribute_outside_the_spec(node: onnx.NodeProto, expected: str) -> None:
+    m = make_model([node], [vi("x", F, [2])], [vi("y", F, None)], [init("p", np.array([1, 1]))])
+    assert error_of(m) == expected
+
+
+@pytest.mark.parametrize(
+    ("node", "expected"),
+    [
+        (
+            helper.make_node("MatMul", ["x"], ["y"], name="mm"),
+            "node 'mm' (MatMul-13): required input #1 ('B') is missing",
+        ),
+        (
+            helper.make_node("Gemm", ["x", "", "x"], ["y"], name="g"),
+            "node 'g' (Gemm-13): required input #1 ('B') is missing",
+        ),
+        (
+            helper.make_node("Concat", [], ["y"], name="cat", axis=0),
+            "node 'cat' (Concat-13): has 0 inputs; it takes at least 1",
+        ),
+        (
+            helper.make_node("Relu", ["x", "x"], ["y"], name="r"),
+            "node 'r' (Relu-14): has 2 inputs; it takes at most 1",
+        ),
+    ],
+)
+def test_missing_or_extra_inputs(node: onnx.NodeProto, expected: str) -> None:
+    m = make_model([node], [vi("x", F, [2, 2])], [vi("y", F, None)])
+    assert error_of(m) == expected
 
 
 def test_undefined_input() -> None:
@@ -814,7 +893,9 @@ def test_unknown_attribute_rejected() -> None:
         [vi("x", F, [2])],
         [vi("y", F, [2])],
     )
-    assert error_of(m) == "node 'r' (Relu-14): attribute 'alpha' is not supported"
+    assert error_of(m) == (
+        "node 'r' (Relu-14): attribute 'alpha' is not in the spec (it has no attributes)"
+    )
 
 
 def test_declared_output_shape_is_checked() -> None:
@@ -833,6 +914,26 @@ def _write_bad_files(tmp_path: Path) -> dict[str, Path]:
         "garbled": b"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01garbage" * 3,
         "unsupported": make_model(
             [helper.make_node("Einsum", ["x", "x"], ["y"], name="mix", equation="i,i->i")],
+            [vi("x", F, [2])],
+            [vi("y", F, [2])],
+        ).SerializeToString(),
+        "domain": make_model(
+            [helper.make_node("FusedGemm", ["x"], ["y"], domain="com.microsoft", name="f")],
+            [vi("x", F, [2])],
+            [vi("y", F, [2])],
+        ).SerializeToString(),
+        "version": make_model(
+            [helper.make_node("Gelu", ["x"], ["y"], name="act")],
+            [vi("x", F, [2])],
+            [vi("y", F, [2])],
+        ).SerializeToString(),
+        "attribute": make_model(
+            [helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=0.5)],
+            [vi("x", F, [2])],
+            [vi("y", F, [2])],
+        ).SerializeToString(),
+        "input": make_model(
+            [helper.make_node("MatMul", ["x"], ["y"], name="mm")],
             [vi("x", F, [2])],
             [vi("y", F, [2])],
         ).SerializeToString(),
@@ -877,6 +978,10 @@ def afc(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         ("truncated", "not a valid ONNX model"),
         ("garbled", "not a valid ONNX model"),
         ("unsupported", "node 'mix': unsupported ONNX operator Einsum (opset 18)"),
+        ("domain", "node 'f' (com.microsoft.FusedGemm): operator domain 'com.microsoft'"),
+        ("version", "node 'act': ONNX operator Gelu does not exist in opset 18"),
+        ("attribute", "node 'sm' (Softmax-13): attribute 'axis' must be INT, got FLOAT"),
+        ("input", "node 'mm' (MatMul-13): required input #1 ('B') is missing"),
     ],
 )
 def test_cli_bad_model(tmp_path: Path, case: str, expected: str) -> None:

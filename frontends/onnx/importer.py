@@ -491,6 +491,7 @@ class Importer:
         self.block = Block()
         self.symbols: dict[str, int] = {}
         self._since: dict[str, int] = {}
+        self._schemas: dict[tuple[str, int], onnx.defs.OpSchema] = {}
         self._table = converters()
         self._versions, self._refused = operator_versions()
 
@@ -645,15 +646,19 @@ class Importer:
     def _convert(self, proto: onnx.NodeProto, index: int) -> None:
         node = Node(self, proto, index)
         if proto.domain not in DEFAULT_DOMAINS:
-            raise node.error(
-                f"operator domain '{proto.domain}' is not supported (only the default ONNX domain)"
+            raise UserError(
+                f"node '{node.name}' ({proto.domain}.{proto.op_type}): operator domain "
+                f"'{proto.domain}' is not supported (afc imports the default ONNX domain only)"
             )
+        if node.version == 0:
+            raise UserError(f"node '{node.name}': {_not_in_opset(proto.op_type, self.opset)}")
         fn = self._table.get(proto.op_type)
-        if fn is None or node.version == 0:
+        if fn is None:
             raise UserError(
                 f"node '{node.name}': unsupported ONNX operator {proto.op_type} (opset {self.opset})"
             )
         self._check_version(node)
+        self._check_schema(node)
         outputs = list(fn(node))
         node.check_attrs()
         for k, out_name in enumerate(proto.output):
@@ -680,6 +685,37 @@ class Importer:
                 f"{node.version} is newer than the ones it was checked against"
             )
         raise node.error(f"operator version {node.version} is not supported: {reason}")
+
+    def _check_schema(self, node: Node) -> None:
+        """The node's inputs and attributes as its operator version's schema declares them:
+        required inputs given, no extra ones, every attribute known and of its type."""
+        key = (node.op_type, node.version)
+        if key not in self._schemas:
+            self._schemas[key] = onnx.defs.get_schema(node.op_type, node.version, "")
+        schema = self._schemas[key]
+        given = node.proto.input
+        if len(given) > schema.max_input:
+            raise node.error(f"has {len(given)} inputs; it takes at most {schema.max_input}")
+        for i, formal in enumerate(schema.inputs):
+            if formal.option == Single and (i >= len(given) or not given[i]):
+                raise node.error(f"required input #{i} ('{formal.name}') is missing")
+        if len(given) < schema.min_input:
+            raise node.error(f"has {len(given)} inputs; it takes at least {schema.min_input}")
+        for a in node.proto.attribute:
+            spec = schema.attributes.get(a.name)
+            if spec is None:
+                known = ", ".join(sorted(schema.attributes))
+                has = f"its attributes are {known}" if known else "it has no attributes"
+                raise node.error(f"attribute '{a.name}' is not in the spec ({has})")
+            want = int(spec.type.value)
+            if a.type and not a.ref_attr_name and a.type != want:
+                raise node.error(
+                    f"attribute '{a.name}' must be {onnx.AttributeProto.AttributeType.Name(want)}, "
+                    f"got {onnx.AttributeProto.AttributeType.Name(a.type)}"
+                )
+        for name, spec in schema.attributes.items():
+            if spec.required and all(a.name != name for a in node.proto.attribute):
+                raise node.error(f"required attribute '{name}' is missing")
 
     def _results(self) -> list[SSAValue]:
         results: list[SSAValue] = []
@@ -839,6 +875,24 @@ class Importer:
         if a == b:
             return node.const(arr_a, i64)
         return Sym(arr_a, np.asarray(b, dtype=np.int64), i64)
+
+
+Single = onnx.defs.OpSchema.FormalParameterOption.Single
+
+
+def _not_in_opset(op_type: str, opset: int) -> str:
+    """Why `op_type` has no schema at `opset`: unknown to ONNX, or introduced later."""
+    versions = [
+        s.since_version
+        for s in onnx.defs.get_all_schemas_with_history()
+        if s.name == op_type and s.domain == ""
+    ]
+    if not versions:
+        return f"{op_type} is not an ONNX operator (opset {opset})"
+    return (
+        f"ONNX operator {op_type} does not exist in opset {opset} (the model's); it was "
+        f"introduced in opset {min(versions)}"
+    )
 
 
 def name_loc(name: str) -> NameLoc:
