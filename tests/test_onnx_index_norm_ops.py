@@ -317,3 +317,60 @@ def test_rms_normalization_with_a_scale_of_another_type() -> None:
     want = ReferenceEvaluator(model).run(None, feeds)[0]
     # the reference normalizes in float16 before the float32 scale; afc in float32
     np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "rank, interleaved", [(4, 0), (4, 1), (3, 0), (3, 1)], ids=["bhsd", "bhsd-il", "3d", "3d-il"]
+)
+def test_rotary_embedding_exports_as_rotary_embedding(rank: int, interleaved: int) -> None:
+    """graph.rope (full-width cos/sin) is RotaryEmbedding-23 again: one call per half of
+    each feature pair; a symbolic sequence length stays symbolic."""
+    attrs = {"interleaved": interleaved} | ({"num_heads": 2} if rank == 3 else {})
+    node = helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"], **attrs)
+    x_shape = [1, 2, "S", 8] if rank == 4 else [1, "S", 16]
+    model = _model(
+        node,
+        [
+            _vi("x", F, x_shape),
+            _vi("cos", F, [16, 4]),
+            _vi("sin", F, [16, 4]),
+            _vi("pos", I64, [1, "S"]),
+        ],
+        [_vi("y", F, x_shape)],
+        23,
+    )
+    s = 5
+    angles = RNG.uniform(-3, 3, (16, 4))
+    feeds = {
+        "x": RNG.standard_normal([1, 2, s, 8] if rank == 4 else [1, s, 16]).astype(np.float32),
+        "cos": np.cos(angles).astype(np.float32),
+        "sin": np.sin(angles).astype(np.float32),
+        "pos": RNG.integers(0, 16, (1, s)).astype(np.int64),
+    }
+    exported = _exported_matches_ort(model, feeds)
+    assert [n.op_type for n in exported.graph.node].count("RotaryEmbedding") == 2
+    assert not exported.functions
+
+
+def test_constant_indexing_ops_fold_at_import() -> None:
+    """Known inputs fold with the interpreter's semantics: NonZero of an initializer
+    (a data-dependent dim) becomes a constant of its actual size, feeding a Gather."""
+    x = np.array([[0, 3], [5, 0], [0, 7]], np.float32)
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"]),
+        helper.make_node("Gather", ["d", "nz"], ["y"], axis=0),
+    ]
+    graph_ = helper.make_graph(
+        nodes,
+        "m",
+        [_vi("d", F, [3])],
+        [_vi("y", F, [2, 3])],
+        [onnx.numpy_helper.from_array(x, "x")],
+    )
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    module = import_onnx_model(default_context(), model, "m")
+    text = str(module)
+    assert "graph.non_zero" not in text and "graph.gather" in text
+    d = np.array([10, 20, 30], np.float32)
+    got = run_function(module, {"d": d})["y"]
+    np.testing.assert_array_equal(got, d[np.array(np.nonzero(x))])

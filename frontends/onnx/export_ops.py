@@ -953,6 +953,73 @@ def rope(e: Emitter) -> None:
     e.finish(0, y)
 
 
+def _rope_head_axis(e: Emitter) -> int | None:
+    """The axis (1 for [B, H, S, D], 2 for [B, S, H, D]) over which graph.rope's cos and
+    sin are the same for every head, if RotaryEmbedding-23 can take the op; else None."""
+    x = e.in_type(0).get_shape()
+    if e.opset < 23 or len(x) != 4 or x[3] == si.DYN:
+        return None
+    shapes = [[1] * (4 - e.rank(i)) + list(e.in_type(i).get_shape()) for i in (1, 2)]
+    if any(e.rank(i) > 4 for i in (1, 2)) or any(s[3] != x[3] for s in shapes):
+        return None
+    for axis in (1, 2):
+        # a [B, S, H, D] input becomes [B, S, H * D]: H must be known
+        if all(s[axis] == 1 for s in shapes) and (axis == 1 or x[2] != si.DYN):
+            return axis
+    return None
+
+
+def rope_native(e: Emitter) -> None:
+    """graph.rope as RotaryEmbedding-23 (caches [B, S, D/2]; a [B, S, H, D] input goes in as
+    [B, S, H * D] with num_heads). rope's cos/sin are full width, RotaryEmbedding applies
+    one half-width angle to both features of a pair: one call takes the angles of the
+    first features of the pairs and one those of the second; each supplies its half of y."""
+    axis = _rope_head_axis(e)
+    assert axis is not None
+    heads, d = e.in_type(0).get_shape()[2], e.in_type(0).get_shape()[3]
+    half, interleaved = d // 2, e.props.flag("interleaved")
+    x = e.inputs[0]
+    # the caches broadcast to the input, with one head: [B, 1, S, D] or [B, S, 1, D]
+    target = e.node(
+        "Concat",
+        [
+            e.node("Shape", [x], end=axis, elem=TensorProto.INT64),
+            e.ints([1], "one_head"),
+            e.node("Shape", [x], start=axis + 1, elem=TensorProto.INT64),
+        ],
+        axis=0,
+    )
+    attrs: dict[str, Any] = {"interleaved": int(interleaved)}
+    if axis == 2:
+        x = e.node("Reshape", [x, e.ints([0, 0, -1], "hidden")])
+        attrs["num_heads"] = heads
+    parts: list[list[str]] = [[], []]  # [cos, sin] of the first / second features
+    for t in e.inputs[1:3]:
+        full = e.node("Expand", [t, target])
+        full = e.node("Squeeze", [full, e.ints([axis], "head_axis")])  # [B, S, D]
+        if interleaved:
+            halves = [slice_last(e, full, 0, d, 2), slice_last(e, full, 1, d, 2)]
+        else:
+            halves = [slice_last(e, full, 0, half), slice_last(e, full, half, d)]
+        for k in (0, 1):
+            parts[k].append(halves[k])
+    ys = [e.node("RotaryEmbedding", [x, *parts[k]], **attrs) for k in (0, 1)]
+    # [..., D/2, 2] pairs (interleaved) or [..., 2, D/2] halves: take part k of call k
+    split = [0, 0, -1, half, 2] if interleaved else [0, 0, -1, 2, half]
+    grouped = [e.node("Reshape", [y, e.ints(split, "split")]) for y in ys]
+    on = -1 if interleaved else -2
+    kept = [
+        e.node(
+            "Slice",
+            [grouped[k], e.ints([k], "start"), e.ints([k + 1], "end"), e.ints([on], "axis")],
+        )
+        for k in (0, 1)
+    ]
+    both = e.node("Concat", kept, axis=on)
+    shape = e.ints([0, 0, heads if axis == 2 else -1, d], "shape")
+    e.nodes("Reshape", [both, shape], e.outputs)
+
+
 def swiglu(e: Emitter) -> None:
     # silu(gate) * up
     gate, up = e.up(e.inputs[0]), e.up(e.inputs[1])
@@ -1266,9 +1333,8 @@ CORE_TABLE: dict[type[Operation], Mapping] = {
     graph.GatherOp: Standard(emit_gather, "Gather"),
     graph.ExpandOp: Standard(emit_expand, "Expand (-1 dims as 1)"),
     graph.PadOp: Standard(emit_pad, "Pad"),
-    # named fused ops: functions, except flash_attention from opset 23 (Attention-23);
-    # RotaryEmbedding-23 takes position ids and half-width caches rather than rope's
-    # full cos/sin
+    # named fused ops: functions, except flash_attention and rope from opset 23
+    # (Attention-23, RotaryEmbedding-23)
     graph.FlashAttentionOp: Named(
         "FlashAttention",
         flash_attention,
@@ -1276,7 +1342,13 @@ CORE_TABLE: dict[type[Operation], Mapping] = {
         native=flash_attention_native,
         native_when=since(23),
     ),
-    graph.RopeOp: Named("Rope", rope, "ai.afc.Rope"),
+    graph.RopeOp: Named(
+        "Rope",
+        rope,
+        "RotaryEmbedding-23 for [B, H, S, D] inputs; else ai.afc.Rope",
+        native=rope_native,
+        native_when=lambda e: _rope_head_axis(e) is not None,
+    ),
     graph.SwigluOp: Named("SwiGLU", swiglu, "ai.afc.SwiGLU"),
     graph.FfnOp: Named("FFN", ffn, "ai.afc.FFN"),
     graph.AddLayerNormOp: Named("AddLayerNorm", add_layer_norm, "ai.afc.AddLayerNorm"),

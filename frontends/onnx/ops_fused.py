@@ -23,6 +23,7 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
+    Const,
     Converter,
     Node,
     OpVersions,
@@ -104,9 +105,6 @@ class _Attention:
             self.layout = "BNSD"
         self.q, self.k, self.v = q, k, v
 
-    def heads_axis(self) -> int:
-        return 2 if self.layout == "BSND" else 1
-
     def to_bnsd(self) -> None:
         if self.layout == "BSND":
             swap = {"perm": BNSD_SWAP}
@@ -116,24 +114,36 @@ class _Attention:
             self.layout = "BNSD"
 
 
-def _offset_mask(
-    node: Node, sq: int, total: int, offset: int, window: tuple[int, int] | None, causal: bool
-) -> Value:
+@dataclass(frozen=True)
+class _Frontier:
+    """Which keys each query may see besides the masks: sizes, causal, sliding window."""
+
+    sq: int
+    total: int
+    causal: bool
+    window: tuple[int, int] | None
+
+
+def _allowed(node: Node, allowed: np.ndarray) -> Const:
+    """A constant boolean mask of allowed keys."""
+    return Const(allowed, i1, f"{node.output_name(0)}_allowed_keys")
+
+
+def _offset_mask(node: Node, frontier: _Frontier, offset: int) -> Value:
     """Allowed keys [Sq, T] of query i at absolute position i + offset: j <= i + offset when
     causal; i + offset - left <= j <= i + offset + right for a sliding window."""
-    i = np.arange(sq).reshape(sq, 1)
-    j = np.arange(total).reshape(1, total)
-    diff = i + offset - j
+    sq, total = frontier.sq, frontier.total
+    diff = np.arange(sq).reshape(sq, 1) + offset - np.arange(total).reshape(1, total)
     allowed = np.ones((sq, total), np.bool_)
-    if causal:
+    if frontier.causal:
         allowed &= diff >= 0
-    if window is not None:
-        left, right = window
+    if frontier.window is not None:
+        left, right = frontier.window
         if left >= 0:
             allowed &= diff <= left
         if right >= 0:
             allowed &= -diff <= right
-    return node.const(allowed, i1)
+    return _allowed(node, allowed)
 
 
 def _batch_offset_mask(node: Node, nonpad: Value, frontier: _Frontier) -> Value:
@@ -164,16 +174,6 @@ def _batch_offset_mask(node: Node, nonpad: Value, frontier: _Frontier) -> Value:
     out = _and(node, masks)
     assert out is not None
     return out
-
-
-@dataclass(frozen=True)
-class _Frontier:
-    """Which keys each query may see besides the masks: sizes, causal, sliding window."""
-
-    sq: int
-    total: int
-    causal: bool
-    window: tuple[int, int] | None
 
 
 @register(CONVERTERS, "Attention")
@@ -252,27 +252,19 @@ def convert_attention(node: Node) -> list[Value | None]:
 
     allowed: list[Value] = []
     flash_causal = causal and nonpad is None and offset == 0 and window is None
-    if nonpad is not None:
-        if dtypes.type_name(nonpad.elt) != "i64":
-            raise node.error(f"nonpad_kv_seqlen must be int64, got {nonpad.elt}")
+    if nonpad is not None or (causal and not flash_causal) or window is not None:
         frontier = _Frontier(
             _static(node, sq, "the query length"),
             _static(node, total, "the key length"),
             causal,
             window,
         )
-        allowed.append(_batch_offset_mask(node, nonpad, frontier))
-    elif (causal and not flash_causal) or window is not None:
-        allowed.append(
-            _offset_mask(
-                node,
-                _static(node, sq, "the query length"),
-                _static(node, total, "the key length"),
-                offset,
-                window,
-                causal,
-            )
-        )
+        if nonpad is None:
+            allowed.append(_offset_mask(node, frontier, offset))
+        elif dtypes.type_name(nonpad.elt) != "i64":
+            raise node.error(f"nonpad_kv_seqlen must be int64, got {nonpad.elt}")
+        else:
+            allowed.append(_batch_offset_mask(node, nonpad, frontier))
 
     mask = node.opt_input(3)
     if mask is not None:
@@ -354,15 +346,9 @@ class _Scores:
             else:
                 s = node.emit1(graph.AddOp, [s, self.mask])
         if self.causal:
-            sq, total = s.shape[2], s.shape[3]
-            tril = _offset_mask(
-                node,
-                _static(node, sq, "the query length"),
-                _static(node, total, "the key length"),
-                0,
-                None,
-                True,
-            )
+            sq = _static(node, s.shape[2], "the query length")
+            total = _static(node, s.shape[3], "the key length")
+            tril = _offset_mask(node, _Frontier(sq, total, True, None), 0)
             s = node.emit1(graph.WhereOp, [tril, s, ninf])
         if mode == 2:
             return s
