@@ -25,6 +25,7 @@ Converters (ONNX op type -> function) live in `ops_math` and `ops_tensor`; each 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -429,21 +430,26 @@ def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter
     return add
 
 
+# the modules of converters; each has the tables CONVERTERS, VERSIONS and REFUSED_VERSIONS
+CONVERTER_MODULES = ("frontends.onnx.ops_math", "frontends.onnx.ops_tensor")
+
+
 def converters() -> dict[str, Converter]:
     """ONNX op type -> converter, for the default domain."""
-    from frontends.onnx import ops_math, ops_tensor
-
-    return {**ops_math.CONVERTERS, **ops_tensor.CONVERTERS}
+    table: dict[str, Converter] = {}
+    for module in map(importlib.import_module, CONVERTER_MODULES):
+        table.update(module.CONVERTERS)
+    return table
 
 
 def operator_versions() -> tuple[OpVersions, RefusedVersions]:
     """The versions each converter implements, and what the refused versions change."""
-    from frontends.onnx import ops_math, ops_tensor
-
-    return (
-        {**ops_math.VERSIONS, **ops_tensor.VERSIONS},
-        {**ops_math.REFUSED_VERSIONS, **ops_tensor.REFUSED_VERSIONS},
-    )
+    versions: OpVersions = {}
+    refused: RefusedVersions = {}
+    for module in map(importlib.import_module, CONVERTER_MODULES):
+        versions.update(module.VERSIONS)
+        refused.update(module.REFUSED_VERSIONS)
+    return versions, refused
 
 
 # --------------------------------------------------------------------------------------
