@@ -86,7 +86,6 @@ REFUSED: dict[str, str] = {
     # attributes and inputs of converted operators
     r"test_averagepool_2d_dilations": r"attribute dilations=\[2, 2\] is not supported",
     r"test_(averagepool|maxpool)_3d_.*": r"only 1-D and 2-D \(NCW, NCHW\) inputs are supported",
-    r"test_maxpool_2d_uint8": r"'graph\.max_pool2d': expects a floating-point operand",
     r"test_maxpool_with_argmax_.*": r"the Indices output is not supported",
     r"test_gathernd_example_int32_batch_dim1": r"attribute batch_dims=1 is not supported",
     r"test_pow_types_int(32|64)_.*": r"'graph\.pow': expects a floating-point operand",

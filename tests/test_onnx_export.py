@@ -652,6 +652,13 @@ def test_pool(name: str, x: str, props: str, r: str, elt: str) -> None:
     check(fn(f"%x: {xt}", f"  %r = graph.{name} %x {props} : {xt} -> {rt}", rt))
 
 
+@pytest.mark.parametrize("elt", ["ui8", "i8"])
+def test_integer_max_pool(elt: str) -> None:
+    _, x, props, r = POOLS[0]
+    xt, rt = f"tensor<{x}x{elt}>", f"tensor<{r}x{elt}>"
+    check(fn(f"%x: {xt}", f"  %r = graph.max_pool2d %x {props} : {xt} -> {rt}", rt))
+
+
 @pytest.mark.parametrize(
     ("x", "r"),
     [("tensor<2x3x5x4xf32>", "tensor<2x3x1x1xf32>"), ("tensor<?x3x7xf16>", "tensor<?x3x1xf16>")],

@@ -531,6 +531,21 @@ def test_ceil_mode_window_larger_than_input(op: str, shape: list[int], attrs: di
     check_against_ort(m, {"x": randn(*shape)})  # values and shapes
 
 
+@pytest.mark.parametrize(
+    ("elem", "dtype"), [(TensorProto.UINT8, np.uint8), (TensorProto.INT8, np.int8)]
+)
+def test_integer_max_pool(elem: int, dtype: type) -> None:
+    """MaxPool on 8-bit integers: padding (the type's lowest value) never wins the max."""
+    node = helper.make_node(
+        "MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1
+    )
+    m = make_model([node], [vi("x", elem, [1, 2, 5, 6])], [vi("y", elem, None)], opset=13)
+    info = np.iinfo(dtype)
+    x = RNG.integers(info.min, info.max, (1, 2, 5, 6), endpoint=True).astype(dtype)
+    x[0, 0] = info.min  # an all-lowest channel: the pad must not exceed it
+    check_against_ort(m, {"x": x})
+
+
 def test_floor_mode_window_larger_than_input_is_refused() -> None:
     node = helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[3, 3])
     m = make_model([node], [vi("x", F, [1, 1, 2, 2])], [vi("y", F, None)], opset=19)

@@ -847,10 +847,11 @@ class Pool2dOp(GraphOp, ABC):
 
 @irdl_op_definition
 class MaxPool2dOp(Pool2dOp):
-    """Max pooling (ONNX MaxPool); padding never wins the max."""
+    """Max pooling (ONNX MaxPool, also on integers); padding never wins the max."""
 
     name = "graph.max_pool2d"
     dilations = prop_def(DenseArrayBase)
+    FLOAT_ONLY: ClassVar[bool] = False
 
     @classmethod
     def window_dilations(cls, p: Props) -> tuple[int, ...]:

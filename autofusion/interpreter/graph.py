@@ -147,7 +147,7 @@ def pool2d(
     extra_w = max(0, need_w - (x.shape[3] + pads[1] + pads[3]))
     spec = ((0, 0), (0, 0), (pads[0], pads[2] + extra_h), (pads[1], pads[3] + extra_w))
     if kind == "max":
-        xp = np.pad(x, spec, constant_values=-np.inf)
+        xp = np.pad(x, spec, constant_values=_extreme(x, low=True))
         win = _window_view(xp, *kernel, *strides, *dilations)[:, :, :h_out, :w_out]
         return cast(Array, win.max(axis=(4, 5)))
     xp = np.pad(x, spec)

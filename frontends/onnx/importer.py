@@ -685,12 +685,11 @@ class Importer:
                 known = ", ".join(sorted(schema.attributes))
                 has = f"its attributes are {known}" if known else "it has no attributes"
                 raise node.error(f"attribute '{a.name}' is not in the spec ({has})")
-            want = int(spec.type.value)
-            if a.type and not a.ref_attr_name and a.type != want:
-                raise node.error(
-                    f"attribute '{a.name}' must be {onnx.AttributeProto.AttributeType.Name(want)}, "
-                    f"got {onnx.AttributeProto.AttributeType.Name(a.type)}"
-                )
+            # str(AttrType.INT) is "AttrType.INT" (the stubs lack the enum's .name)
+            want = str(spec.type).rsplit(".", 1)[-1]
+            got = onnx.AttributeProto.AttributeType.Name(a.type)
+            if a.type and not a.ref_attr_name and got != want:
+                raise node.error(f"attribute '{a.name}' must be {want}, got {got}")
         for name, spec in schema.attributes.items():
             if spec.required and all(a.name != name for a in node.proto.attribute):
                 raise node.error(f"required attribute '{name}' is missing")

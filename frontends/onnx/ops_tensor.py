@@ -161,7 +161,10 @@ def convert_constant_of_shape(node: Node) -> list[Value]:
 
 
 # Range-27's stash_type: the numpy type float16/bfloat16 ranges are computed in
-RANGE_STASH = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.DOUBLE: np.float64}
+RANGE_STASH: dict[int, type[np.floating]] = {
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.DOUBLE: np.float64,
+}
 
 
 @register(CONVERTERS, "Range")
