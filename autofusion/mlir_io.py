@@ -16,7 +16,13 @@ from xdsl.ir import Dialect, Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException
 
-from autofusion.diagnostics import LineIndex, LocatedVerifyError, UserError
+from autofusion.diagnostics import (
+    LineIndex,
+    LocatedVerifyError,
+    UserError,
+    op_location,
+    record_positions,
+)
 
 
 def _upstream_dialects() -> dict[str, Callable[[], Dialect]]:
@@ -113,13 +119,14 @@ def _decode(data: str | bytes, name: str) -> str:
         raise UserError(f"input is not UTF-8 text (bad byte at offset {e.start})", name) from e
 
 
-def verify_located(
-    module: Operation, offsets: dict[Operation, int], index: LineIndex | None
-) -> None:
-    """Verify `module`; on failure, raise an error located at the first failing op."""
+def verify_located(module: Operation) -> None:
+    """Verify `module`; on failure, raise an error located at the first failing op (where
+    it, or the op enclosing it, was parsed)."""
     try:
         module.verify()
         return
+    except LocatedVerifyError:
+        raise
     except DiagnosticException as whole:
         failure: Exception = whole
     for op in module.walk():
@@ -128,10 +135,7 @@ def verify_located(
         except (DiagnosticException, ValueError) as e:
             message = str(e).split("\n", 1)[0].strip()
             message = message.removeprefix("Operation does not verify: ")
-            where = None
-            if index is not None and op in offsets:
-                where = index.location(offsets[op])
-            raise LocatedVerifyError(message, where) from e
+            raise LocatedVerifyError(message, op_location(op)) from e
     raise LocatedVerifyError(str(failure).split("\n", 1)[0], None)
 
 
@@ -145,7 +149,8 @@ def parse_module(
     text = _decode(data, name)
     parser = LocatingParser(ctx, text, name)
     module = parser.parse_module()
-    verify_located(module, parser.op_offsets, LineIndex(text, name, line_offset))
+    record_positions(parser.op_offsets, LineIndex(text, name, line_offset))
+    verify_located(module)
     return module
 
 

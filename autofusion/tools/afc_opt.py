@@ -76,6 +76,28 @@ class AfcOptMain(xDSLOptMain):
 
     _chunk_line_offset = 0
 
+    def run(self) -> None:
+        if self.args.verify_diagnostics:
+            from autofusion.tools.expected_diagnostics import check_expected_errors
+
+            check_expected_errors(self)
+        else:
+            super().run()
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        from xdsl.utils.exceptions import VerifyException
+
+        from autofusion.diagnostics import LocatedVerifyError
+        from autofusion.mlir_io import verify_located
+
+        try:
+            super().apply_passes(prog)
+        except VerifyException as e:
+            if isinstance(e, LocatedVerifyError):
+                raise
+            verify_located(prog)  # a pass left invalid IR: name the op and where it was
+            raise
+
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
@@ -89,6 +111,10 @@ class AfcOptMain(xDSLOptMain):
             dest="passes",
             type=_pass_pipeline,
             help="MLIR-style pipeline, e.g. 'builtin.module(graph-fusion,ub-fusion)'",
+        )
+        arg_parser._option_string_actions["--verify-diagnostics"].help = (
+            "check the errors against the input's `expected-error {{...}}` annotations "
+            "(see autofusion/tools/expected_diagnostics.py); exit 1 on any mismatch"
         )
         # errors are one line: drop the usage banner argparse prints before them
         arg_parser.print_usage = lambda file=None: None  # type: ignore[method-assign]
