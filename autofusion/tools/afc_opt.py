@@ -14,6 +14,7 @@ from typing import IO
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+import autofusion
 from autofusion.diagnostics import UserError, run_tool
 from autofusion.tools.atomic_output import atomic_file, split_output_flag
 from autofusion.tools.pipeline_spec import mlir_pipeline_to_xdsl, quote_bare_values
@@ -30,7 +31,7 @@ def _pass_pipeline(spec: str) -> str:
 class AfcOptMain(xDSLOptMain):
     """The afc-opt driver; it only registers afc's constructs on top of xDSL's."""
 
-    version_format = "afc-opt 0.1.0 (xdsl {xdsl_version})"
+    version_format = f"afc-opt {autofusion.__version__} (xdsl {{xdsl_version}})"
 
     def register_all_dialects(self) -> None:
         from autofusion.dialects import get_all_dialects
@@ -135,15 +136,21 @@ def _quote_specs(args: list[str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run_opt(driver: type[AfcOptMain], tool: str, argv: Sequence[str] | None = None) -> int:
+    """Run `driver` (AfcOptMain or a subclass) as the command `tool`: one-line errors, exit
+    codes and an output file written whole or not at all, as afc-opt does."""
     args = _quote_specs(list(sys.argv[1:] if argv is None else argv))
 
     def body() -> None:
         rest, output = split_output_flag(args)
         if output is None or output == "-":
-            AfcOptMain(args=rest).run()
+            driver(args=rest).run()
             return
         with atomic_file(output) as tmp:
-            AfcOptMain(args=[*rest, "-o", str(tmp)]).run()
+            driver(args=[*rest, "-o", str(tmp)]).run()
 
-    return run_tool("afc-opt", body)
+    return run_tool(tool, body)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_opt(AfcOptMain, "afc-opt", argv)
