@@ -13,6 +13,7 @@ import sys
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 from xdsl.utils.exceptions import (
@@ -179,24 +180,39 @@ def one_line(exc: BaseException) -> str:
     return _first_line(str(exc)) or type(exc).__name__
 
 
+def _raised_by_afc(tb: TracebackType | None) -> bool:
+    """Whether the innermost frame of a traceback is afc's code (a verifier of its ops)."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is not None and last.tb_frame.f_code.co_filename.startswith(package)
+
+
 def report_uncaught_user_errors() -> None:
-    """Print an uncaught UserError as one `file:line:col: error: message` line.
+    """Print an uncaught afc error as one `file:line:col: error: message` line.
 
     For drivers afc does not own, such as the stock `xdsl-opt` loading afc through the
     `xdsl.universe` entry point: they let exceptions escape, and Python would print a
-    traceback. This chains onto sys.excepthook, Python's hook for exactly that; any other
+    traceback. This chains onto sys.excepthook, Python's hook for exactly that. It takes
+    UserErrors and the diagnostics afc's code raises (its ops' verifiers); any other
     exception goes to the previous hook. AFC_TRACEBACK=1 keeps the traceback.
     """
     previous = sys.excepthook
     if getattr(previous, "afc_user_errors", False):
         return
 
-    def hook(kind: type[BaseException], exc: BaseException, tb: object) -> None:
-        if isinstance(exc, UserError) and not os.environ.get("AFC_TRACEBACK"):
+    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        ours = isinstance(exc, UserError) or (
+            isinstance(exc, DiagnosticException) and _raised_by_afc(tb)
+        )
+        if ours and not os.environ.get("AFC_TRACEBACK"):
             tool = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "afc"
-            print(f"{exc.location or tool}: error: {exc.message}", file=sys.stderr)
+            loc, message = locate(exc)
+            message = message.removeprefix("Operation does not verify: ")
+            print(f"{loc or tool}: error: {message}", file=sys.stderr)
         else:
-            previous(kind, exc, tb)  # type: ignore[arg-type]
+            previous(kind, exc, tb)
 
     hook.afc_user_errors = True  # type: ignore[attr-defined]
     sys.excepthook = hook
