@@ -23,7 +23,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 lit: $(STAMP)
-	$(BIN)/lit -sv --order=smart tests/filecheck
+	$(BIN)/lit -sv --order=smart tests/filecheck examples/embedding/tests
 
 pytest: $(STAMP)
 	$(BIN)/pytest -n 2

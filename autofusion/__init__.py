@@ -1,1 +1,102 @@
-"""afc: an operator auto-fusion compiler for Huawei Ascend NPUs, built on xDSL."""
+"""afc: an operator auto-fusion compiler for Huawei Ascend NPUs, built on xDSL.
+
+The names below are afc's embedding API (docs/embedding.md); everything else is internal.
+They load on first use, so `import autofusion` stays as cheap as an empty package.
+"""
+
+TYPE_CHECKING = False  # not typing's: importing typing would double the cost of this import
+
+# public name -> module that defines it
+_API: dict[str, str] = {
+    # contexts, parsing and printing
+    "default_context": "autofusion.mlir_io",
+    "parse_module": "autofusion.mlir_io",
+    "module_to_text": "autofusion.mlir_io",
+    # registries: dialects, passes and targets by name, and the xdsl.universe entry
+    "get_all_dialects": "autofusion.dialects",
+    "get_all_passes": "autofusion.passes",
+    "get_all_targets": "autofusion.codegen",
+    "AFC_UNIVERSE": "autofusion.universe",
+    # the dialects
+    "Graph": "autofusion.dialects.graph",
+    "Buffer": "autofusion.dialects.buffer",
+    # the passes
+    "GraphFusionPass": "autofusion.passes.graph_fusion",
+    "SplitFusionPass": "autofusion.passes.split_fusion",
+    "UbFusionPass": "autofusion.passes.ub_fusion",
+    "LowerToBufferPass": "autofusion.passes.lower_to_buffer",
+    # the afc-opt driver, to subclass, and the command-line wrapper that runs it
+    "AfcOptMain": "autofusion.tools.afc_opt",
+    "run_opt": "autofusion.tools.afc_opt",
+    # errors
+    "UserError": "autofusion.diagnostics",
+    "SourceLocation": "autofusion.diagnostics",
+    "op_location": "autofusion.diagnostics",
+}
+
+__all__ = [
+    "AFC_UNIVERSE",
+    "AfcOptMain",
+    "Buffer",
+    "Graph",
+    "GraphFusionPass",
+    "LowerToBufferPass",
+    "SourceLocation",
+    "SplitFusionPass",
+    "UbFusionPass",
+    "UserError",
+    "__version__",
+    "default_context",
+    "get_all_dialects",
+    "get_all_passes",
+    "get_all_targets",
+    "module_to_text",
+    "op_location",
+    "parse_module",
+    "run_opt",
+]
+
+if TYPE_CHECKING:
+    from autofusion.codegen import get_all_targets
+    from autofusion.diagnostics import SourceLocation, UserError, op_location
+    from autofusion.dialects import get_all_dialects
+    from autofusion.dialects.buffer import Buffer
+    from autofusion.dialects.graph import Graph
+    from autofusion.mlir_io import default_context, module_to_text, parse_module
+    from autofusion.passes import get_all_passes
+    from autofusion.passes.graph_fusion import GraphFusionPass
+    from autofusion.passes.lower_to_buffer import LowerToBufferPass
+    from autofusion.passes.split_fusion import SplitFusionPass
+    from autofusion.passes.ub_fusion import UbFusionPass
+    from autofusion.tools.afc_opt import AfcOptMain, run_opt
+    from autofusion.universe import AFC_UNIVERSE
+
+    __version__: str
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's), or "0+unknown" when the
+    package runs from a checkout that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("afc")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":
+        value: object = _version()
+    elif name in _API:
+        import importlib
+
+        value = getattr(importlib.import_module(_API[name]), name)
+    else:
+        raise AttributeError(f"module 'autofusion' has no attribute {name!r}")
+    globals()[name] = value  # later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -10,8 +10,11 @@ import bisect
 import os
 import re
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
@@ -20,6 +23,9 @@ from xdsl.utils.exceptions import (
     ParseError,
     VerifyException,
 )
+
+if TYPE_CHECKING:
+    from xdsl.ir import Operation
 
 
 @dataclass
@@ -32,13 +38,24 @@ class SourceLocation:
         return f"{self.file}:{self.line}:{self.col}"
 
 
-class UserError(Exception):
-    """An error in what the user gave us (input file, option, config), with a location."""
+class UserError(DiagnosticException):
+    """An error in what the user gave us (input file, option, config, IR), with a location.
 
-    def __init__(self, message: str, location: SourceLocation | str | None = None) -> None:
+    `location` may be the op the error is about: it is then located where that op (or the
+    nearest op enclosing it) was parsed. Being a DiagnosticException, it is what
+    `--verify-diagnostics` checks, in afc-opt and in the stock xdsl-opt.
+    """
+
+    def __init__(
+        self, message: str, location: SourceLocation | str | Operation | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
-        self.location = location
+        self.location = (
+            location
+            if location is None or isinstance(location, SourceLocation | str)
+            else op_location(location)
+        )
 
     def __str__(self) -> str:
         if self.location is None:
@@ -68,6 +85,35 @@ class LineIndex:
         return SourceLocation(
             self.name, line + 1 + self.line_offset, offset - self._starts[line] + 1
         )
+
+
+# Where each parsed op starts, kept beside the IR (xDSL 0.74 ops only carry the locations the
+# text spells out with `loc(...)`, and afc's reports print those): (index, offset) pairs,
+# resolved to line and column only when an error asks.
+_parsed_at: weakref.WeakKeyDictionary[Operation, tuple[LineIndex, int]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def record_positions(offsets: dict[Operation, int], index: LineIndex) -> None:
+    """Remember where the parser found each op, for errors raised about it later."""
+    for op, offset in offsets.items():
+        _parsed_at[op] = (index, offset)
+
+
+def op_location(op: Operation) -> SourceLocation | None:
+    """Where `op` is: its `loc("file":line:col)`, else where it was parsed; else where the
+    nearest enclosing op is (ops a pass created sit inside ops the user wrote); else None."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    current: Operation | None = op
+    while current is not None:
+        if isinstance(loc := current.location, FileLineColLoc):  # an explicit `loc(...)`
+            return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+        if (found := _parsed_at.get(current)) is not None:
+            return found[0].location(found[1])
+        current = current.parent_op()
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -132,6 +178,44 @@ def one_line(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")
     return _first_line(str(exc)) or type(exc).__name__
+
+
+def _raised_by_afc(tb: TracebackType | None) -> bool:
+    """Whether the innermost frame of a traceback is afc's code (a verifier of its ops)."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    last = None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    return last is not None and last.tb_frame.f_code.co_filename.startswith(package)
+
+
+def report_uncaught_user_errors() -> None:
+    """Print an uncaught afc error as one `file:line:col: error: message` line.
+
+    For drivers afc does not own, such as the stock `xdsl-opt` loading afc through the
+    `xdsl.universe` entry point: they let exceptions escape, and Python would print a
+    traceback. This chains onto sys.excepthook, Python's hook for exactly that. It takes
+    UserErrors and the diagnostics afc's code raises (its ops' verifiers); any other
+    exception goes to the previous hook. AFC_TRACEBACK=1 keeps the traceback.
+    """
+    previous = sys.excepthook
+    if getattr(previous, "afc_user_errors", False):
+        return
+
+    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        ours = isinstance(exc, UserError) or (
+            isinstance(exc, DiagnosticException) and _raised_by_afc(tb)
+        )
+        if ours and not os.environ.get("AFC_TRACEBACK"):
+            tool = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "afc"
+            loc, message = locate(exc)
+            message = message.removeprefix("Operation does not verify: ")
+            print(f"{loc or tool}: error: {message}", file=sys.stderr)
+        else:
+            previous(kind, exc, tb)
+
+    hook.afc_user_errors = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
 
 
 def run_tool(tool: str, body: Callable[[], int | None]) -> int:

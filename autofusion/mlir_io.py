@@ -16,7 +16,13 @@ from xdsl.ir import Dialect, Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException
 
-from autofusion.diagnostics import LineIndex, LocatedVerifyError, UserError
+from autofusion.diagnostics import (
+    LineIndex,
+    LocatedVerifyError,
+    UserError,
+    op_location,
+    record_positions,
+)
 from autofusion.dialects.shape_inference import INT64_MAX
 
 
@@ -122,13 +128,14 @@ def _decode(data: str | bytes, name: str) -> str:
         raise UserError(f"input is not UTF-8 text (bad byte at offset {e.start})", name) from e
 
 
-def verify_located(
-    module: Operation, offsets: dict[Operation, int], index: LineIndex | None
-) -> None:
-    """Verify `module`; on failure, raise an error located at the first failing op."""
+def verify_located(module: Operation) -> None:
+    """Verify `module`; on failure, raise an error located at the first failing op (where
+    it, or the op enclosing it, was parsed)."""
     try:
         module.verify()
         return
+    except LocatedVerifyError:
+        raise
     except DiagnosticException as whole:
         failure: Exception = whole
     for op in module.walk():
@@ -137,10 +144,7 @@ def verify_located(
         except (DiagnosticException, ValueError) as e:
             message = str(e).split("\n", 1)[0].strip()
             message = message.removeprefix("Operation does not verify: ")
-            where = None
-            if index is not None and op in offsets:
-                where = index.location(offsets[op])
-            raise LocatedVerifyError(message, where) from e
+            raise LocatedVerifyError(message, op_location(op)) from e
     raise LocatedVerifyError(str(failure).split("\n", 1)[0], None)
 
 
@@ -170,7 +174,8 @@ def parse_module(
             f"found a top-level {stray.name} here",
             index.location(parser.op_offsets[stray]),
         )
-    verify_located(module, parser.op_offsets, index)
+    record_positions(parser.op_offsets, index)
+    verify_located(module)
     return module
 
 

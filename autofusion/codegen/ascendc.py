@@ -241,11 +241,14 @@ class KernelPrinter(ScalarPrinter):
                 if bf16 and not self.chip.bf16:
                     raise UserError(
                         f"kernel @{self.kernel_name}: {_where(op)} uses bf16, which "
-                        f"{self.chip.name} does not have"
+                        f"{self.chip.name} does not have",
+                        op,
                     )
         for op in k.walk():
             if isinstance(op, buffer.WorkspaceOp) and op.parent is not k.body.block:
-                raise UserError(f"{_where(op)}: a workspace is declared at the kernel's top level")
+                raise UserError(
+                    f"{_where(op)}: a workspace is declared at the kernel's top level", op
+                )
         self._check_masks()
         self._check_co2_buffers()
 
@@ -263,7 +266,8 @@ class KernelPrinter(ScalarPrinter):
                     continue
                 raise UserError(
                     f"{_where(op)} reads a buffer.vcompare mask: Ascend C's Compare "
-                    "writes a bitmask that only Select can read"
+                    "writes a bitmask that only Select can read",
+                    op,
                 )
 
     def _check_co2_buffers(self) -> None:
@@ -291,7 +295,8 @@ class KernelPrinter(ScalarPrinter):
                     continue
                 raise UserError(
                     f"{_where(op)} uses a UB buffer an l0c -> ub copy fills: CO1 -> CO2 leaves "
-                    "Nz fractals there, which only a ub -> ub copy can read (as rows)"
+                    "Nz fractals there, which only a ub -> ub copy can read (as rows)",
+                    op,
                 )
 
     def _record_layouts(self) -> None:
@@ -317,7 +322,8 @@ class KernelPrinter(ScalarPrinter):
             if isinstance(op, buffer.AllocQueueOp | buffer.AllocBufOp) and op.parent is not entry:
                 raise UserError(
                     f"{_where(op)}: buffers are allocated once, at the kernel's top level "
-                    "(TPipe::InitBuffer in Init)"
+                    "(TPipe::InitBuffer in Init)",
+                    op,
                 )
         init: set[Operation] = set(allocs)
         work: list[Operation] = list(allocs)
@@ -329,7 +335,8 @@ class KernelPrinter(ScalarPrinter):
                 if not (self.is_pure_expression(owner) or isinstance(owner, arith.ConstantOp)):
                     raise UserError(
                         f"{_where(owner)}: a buffer size depends on it, but only index "
-                        "arithmetic can run in Init"
+                        "arithmetic can run in Init",
+                        owner,
                     )
                 init.add(owner)
                 work.append(owner)
@@ -427,7 +434,7 @@ class KernelPrinter(ScalarPrinter):
 
     def _position(self, op: Operation, position: str) -> str:
         if position not in self.api.positions:
-            raise UserError(f"{_where(op)}: position {position} has no Ascend C TPosition")
+            raise UserError(f"{_where(op)}: position {position} has no Ascend C TPosition", op)
         return self.api.positions[position]
 
     # ---- expressions -----------------------------------------------------------------------
@@ -595,14 +602,14 @@ class KernelPrinter(ScalarPrinter):
         if handler is not None:
             getattr(self, handler)(op)
         elif isinstance(op, func.ReturnOp | buffer.LaunchOp | buffer.DimOp | buffer.KernelOp):
-            raise UserError(f"{_where(op)} cannot appear inside a buffer.kernel")
+            raise UserError(f"{_where(op)} cannot appear inside a buffer.kernel", op)
         else:
             try:
                 super().statement(op)
             except UserError as e:
                 if e.message.startswith(op.name):
                     raise UserError(
-                        f"{_where(op)}: afc's Ascend C printer has no translation for this op"
+                        f"{_where(op)}: afc's Ascend C printer has no translation for this op", op
                     ) from e
                 raise
 
@@ -667,7 +674,8 @@ class KernelPrinter(ScalarPrinter):
             f"{_where(op)}: LoadData3DV2 expands an NC1HWC0 feature map with taps ordered "
             "(c1, kh, kw, c0) into a pixel-major matrix; this im2col of an NCHW map with "
             "(c, kh, kw) taps as the [taps x pixels] right operand has no LoadData3DV2 form "
-            "(the conv template gathers X_col with the vector unit instead)"
+            "(the conv template gathers X_col with the vector unit instead)",
+            op,
         )
 
     def emit_alloc_queue(self, op: buffer.AllocQueueOp) -> None:
@@ -718,14 +726,16 @@ class KernelPrinter(ScalarPrinter):
         if len(names) != 1:
             raise UserError(
                 f"{_where(op)}: {api_name} needs operands of one element type, got "
-                f"{', '.join(sorted(names))}"
+                f"{', '.join(sorted(names))}",
+                op,
             )
         (name,) = names
         allowed = VECTOR_TYPES.get(api_name)
         if allowed is not None and name not in allowed:
             raise UserError(
                 f"{_where(op)}: {api_name} does not take {name} (it takes "
-                f"{', '.join(sorted(allowed))}; ascend.md 2.8)"
+                f"{', '.join(sorted(allowed))}; ascend.md 2.8)",
+                op,
             )
         return name
 
@@ -766,7 +776,8 @@ class KernelPrinter(ScalarPrinter):
         if allowed is None or mode not in allowed:
             raise UserError(
                 f"{_where(op)}: Cast from {src} to {dst} with round mode {mode!r} is not an "
-                "Ascend C Cast on A2 (ascend.md 2.8)"
+                "Ascend C Cast on A2 (ascend.md 2.8)",
+                op,
             )
         self.line(
             op,
@@ -784,7 +795,9 @@ class KernelPrinter(ScalarPrinter):
     def emit_vcompare(self, op: buffer.VCompareOp) -> None:
         self._require_types(op, "Compare", [op.lhs, op.rhs])
         if _type_name(_element(op.dst)) not in ("i1", "i8"):
-            raise UserError(f"{_where(op)}: Compare writes its mask into a u8/i8 (or i1) buffer")
+            raise UserError(
+                f"{_where(op)}: Compare writes its mask into a u8/i8 (or i1) buffer", op
+            )
         args = ", ".join(self.e(v) for v in (op.dst, op.lhs, op.rhs))
         self.line(
             op,
@@ -797,7 +810,8 @@ class KernelPrinter(ScalarPrinter):
         if self.chip.arch == 1001:
             raise UserError(
                 f"{_where(op)}: {self.chip.name} has only Select mode VSEL_CMPMASK_SPR "
-                "(ascend.md 2.8); tensor-tensor Select needs A2"
+                "(ascend.md 2.8); tensor-tensor Select needs A2",
+                op,
             )
         args = ", ".join(self.e(v) for v in (op.dst, op.mask, op.lhs, op.rhs))
         self.line(
@@ -810,7 +824,9 @@ class KernelPrinter(ScalarPrinter):
         `LocalTensor<uint32_t>` (asc-devkit Gather.md), the same bits."""
         self._require_types(op, self.api.gather, [op.dst, op.src])
         if _type_name(_element(op.offsets)) != "i32":
-            raise UserError(f"{_where(op)}: Gather takes its byte offsets as uint32_t (i32 here)")
+            raise UserError(
+                f"{_where(op)}: Gather takes its byte offsets as uint32_t (i32 here)", op
+            )
         offsets = f"{self.expr(op.offsets).at(100)}.{self.api.reinterpret_cast}<uint32_t>()"
         self.line(
             op,
@@ -844,11 +860,12 @@ class KernelPrinter(ScalarPrinter):
     def _emit_copy(self, op: buffer.CopyOp) -> None:
         path = op.path
         if op.relu is not None and path != ("l0c", "gm"):
-            raise UserError(f"{_where(op)}: relu on the fly exists only on l0c -> gm")
+            raise UserError(f"{_where(op)}: relu on the fly exists only on l0c -> gm", op)
         if path != ("l0c", "gm") and _element(op.source) != _element(op.dest):
             raise UserError(
                 f"{_where(op)}: copies {_type_name(_element(op.source))} into "
-                f"{_type_name(_element(op.dest))}; DataCopy moves bytes unchanged"
+                f"{_type_name(_element(op.dest))}; DataCopy moves bytes unchanged",
+                op,
             )
         if path in (("gm", "ub"), ("ub", "gm")):
             self._copy_gm_ub(op)
@@ -869,7 +886,7 @@ class KernelPrinter(ScalarPrinter):
             self._fixpipe(op)
         else:
             raise UserError(
-                f"{_where(op)}: afc's Ascend C printer has no copy {path[0]} -> {path[1]}"
+                f"{_where(op)}: afc's Ascend C printer has no copy {path[0]} -> {path[1]}", op
             )
 
     def _aligned(self, value: SSAValue, width: int) -> bool:
@@ -984,7 +1001,8 @@ class KernelPrinter(ScalarPrinter):
         if elt not in VECTOR_TYPES[muls]:
             raise UserError(
                 f"{_where(op)}: a UB copy of {elt} that is not a 32-byte multiple has no "
-                "Ascend C form (DataCopy truncates, Muls does not take the type)"
+                "Ascend C form (DataCopy truncates, Muls does not take the type)",
+                op,
             )
         unit = (
             float_literal(1.0, _element(op.dest)).text
@@ -1004,7 +1022,8 @@ class KernelPrinter(ScalarPrinter):
         if any(self.facts.exact(o) != 0 for o in offsets):
             raise UserError(
                 f"{_where(op)}: the {what} must be a whole L1/L0 buffer, not a view into one "
-                "(fractal layouts have no element offsets)"
+                "(fractal layouts have no element offsets)",
+                op,
             )
         return root_of(value)
 
@@ -1032,7 +1051,8 @@ class KernelPrinter(ScalarPrinter):
             return self.expr(value)
         raise UserError(
             f"{_where(op)}: the {what} of its fractal matrix is computed in another stage; "
-            "pass it as a tiling scalar"
+            "pass it as a tiling scalar",
+            op,
         )
 
     def _fractals(self, op: Operation, rows: SSAValue, rows_of_16: bool = False) -> str:
@@ -1058,7 +1078,8 @@ class KernelPrinter(ScalarPrinter):
         if key not in self.nz:
             raise UserError(
                 f"{_where(op)}: the {what} was not written by a copy or mmad in this kernel, "
-                "so its fractal layout is unknown"
+                "so its fractal layout is unknown",
+                op,
             )
         return self.nz[key]
 
@@ -1100,7 +1121,8 @@ class KernelPrinter(ScalarPrinter):
         if not self._aligned(op.src_stride, w):
             raise UserError(
                 f"{_where(op)}: the UB row stride is not a multiple of 32 bytes, so its "
-                "C0-column strips have no DataCopy form"
+                "C0-column strips have no DataCopy form",
+                op,
             )
         rows = self.expr(op.blocks)
         strip = self.namer.fresh("strip")
@@ -1143,15 +1165,17 @@ class KernelPrinter(ScalarPrinter):
         if not (self._same(op.src_stride, n_c) and self._same(op.length, n_c)):
             raise UserError(
                 f"{_where(op)}: CO1 -> CO2 moves whole fractals: the copy must take whole rows "
-                "of the mmad's result (length and row stride its n)"
+                "of the mmad's result (length and row stride its n)",
+                op,
             )
         if _type_name(_element(op.source)) != "f32":
-            raise UserError(f"{_where(op)}: afc prints CO1 -> CO2 of the f32 accumulator only")
+            raise UserError(f"{_where(op)}: afc prints CO1 -> CO2 of the f32 accumulator only", op)
         offsets = view_offset(op.dest)
         if any(self.facts.exact(o) != 0 for o in offsets):
             raise UserError(
                 f"{_where(op)}: CO1 -> CO2 writes a whole UB buffer (its Nz fractals), not a "
-                "view into one"
+                "view into one",
+                op,
             )
         dst = root_of(op.dest)
         self.nz_ub[self._layout_key(dst)] = (op.blocks, op.length)
@@ -1196,20 +1220,24 @@ class KernelPrinter(ScalarPrinter):
         (blocks of 32 bytes; the destination's row stride a 32-byte multiple)."""
         key = self._layout_key(root_of(op.source))
         if key not in self.nz_ub:
-            raise UserError(f"{_where(op)}: reads the CO1 -> CO2 fractals before they are copied")
+            raise UserError(
+                f"{_where(op)}: reads the CO1 -> CO2 fractals before they are copied", op
+            )
         rows, cols = self.nz_ub[key]
         if not (self._same(op.blocks, rows) and self._same(op.length, cols)):
             raise UserError(
                 f"{_where(op)}: reads other rows or columns of the Nz fractals than CO1 -> CO2 "
-                "copied there"
+                "copied there",
+                op,
             )
         if any(self.facts.exact(o) != 0 for o in view_offset(op.source)):
-            raise UserError(f"{_where(op)}: reads the Nz fractals at a view offset")
+            raise UserError(f"{_where(op)}: reads the Nz fractals at a view offset", op)
         w = _width(op.dest)
         if not self._aligned(op.dst_stride, w):
             raise UserError(
                 f"{_where(op)}: the destination's row stride is not a multiple of 32 bytes, so "
-                "the Nz -> ND reorder has no DataCopy form"
+                "the Nz -> ND reorder has no DataCopy form",
+                op,
             )
         src = root_of(op.source)
         j = self.namer.fresh("j")
@@ -1251,7 +1279,8 @@ class KernelPrinter(ScalarPrinter):
         if not self._same(op.src_stride, stride_l1):
             raise UserError(
                 f"{_where(op)}: reads L1 with a row stride other than the one it was "
-                "written with, which a fractal layout cannot express"
+                "written with, which a fractal layout cannot express",
+                op,
             )
         dst = self._whole(op, op.dest, "destination")
         w = _width(op.dest)
@@ -1263,14 +1292,16 @@ class KernelPrinter(ScalarPrinter):
         if not self.facts.multiple_of(stride_l1, c0):
             raise UserError(
                 f"{_where(op)}: the L1 row stride is not a multiple of {c0} elements (one "
-                "fractal column), so the matrix has no Nz layout there"
+                "fractal column), so the matrix has no Nz layout there",
+                op,
             )
         if view_offset(op.source) and not all(
             self.facts.multiple_of(o, c0) for o in view_offset(op.source)
         ):
             raise UserError(
                 f"{_where(op)}: reads L1 at a view offset that is not a multiple of {c0} "
-                "elements; fractal reads start at multiples of 16 rows and one fractal column"
+                "elements; fractal reads start at multiples of 16 rows and one fractal column",
+                op,
             )
         if fractal_transpose and elt == "f32":
             if to_b:
@@ -1278,12 +1309,14 @@ class KernelPrinter(ScalarPrinter):
                 return
             raise UserError(
                 f"{_where(op)}: a transposed float A operand needs LoadData3DV2's enTranspose "
-                "and Mmad's kDirectionAlign, which afc does not print (load A untransposed)"
+                "and Mmad's kDirectionAlign, which afc does not print (load A untransposed)",
+                op,
             )
         if fractal_transpose and elt not in ("f16", "bf16"):
             raise UserError(
                 f"{_where(op)}: this load transposes each fractal, which afc prints for "
-                "half, bfloat16_t and float only (asc-devkit Load2D.md, LoadDataWithTranspose.md)"
+                "half, bfloat16_t and float only (asc-devkit Load2D.md, LoadDataWithTranspose.md)",
+                op,
             )
         m1_src = self.namer.fresh("srcFractalRows")
         self.line(op, f"int64_t {m1_src} = {self._fractals(op, rows_l1)};")
@@ -1381,7 +1414,8 @@ class KernelPrinter(ScalarPrinter):
         ):
             raise UserError(
                 f"{_where(op)}: Mmad of {ta} x {tb} -> {tc} is not a cube type pair on A2 "
-                "(half/bf16/float -> float, int8 -> int32; ascend.md 2.10)"
+                "(half/bf16/float -> float, int8 -> int32; ascend.md 2.10)",
+                op,
             )
         self.nz[self._layout_key(c)] = (_nz_rows(op.m), op.n)
         p = self.namer.fresh("mmadParams")
@@ -1419,10 +1453,12 @@ class KernelPrinter(ScalarPrinter):
         src = self._whole(op, op.source, "source")
         rows, stride = self._layout(op, src, "L0C source")
         if not self._same(op.src_stride, stride):
-            raise UserError(f"{_where(op)}: reads L0C with a row stride other than the mmad's n")
+            raise UserError(
+                f"{_where(op)}: reads L0C with a row stride other than the mmad's n", op
+            )
         out = _type_name(_element(op.dest))
         if _type_name(_element(op.source)) != "f32" or out not in self.api.fixpipe_quant:
-            raise UserError(f"{_where(op)}: Fixpipe converts f32 from L0C to f32, f16 or bf16")
+            raise UserError(f"{_where(op)}: Fixpipe converts f32 from L0C to f32, f16 or bf16", op)
         p = self.namer.fresh("fixpipeParams")
         self.line(op, f"{self.api.fixpipe_params} {p};")
         self.line(op, f"{p}.nSize = {self.e(op.length)};")

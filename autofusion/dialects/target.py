@@ -132,12 +132,17 @@ class ReadsTarget(ArgSpecConvertible):
     name: ClassVar[str]
 
     @classmethod
-    def from_spec(cls, spec: ArgSpec) -> Self:
+    def reject_chip_option(cls, spec: ArgSpec) -> None:
+        """The one-line error for the retired `chip=` option."""
         if "chip" in spec.normalize_parameter_names().parameters:
             raise UserError(
                 f"{cls.name}{{chip=...}} is gone: the chip is the module's {TARGET_KEY}; "
                 f"run set-target{{chip=...}} before {cls.name}"
             )
+
+    @classmethod
+    def from_spec(cls, spec: ArgSpec) -> Self:
+        cls.reject_chip_option(spec)
         return super().from_spec(spec)
 
 

@@ -62,10 +62,17 @@ def lower_group(
     parts = group_parts(group)
     chosen = choose_template(parts, chip)
     if isinstance(chosen, Refusal):
-        raise UserError(f"cannot lower fusion group {name} ({describe_op(group)}): {chosen.reason}")
+        raise UserError(
+            f"cannot lower fusion group {name} ({describe_op(group)}): {chosen.reason}", group
+        )
     template, plan = chosen
     entry = group_entry(group, name, chip, dynamic_size)
-    lowered = template.lower(plan, name, chip)
+    try:
+        lowered = template.lower(plan, name, chip)
+    except UserError as e:
+        if e.location is not None:
+            raise
+        raise UserError(e.message, group) from e  # a template's refusal is about the group
     bypass = l2_bypass(group, template, plan, chip)
     if bypass:
         indices = [i for i, v in enumerate(lowered.kernel_inputs) if v in bypass]

@@ -18,6 +18,7 @@ from xdsl.utils.arg_spec import ArgSpec, parse_spec
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+import autofusion
 from autofusion.diagnostics import UserError, run_tool
 from autofusion.tools import pass_options
 from autofusion.tools.atomic_output import atomic_file, split_output_flag
@@ -41,7 +42,7 @@ class AfcOptMain(xDSLOptMain):
     conventions (bare boolean options, `-` for stdin, did-you-mean, ...) added by overriding
     xDSLOptMain's hooks."""
 
-    version_format = "afc-opt 0.1.0 (xdsl {xdsl_version})"
+    version_format = f"afc-opt {autofusion.__version__} (xdsl {{xdsl_version}})"
 
     def register_all_dialects(self) -> None:
         from autofusion.dialects import get_all_dialects
@@ -91,6 +92,28 @@ class AfcOptMain(xDSLOptMain):
 
     _chunk_line_offset = 0
 
+    def run(self) -> None:
+        if self.args.verify_diagnostics:
+            from autofusion.tools.expected_diagnostics import check_expected_errors
+
+            check_expected_errors(self)
+        else:
+            super().run()
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        from xdsl.utils.exceptions import VerifyException
+
+        from autofusion.diagnostics import LocatedVerifyError
+        from autofusion.mlir_io import verify_located
+
+        try:
+            super().apply_passes(prog)
+        except VerifyException as e:
+            if isinstance(e, LocatedVerifyError):
+                raise
+            verify_located(prog)  # a pass left invalid IR: name the op and where it was
+            raise
+
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
     ) -> ModuleOp | None:
@@ -115,6 +138,10 @@ class AfcOptMain(xDSLOptMain):
         options["-p"].help = _names_help("passes", self.available_passes, self._afc_passes())
         options["-t"].help = _names_help("targets", self.available_targets, self._afc_targets())
         options["-t"].type = self._target_spec
+        arg_parser._option_string_actions["--verify-diagnostics"].help = (
+            "check the errors against the input's `expected-error {{...}}` annotations "
+            "(see autofusion/tools/expected_diagnostics.py); exit 1 on any mismatch"
+        )
         # errors are one line: drop the usage banner argparse prints before them
         arg_parser.print_usage = lambda file=None: None  # type: ignore[method-assign]
 
@@ -216,15 +243,21 @@ def _quote_specs(args: list[str]) -> list[str]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run_opt(driver: type[AfcOptMain], tool: str, argv: Sequence[str] | None = None) -> int:
+    """Run `driver` (AfcOptMain or a subclass) as the command `tool`: one-line errors, exit
+    codes and an output file written whole or not at all, as afc-opt does."""
     args = _quote_specs(list(sys.argv[1:] if argv is None else argv))
 
     def body() -> None:
         rest, output = split_output_flag(args)
         if output is None or output == "-":
-            AfcOptMain(DESCRIPTION, rest).run()
+            driver(DESCRIPTION, rest).run()
             return
         with atomic_file(output) as tmp:
-            AfcOptMain(DESCRIPTION, [*rest, "-o", str(tmp)]).run()
+            driver(DESCRIPTION, [*rest, "-o", str(tmp)]).run()
 
-    return run_tool("afc-opt", body)
+    return run_tool(tool, body)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_opt(AfcOptMain, "afc-opt", argv)

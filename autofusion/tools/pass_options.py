@@ -24,6 +24,7 @@ from xdsl.utils.arg_spec import ArgSpec, ArgSpecConvertible, ParameterListType, 
 from xdsl.utils.hints import isa, type_repr
 
 from autofusion.diagnostics import UserError
+from autofusion.dialects.target import ReadsTarget
 
 ConvertibleT = TypeVar("ConvertibleT", bound=ArgSpecConvertible)
 
@@ -136,6 +137,8 @@ def resolve(spec: ArgSpec, cls: type[ConvertibleT], kind: str) -> ConvertibleT:
     `kind` ("pass" or "target") names what `spec` is in errors, which are one line and
     name the option as written, with its type.
     """
+    if issubclass(cls, ReadsTarget):
+        cls.reject_chip_option(spec)
     hints = get_type_hints(cls)
     fields = {f.name: f for f in _option_fields(cls)}
     params: dict[str, ParameterListType] = {}

@@ -1,5 +1,5 @@
 // RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},lower-to-buffer' | filecheck %s
-// RUN: not afc-opt %s --split-input-file -p 'set-target{chip=Ascend310P3},lower-to-buffer' 2>&1 | filecheck %s --check-prefix=P3
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend310P3},lower-to-buffer' --verify-diagnostics | filecheck %s --check-prefix=P3
 // The groups are planned for the module's one target, and lower-to-buffer lowers them
 // for that target: no option gives it another chip (ub-fusion{chip=Ascend910B1},
 // lower-to-buffer{chip=Ascend310P3} used to fail with "cannot lower fusion group").
@@ -112,8 +112,8 @@ func.func @conv_bias_relu(%x: tensor<?x16x32x32xf16>, %w: tensor<32x16x3x3xf16>,
 // CHECK:           buffer.copy %c to %{{.*}} relu true : memref<?xf32, #buffer.space<l0c>> to memref<?xf16, #buffer.space<gm>>
 // CHECK-NOT:     buffer.cross_core_set 0
 // 310P has no DataCopyPad: 1-channel weight rows of 9 f16 are not 32-byte multiples.
-// P3:          error: cannot lower fusion group depthwise_kernel0 (graph.fusion_group %r): the conv's weight rows (Cin/group*kh*kw) or input rows (W) are not 32-byte multiples and the chip has no DataCopyPad
 func.func @depthwise(%x: tensor<1x8x12x12xf16>, %w: tensor<8x1x3x3xf16>) -> tensor<1x8x12x12xf16> {
+  // expected-error @+1 {{cannot lower fusion group depthwise_kernel0 (graph.fusion_group %r): the conv's weight rows (Cin/group*kh*kw) or input rows (W) are not 32-byte multiples and the chip has no DataCopyPad}}
   %r = graph.fusion_group (%xx = %x : tensor<1x8x12x12xf16>, %ww = %w : tensor<8x1x3x3xf16>) -> tensor<1x8x12x12xf16> {
     %c = graph.conv2d %xx, %ww {strides = [1, 1], pads = [2, 2, 2, 2], dilations = [2, 2], group = 8, activation = "relu"} : (tensor<1x8x12x12xf16>, tensor<8x1x3x3xf16>) -> tensor<1x8x12x12xf16>
     graph.yield %c : tensor<1x8x12x12xf16>

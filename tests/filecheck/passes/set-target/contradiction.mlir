@@ -19,7 +19,7 @@
 // LOWER:  afc-opt: error: lower-to-buffer{chip=...} is gone: the chip is the module's afc.target; run set-target{chip=...} before lower-to-buffer
 // GRAPH:  afc-opt: error: graph-fusion{chip=...} is gone: the chip is the module's afc.target; run set-target{chip=...} before graph-fusion
 // SPLIT:  afc-opt: error: split-fusion{chip=...} is gone: the chip is the module's afc.target; run set-target{chip=...} before split-fusion
-// REPORT: afc-opt: error: report{chip=...} is gone: the chip is the module's afc.target; run set-target{chip=...} before report
+// REPORT: afc-opt: error: argument -t/--target: report{chip=...} is gone: the chip is the module's afc.target; run set-target{chip=...} before report
 
 builtin.module attributes {afc.target = #afc.target<"Ascend910B1">} {
   func.func @main(%x: tensor<8x256xf32>) -> tensor<8x256xf32> {

@@ -1,0 +1,1 @@
+"""What afc ships for testing compilers built on it (see autofusion.testing.lit)."""
