@@ -628,7 +628,7 @@ def test_workspace_round_trip() -> None:
     finds it with GetUserWorkspace, and the GM write is ordered before the read back."""
     module = parse_module(default_context(), WORKSPACE, "ws.mlir")
     files = emit_ascendc(module)
-    code, host = files["op_kernel/round_trip.cpp"], files["op_host/round_trip_tiling.cpp"]
+    code, host = files["op_kernel/round_trip.cpp"], files["op_host/round_trip.cpp"]
     assert "GM_ADDR userWorkspace = GetUserWorkspace(workspace);" in code
     assert "SetFlag<HardEvent::MTE3_MTE2>" in code
     assert '#include "tiling/platform/platform_ascendc.h"' in host
@@ -846,7 +846,7 @@ def test_api_names_come_from_the_table() -> None:
     )
     # f16 rows of 40 elements are 80 bytes: they need DataCopyPad
     files = emit_ascendc(_lowered(DEBUG_INPUT.replace("f32", "f16")), api=api)
-    kernel, host = files["op_kernel/main_kernel0.cpp"], files["op_host/main_kernel0_tiling.cpp"]
+    kernel, host = files["op_kernel/main_kernel0.cpp"], files["op_host/main_kernel0.cpp"]
     assert "ExpV2(" in kernel and "Exp(" not in kernel
     assert "DataCopyPadV2(" in kernel and "DataCopyPad(" not in kernel
     assert "context->SetSimdNumBlocks(" in host

@@ -60,7 +60,7 @@ def test_compile_writes_every_output(norm_model: Path, tmp_path: Path) -> None:
         "fused.onnx",
         "fusion_result.json",
         "graph.dot",
-        "kernels/op_host/main_kernel0_tiling.cpp",
+        "kernels/op_host/main_kernel0.cpp",
         "kernels/op_host/main_kernel0_tiling.h",
         "kernels/op_kernel/main_kernel0.cpp",
         "report.json",

@@ -11,8 +11,9 @@ For every `buffer.kernel` the printer writes, in the CANN 8.x spelling (ascend.m
   32-byte multiples, else DataCopyPad (ascend.md 2.7); vector ops the count-form APIs
   (2.8); `mmad` and the cube copies Mmad/LoadData/Fixpipe (2.10). Between pipes that
   the queues do not order, SetFlag/WaitFlag pairs are inserted (2.9).
-* `op_host/<kernel>_tiling.h` and `op_host/<kernel>_tiling.cpp`: the tiling-data struct
-  and the host tiling function (ascendc_host.py).
+* `op_host/<kernel>_tiling.h` and `op_host/<kernel>.cpp`: the tiling-data struct, and
+  the host tiling function with the op's registration (ascendc_host.py, cann_project.py),
+  plus the CANN project's CMake files and build.sh.
 
 Every API name comes from a table (ascendc_api.py). An op the printer cannot express
 in correct Ascend C is a one-line error naming the op. With `debug`, each statement
@@ -562,7 +563,14 @@ class KernelPrinter(ScalarPrinter):
                 values = [f"tilingGm.{self.api.get_value}({i})" for i in range(len(self.fields))]
             ws = []
             if self.workspaces:
+                # the CANN 8 guards around GetUserWorkspace (asc-devkit docs/zh/guide/
+                # 算子实践参考/SIMD算子性能优化/头尾开销优化/核函数内删除Workspace相关冗余操作.md
+                # quotes them; the 9.x projects pass the user workspace directly)
+                with w.block("if (workspace == nullptr)"):
+                    w.line("return;")
                 w.line(f"{self.api.gm_addr} userWorkspace = {self.api.user_workspace}(workspace);")
+                with w.block("if (userWorkspace == nullptr)"):
+                    w.line("return;")
                 ws = ["userWorkspace"]
             w.line(f"{self.class_name} op;")
             w.line(f"op.Init({', '.join([*self.gm_params, *ws, *values])});")
@@ -1439,25 +1447,27 @@ def kernels_of(module: ModuleOp) -> list[buffer.KernelOp]:
 def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8) -> dict[str, str]:
     """Ascend C for every buffer.kernel of `module`: file name -> text.
 
-    Files per kernel: `op_kernel/<k>.cpp`, `op_host/<k>_tiling.h`,
-    `op_host/<k>_tiling.cpp`. Raises UserError (one line, naming the op) for IR the
-    printer cannot express.
+    Files per kernel: `op_kernel/<k>.cpp`, `op_host/<k>_tiling.h`, `op_host/<k>.cpp`
+    (tiling, OpDef); once: the CANN project's build files (cann_project.py). Raises
+    UserError (one line, naming the op) for IR the printer cannot express.
     """
     from autofusion.codegen.ascendc_host import HostPrinter
+    from autofusion.codegen.cann_project import emit_op_host
 
     kernels = kernels_of(module)
     if not kernels:
         raise UserError("the module has no buffer.kernel to print (run lower-to-buffer first)")
     facts = Divisibility(module)
     files: dict[str, str] = {}
+    op_host = emit_op_host(module, api, debug)
     for kernel in kernels:
+        name = kernel.sym_name.data
         printer = KernelPrinter(kernel, facts, api, debug)
-        files[f"op_kernel/{kernel.sym_name.data}.cpp"] = printer.print()
-        host = HostPrinter(module, kernel, api, debug)
-        files[f"op_host/{kernel.sym_name.data}_tiling.h"] = host.header()
-        source = host.source()
-        if source is not None:
-            files[f"op_host/{kernel.sym_name.data}_tiling.cpp"] = source
+        files[f"op_kernel/{name}.cpp"] = printer.print()
+        files[f"op_host/{name}_tiling.h"] = HostPrinter(module, kernel, api, debug).header()
+        if f"op_host/{name}.cpp" in op_host:
+            files[f"op_host/{name}.cpp"] = op_host.pop(f"op_host/{name}.cpp")
+    files.update(op_host)  # the project's build files
     return files
 
 
