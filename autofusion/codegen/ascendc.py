@@ -1510,6 +1510,8 @@ def write_tree(directory: Path, files: dict[str, str]) -> None:
             path = tmp / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
+            if path.suffix == ".sh":  # build.sh
+                path.chmod(path.stat().st_mode | 0o111)
 
 
 __all__ = ["AscendCTarget", "KernelPrinter", "emit_ascendc", "kernels_of", "write_tree"]

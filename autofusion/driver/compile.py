@@ -407,6 +407,8 @@ def write_outputs(compilation: Compilation, out_dir: str) -> None:
             path = tmp / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+            if path.suffix == ".sh":  # kernels/build.sh
+                path.chmod(path.stat().st_mode | 0o111)
 
 
 def print_summary(c: Compilation, out_dir: str, stream: IO[str] = sys.stdout) -> None:
