@@ -18,8 +18,8 @@ from typing import cast
 
 import numpy as np
 import pytest
+from test_codegen import DEBUG_INPUT, vector_module_text
 from test_codegen import feeds_for as rows_feeds
-from test_codegen import vector_module_text
 from test_codegen_cube import feeds_for as cube_feeds
 from test_codegen_cube import module_text as cube_module_text
 from test_codegen_cube import small_tiles
@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 
 from autofusion import dtypes
+from autofusion.codegen import emulate
 from autofusion.codegen.ascendc import (
     emit_ascendc,
     entry_name,
@@ -37,7 +38,8 @@ from autofusion.codegen.ascendc import (
 )
 from autofusion.codegen.cann_project import compute_unit, snake_op_name
 from autofusion.codegen.cpp_scalar import camel
-from autofusion.codegen.emulate import RegisteredOps
+from autofusion.codegen.emulate import RegisteredOps, run_function_emulated
+from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.driver.compile import CompileOptions, compile_model
 from autofusion.interpreter import argument_names, run_function
@@ -253,3 +255,24 @@ def test_project_is_deterministic() -> None:
         "op_host/CMakeLists.txt",
         "op_kernel/CMakeLists.txt",
     ]
+
+
+def test_the_emulated_launch_runs_the_registered_tiling_function(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`afc run --emulate` launches through the OpDef: a TilingFunc that asks for one
+    block more than the host IR computes is caught at the launch."""
+    module = parse_module(default_context(), DEBUG_INPUT, "in.mlir")
+    apply_pipeline(module, "lower-to-buffer{chip=Ascend910B1}")
+    files = emit_ascendc(module)
+    host = files["op_host/main_kernel0.cpp"]
+    wrong = host.replace("context->SetBlockDim(", "context->SetBlockDim(1 + ")
+    assert wrong != host
+
+    def tampered(m: ModuleOp, debug: bool = False) -> dict[str, str]:
+        return {**emit_ascendc(m, debug), "op_host/main_kernel0.cpp": wrong}
+
+    monkeypatch.setattr(emulate, "emit_ascendc", tampered)
+    feeds = {"arg0": np.ones((5, 40), np.float32), "arg1": np.ones(40, np.float32)}
+    with pytest.raises(UserError, match=r"@main_kernel0: the registered TilingFunc computed"):
+        run_function_emulated(module, feeds)
