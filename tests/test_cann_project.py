@@ -34,10 +34,11 @@ from autofusion.codegen.ascendc import (
     entry_name,
     gm_param_names,
     kernels_of,
+    op_type_of,
     tiling_field_names,
 )
+from autofusion.codegen.ascendc_host import tiling_struct_name
 from autofusion.codegen.cann_project import compute_unit, snake_op_name
-from autofusion.codegen.cpp_scalar import camel
 from autofusion.codegen.emulate import RegisteredOps, run_function_emulated
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
@@ -93,7 +94,7 @@ def check_op_defs(module: ModuleOp, files: dict[str, str], launches: _RecordLaun
     launches checked against the registered TilingFunc and InferShape."""
     ops = RegisteredOps.build(files)
     for kernel in kernels_of(module):
-        name, op_type = kernel.sym_name.data, camel(kernel.sym_name.data)
+        name, op_type = kernel.sym_name.data, op_type_of(kernel)
         fields = tiling_field_names(kernel)
         gm = gm_param_names(kernel, fields)
         n_in = kernel.num_inputs.value.data
@@ -123,12 +124,13 @@ def check_op_defs(module: ModuleOp, files: dict[str, str], launches: _RecordLaun
         ]
         header = files[f"op_host/{name}_tiling.h"]
         assert re.findall(r"TILING_DATA_FIELD_DEF\(int64_t, (\w+)\)", header) == fields
-        assert f"REGISTER_TILING_DATA_CLASS({op_type}, {op_type}TilingData)" in header
+        assert f"REGISTER_TILING_DATA_CLASS({op_type}, {tiling_struct_name(name)})" in header
     for name, in_shapes, tiling, blocks, out_shapes in launches.seen:
         kernel = next(k for k in kernels_of(module) if k.sym_name.data == name)
-        values, launch = ops.tiling(camel(name), in_shapes, len(tiling_field_names(kernel)))
+        op_type = op_type_of(kernel)
+        values, launch = ops.tiling(op_type, in_shapes, len(tiling_field_names(kernel)))
         assert (values, launch.blocks) == (tiling, blocks), (name, in_shapes)
-        assert ops.infer_shapes(camel(name), in_shapes, len(out_shapes)) == out_shapes, name
+        assert ops.infer_shapes(op_type, in_shapes, len(out_shapes)) == out_shapes, name
     return len(launches.seen)
 
 
@@ -184,7 +186,7 @@ def test_example_op_defs_agree_with_their_kernels(example: str, chip: str) -> No
     for kernel in kernels_of(c.buffer):
         name = kernel.sym_name.data
         assert (
-            f"OP_TYPE {camel(name)}\n    KERNEL_FILE {name}.cpp\n"
+            f"OP_TYPE {op_type_of(kernel)}\n    KERNEL_FILE {name}.cpp\n"
             in files["op_kernel/CMakeLists.txt"]
         )
         assert f"    {name}.cpp\n" in files["op_host/CMakeLists.txt"]

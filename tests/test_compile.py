@@ -291,5 +291,5 @@ def test_make_run_example_compiles_and_checks(tmp_path: Path) -> None:
     assert c.after is not None
     templates = {k.template for k in c.after.kernels}
     assert {"attention", "matmul", "rows"} <= templates
-    cpp = [f for f in c.files if f.startswith("kernels/op_kernel/")]
+    cpp = [f for f in c.files if f.startswith("kernels/op_kernel/") and f.endswith(".cpp")]
     assert len(cpp) == sum(1 for k in c.after.kernels if k.kind == "fused")

@@ -120,6 +120,13 @@ def entry_name(kernel: buffer.KernelOp) -> str:
     return Namer(RESERVED).fresh(kernel.sym_name.data, "kernel")
 
 
+def op_type_of(kernel: buffer.KernelOp) -> str:
+    """The kernel's CANN op type: the camel case of its entry name (main_kernel0 ->
+    MainKernel0, ascend.md 2.2), so that CANN's op-type -> entry-name rule gives the entry
+    back (a kernel named after a C++ keyword, @double, has entry double2: Double2)."""
+    return camel(entry_name(kernel))
+
+
 def gm_param_names(kernel: buffer.KernelOp, taken: list[str]) -> list[str]:
     """C++ names of the kernel's GM_ADDR parameters."""
     namer = Namer(RESERVED | set(taken))

@@ -23,7 +23,7 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, IntegerType, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
-from autofusion.codegen.ascendc import tiling_field_names, workspace_fields
+from autofusion.codegen.ascendc import op_type_of, tiling_field_names, workspace_fields
 from autofusion.codegen.ascendc_api import AscendCApi
 from autofusion.codegen.cpp_scalar import (
     CppExpr,
@@ -193,7 +193,7 @@ class HostPrinter:
         self.api = api
         self.debug = debug
         self.name = kernel.sym_name.data
-        self.op_type = camel(self.name)
+        self.op_type = op_type_of(kernel)
         self.struct = tiling_struct_name(self.name)
         self.fields = tiling_field_names(kernel)
         self.launch = find_launch(module, kernel)

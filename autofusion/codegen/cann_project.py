@@ -1,6 +1,7 @@
 """The CANN custom-op project of a compile, in the layout msOpGen generates.
 
-For every buffer.kernel @k with a launch (op type `K` = camel case of k):
+For every buffer.kernel @k with a launch (op type `K` = camel case of its entry name,
+ascendc.op_type_of):
 
 * `op_host/k.cpp`: the tiling rule and `static TilingFunc` in `namespace optiling`
   (ascendc_host.py), `InferShape`/`InferDataType` in `namespace ge`, and the OpDef
@@ -112,7 +113,7 @@ class OpHostPrinter:
         """The kernel entry must be CANN's name for the op type (the build derives one
         from the other)."""
         entry = entry_name(self.kernel)
-        if snake_op_name(self.op_type) != entry or entry != self.name:
+        if snake_op_name(self.op_type) != entry:
             raise UserError(
                 f"kernel @{self.name}: CANN names the kernel of op type {self.op_type} "
                 f"'{snake_op_name(self.op_type)}', but its entry is '{entry}'; rename the "

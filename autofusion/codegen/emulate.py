@@ -37,6 +37,7 @@ from autofusion.codegen.ascendc import (
     entry_name,
     gm_param_names,
     kernels_of,
+    op_type_of,
     tiling_field_names,
 )
 from autofusion.codegen.ascendc_api import CANN8
@@ -146,6 +147,7 @@ class KernelInfo:
     has_tiling_func: bool
     num_inputs: int
     chip: ChipSpec
+    op_type: str  # what its OpDef registers
 
 
 def _chip_config(chip: ChipSpec) -> list[str]:
@@ -267,7 +269,7 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
     infos: list[KernelInfo] = []
     for kernel in kernels_of(module):
         name = kernel.sym_name.data
-        op_type = camel(name)
+        op_type = op_type_of(kernel)
         chip = get_chip(kernel.chip.data)
         fields = tiling_field_names(kernel)
         gm = gm_param_names(kernel, fields)
@@ -329,6 +331,7 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
                 host.launch is not None,
                 kernel.num_inputs.value.data,
                 chip,
+                op_type,
             )
         )
     return "\n".join(out) + "\n", infos
@@ -535,13 +538,14 @@ class EmulatedKernels:
     def tiling_func(self, name: str, shapes: Sequence[Sequence[int]]) -> tuple[list[int], int]:
         """The registered TilingFunc of kernel `name` on input shapes: (tiling fields,
         block count)."""
-        values, launch = self.ops.tiling(camel(name), shapes, len(self.kernels[name].fields))
+        info = self.kernels[name]
+        values, launch = self.ops.tiling(info.op_type, shapes, len(info.fields))
         return values, launch.blocks
 
     def output_shapes(self, name: str, shapes: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
         """The registered InferShape of kernel `name` on input shapes."""
         info = self.kernels[name]
-        return self.ops.infer_shapes(camel(name), shapes, len(info.gm_types) - info.num_inputs)
+        return self.ops.infer_shapes(info.op_type, shapes, len(info.gm_types) - info.num_inputs)
 
 
 def _flat_shapes(shapes: Sequence[Sequence[int]]) -> tuple[Any, Any]:
@@ -670,7 +674,7 @@ class EmulatedLaunchFunctions(InterpreterFunctions):
                 tuple(d if d >= 0 else dims.pop(0) for d in cast(TensorType, r.type).get_shape())
             )
         self._agree(name, "InferShape", self.kernels.output_shapes(name, in_shapes), shapes)
-        values, launch = self.kernels.ops.tiling(camel(name), in_shapes, len(info.fields))
+        values, launch = self.kernels.ops.tiling(info.op_type, in_shapes, len(info.fields))
         self._agree(name, "TilingFunc", (values, launch.blocks), (tiling, int(args[0])))
         buffers = [to_device(x, t) for x, t in zip(inputs, info.gm_types)]
         for s, r in zip(shapes, op.outputs):
