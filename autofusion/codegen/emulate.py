@@ -1,16 +1,20 @@
 """Running the generated Ascend C on the CPU (`afc run --emulate`).
 
-`EmulatedKernels(module)` prints every kernel of a buffer-level module with
-`emit_ascendc`, generates a harness (one extern "C" launcher per kernel, plus the host
-tiling functions' twins), compiles it all with g++ against the emulation headers in
-`codegen/include/` (kernel_operator.h etc.) into a shared library, and loads it with
-ctypes. Libraries are cached by a hash of their sources, headers, compiler and flags
-(`$AFC_CACHE_DIR`, else a per-user directory under the system temp dir).
+`EmulatedKernels(module)` prints every kernel with `emit_ascendc`, generates a harness
+(one extern "C" launcher per kernel, the tiling rules' twins and the registry queries of
+afc_emu_op.h), compiles the kernels, every op_host/<k>.cpp and the harness with g++
+against the emulation headers in `codegen/include/` (kernel_operator.h, op_def_registry.h
+etc.) into a shared library, and loads it with ctypes. Libraries are cached by a hash of
+their sources, headers, compiler and flags (`$AFC_CACHE_DIR`, else a per-user directory
+under the system temp dir).
 
 `run_function_emulated` interprets a module like `interpreter.run_function`, except that
-every `buffer.launch` runs the compiled kernel: the host code, the tiling function and
-graph ops outside kernels still run in the interpreter. Each launch forks (as CANN's CPU
-twin does); an emulator assertion, a crash or a timeout becomes a one-line UserError.
+every `buffer.launch` runs the op as CANN does: the OpDef registered for the kernel's op
+type gives InferShape and TilingFunc, which run on the input shapes, and the kernel runs
+on the tiling bytes, block count and workspace TilingFunc set. The host code and graph
+ops outside kernels still run in the interpreter, and the registered functions must
+agree with it. Each launch forks (as CANN's CPU twin does); an emulator assertion, a
+crash or a timeout becomes a one-line UserError.
 """
 
 from __future__ import annotations
