@@ -58,7 +58,9 @@ def both(text: str, feeds: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarra
 
 def kernel_code(text: str) -> str:
     _, kernels = compiled(text)
-    (code,) = (v for k, v in kernels.files.items() if k.startswith("op_kernel/"))
+    (code,) = (
+        v for k, v in kernels.files.items() if k.startswith("op_kernel/") and k.endswith(".cpp")
+    )
     return code
 
 

@@ -60,8 +60,13 @@ def test_compile_writes_every_output(norm_model: Path, tmp_path: Path) -> None:
         "fused.onnx",
         "fusion_result.json",
         "graph.dot",
-        "kernels/op_host/main_kernel0_tiling.cpp",
+        "kernels/CMakeLists.txt",
+        "kernels/CMakePresets.json",
+        "kernels/build.sh",
+        "kernels/op_host/CMakeLists.txt",
+        "kernels/op_host/main_kernel0.cpp",
         "kernels/op_host/main_kernel0_tiling.h",
+        "kernels/op_kernel/CMakeLists.txt",
         "kernels/op_kernel/main_kernel0.cpp",
         "report.json",
         "report.md",
@@ -316,5 +321,5 @@ def test_make_run_example_compiles_and_checks(tmp_path: Path) -> None:
     assert c.after is not None
     templates = {k.template for k in c.after.kernels}
     assert {"attention", "matmul", "rows"} <= templates
-    cpp = [f for f in c.files if f.startswith("kernels/op_kernel/")]
+    cpp = [f for f in c.files if f.startswith("kernels/op_kernel/") and f.endswith(".cpp")]
     assert len(cpp) == sum(1 for k in c.after.kernels if k.kind == "fused")

@@ -11,8 +11,9 @@ For every `buffer.kernel` the printer writes, in the CANN 8.x spelling (ascend.m
   32-byte multiples, else DataCopyPad (ascend.md 2.7); vector ops the count-form APIs
   (2.8); `mmad` and the cube copies Mmad/LoadData/Fixpipe (2.10). Between pipes that
   the queues do not order, SetFlag/WaitFlag pairs are inserted (2.9).
-* `op_host/<kernel>_tiling.h` and `op_host/<kernel>_tiling.cpp`: the tiling-data struct
-  and the host tiling function (ascendc_host.py).
+* `op_host/<kernel>_tiling.h` and `op_host/<kernel>.cpp`: the tiling-data struct, and
+  the host tiling function with the op's registration (ascendc_host.py, cann_project.py),
+  plus the CANN project's CMake files and build.sh.
 
 Every API name comes from a table (ascendc_api.py). An op the printer cannot express
 in correct Ascend C is a one-line error naming the op. With `debug`, each statement
@@ -39,6 +40,7 @@ from autofusion import dtypes
 from autofusion.codegen.ascendc_analysis import Divisibility, plan_syncs, root_of, view_offset
 from autofusion.codegen.ascendc_api import API_TABLES, CANN8, CAST_PAIRS, VECTOR_TYPES, AscendCApi
 from autofusion.codegen.ascendc_host import HostPrinter
+from autofusion.codegen.cann_project import emit_op_host
 from autofusion.codegen.cpp_scalar import (
     MUL,
     REL,
@@ -56,6 +58,7 @@ from autofusion.codegen.kernel_interface import (
     RESERVED,
     entry_name,
     gm_param_names,
+    kernels_of,
     tiling_field_names,
 )
 from autofusion.diagnostics import UserError
@@ -558,7 +561,14 @@ class KernelPrinter(ScalarPrinter):
                 values = [f"tilingGm.{self.api.get_value}({i})" for i in range(len(self.fields))]
             ws = []
             if self.workspaces:
+                # the CANN 8 guards around GetUserWorkspace (asc-devkit docs/zh/guide/
+                # 算子实践参考/SIMD算子性能优化/头尾开销优化/核函数内删除Workspace相关冗余操作.md
+                # quotes them; the 9.x projects pass the user workspace directly)
+                with w.block("if (workspace == nullptr)"):
+                    w.line("return;")
                 w.line(f"{self.api.gm_addr} userWorkspace = {self.api.user_workspace}(workspace);")
+                with w.block("if (userWorkspace == nullptr)"):
+                    w.line("return;")
                 ws = ["userWorkspace"]
             w.line(f"{self.class_name} op;")
             w.line(f"op.Init({', '.join([*self.gm_params, *ws, *values])});")
@@ -1475,16 +1485,12 @@ class KernelPrinter(ScalarPrinter):
 # ---------------------------------------------------------------------------------------
 
 
-def kernels_of(module: ModuleOp) -> list[buffer.KernelOp]:
-    return [op for op in module.ops if isinstance(op, buffer.KernelOp)]
-
-
 def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8) -> dict[str, str]:
     """Ascend C for every buffer.kernel of `module`: file name -> text.
 
-    Files per kernel: `op_kernel/<k>.cpp`, `op_host/<k>_tiling.h`,
-    `op_host/<k>_tiling.cpp`. Raises UserError (one line, naming the op) for IR the
-    printer cannot express.
+    Files per kernel: `op_kernel/<k>.cpp`, `op_host/<k>_tiling.h`, `op_host/<k>.cpp`
+    (tiling, OpDef); once: the CANN project's build files (cann_project.py). Raises
+    UserError (one line, naming the op) for IR the printer cannot express.
     """
     kernels = kernels_of(module)
     if not kernels:
@@ -1494,14 +1500,15 @@ def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8)
     chip = resolve_target(module, "ascendc")
     facts = Divisibility(module)
     files: dict[str, str] = {}
+    op_host = emit_op_host(module, api, debug)
     for kernel in kernels:
+        name = kernel.sym_name.data
         printer = KernelPrinter(kernel, chip, facts, api, debug)
-        files[f"op_kernel/{kernel.sym_name.data}.cpp"] = printer.print()
-        host = HostPrinter(module, kernel, api, debug)
-        files[f"op_host/{kernel.sym_name.data}_tiling.h"] = host.header()
-        source = host.source()
-        if source is not None:
-            files[f"op_host/{kernel.sym_name.data}_tiling.cpp"] = source
+        files[f"op_kernel/{name}.cpp"] = printer.print()
+        files[f"op_host/{name}_tiling.h"] = HostPrinter(module, kernel, api, debug).header()
+        if f"op_host/{name}.cpp" in op_host:
+            files[f"op_host/{name}.cpp"] = op_host.pop(f"op_host/{name}.cpp")
+    files.update(op_host)  # the project's build files
     return files
 
 
@@ -1542,6 +1549,8 @@ def write_tree(directory: Path, files: dict[str, str]) -> None:
             path = tmp / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
+            if path.suffix == ".sh":  # build.sh
+                path.chmod(path.stat().st_mode | 0o111)
 
 
 __all__ = ["AscendCTarget", "KernelPrinter", "emit_ascendc", "kernels_of", "write_tree"]

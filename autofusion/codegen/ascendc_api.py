@@ -93,6 +93,19 @@ def _types() -> dict[str, str]:
     }
 
 
+def _ge_types() -> dict[str, str]:
+    # ge::DataType of an OpDef input or output (CANN graph/types.h); i1 lives in bytes
+    return {
+        "f32": "ge::DT_FLOAT",
+        "f16": "ge::DT_FLOAT16",
+        "bf16": "ge::DT_BF16",
+        "i64": "ge::DT_INT64",
+        "i32": "ge::DT_INT32",
+        "i8": "ge::DT_INT8",
+        "i1": "ge::DT_BOOL",
+    }
+
+
 def _hard_events() -> frozenset[tuple[str, str]]:
     # (source pipe, destination pipe) pairs with a HardEvent (asc-devkit kernel_event.h, ascend.md 2.9)
     names = _HARD_EVENT_TEXT.split()
@@ -274,6 +287,17 @@ class AscendCApi:
     platform_header: str = "tiling/platform/platform_ascendc.h"
     platform: str = "platform_ascendc::PlatformAscendC"
     lib_workspace_size: str = "GetLibApiWorkSpaceSize"
+    # op registration (op_host/<op>.cpp; asc-devkit examples/01_simd_cpp_api/02_features/
+    # 99_acl_based/00_acl_compilation/custom_op/op_host/add_custom/add_custom_host.cpp)
+    tiling_func: str = "TilingFunc"
+    op_def_namespace: str = "ops"
+    op_def: str = "OpDef"
+    op_add: str = "OP_ADD"
+    param_required: str = "REQUIRED"
+    format_nd: str = "ge::FORMAT_ND"
+    infer_shape_context: str = "gert::InferShapeContext"
+    infer_data_type_context: str = "gert::InferDataTypeContext"
+    ge_types: dict[str, str] = field(default_factory=_ge_types)
 
     def kernel_type(self, chip: ChipSpec, core_type: str) -> str:
         """The KERNEL_TASK_TYPE_DEFAULT argument for a kernel (ascend.md 2.2).

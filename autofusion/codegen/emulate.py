@@ -1,16 +1,20 @@
 """Running the generated Ascend C on the CPU (`afc run --emulate`).
 
-`EmulatedKernels(module)` prints every kernel of a buffer-level module with
-`emit_ascendc`, generates a harness (one extern "C" launcher per kernel, plus the host
-tiling functions' twins), compiles it all with g++ against the emulation headers in
-`codegen/include/` (kernel_operator.h etc.) into a shared library, and loads it with
-ctypes. Libraries are cached by a hash of their sources, headers, compiler and flags
-(`$AFC_CACHE_DIR`, else a per-user directory under the system temp dir).
+`EmulatedKernels(module)` prints every kernel with `emit_ascendc`, generates a harness
+(one extern "C" launcher per kernel, the tiling rules' twins and the registry queries of
+afc_emu_op.h), compiles the kernels, every op_host/<k>.cpp and the harness with g++
+against the emulation headers in `codegen/include/` (kernel_operator.h, op_def_registry.h
+etc.) into a shared library, and loads it with ctypes. Libraries are cached by a hash of
+their sources, headers, compiler and flags (`$AFC_CACHE_DIR`, else a per-user directory
+under the system temp dir).
 
 `run_function_emulated` interprets a module like `interpreter.run_function`, except that
-every `buffer.launch` runs the compiled kernel: the host code, the tiling function and
-graph ops outside kernels still run in the interpreter. Each launch forks (as CANN's CPU
-twin does); an emulator assertion, a crash or a timeout becomes a one-line UserError.
+every `buffer.launch` runs the op as CANN does: the OpDef registered for the kernel's op
+type gives InferShape and TilingFunc, which run on the input shapes, and the kernel runs
+on the tiling bytes, block count and workspace TilingFunc set. The host code and graph
+ops outside kernels still run in the interpreter, and the registered functions must
+agree with it. Each launch forks (as CANN's CPU twin does); an emulator assertion, a
+crash or a timeout becomes a one-line UserError.
 """
 
 from __future__ import annotations
@@ -39,8 +43,8 @@ from autofusion.codegen.cpp_scalar import camel
 from autofusion.codegen.kernel_interface import (
     entry_name,
     gm_param_names,
+    op_type_of,
     tiling_field_names,
-    workspace_fields,
 )
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
@@ -52,9 +56,6 @@ from autofusion.dialects.buffer_verifier import (
 from autofusion.hardware import ChipSpec, get_chip
 
 INCLUDE_DIR = Path(__file__).parent / "include"
-# what a harness TilingFunc call returns when a kernel that calls SyncAll is not put in
-# batch mode by its TilingFunc
-NO_BATCH_MODE = 2
 # CANN's header paths the generated host code includes -> the emulation headers
 SHADOW_HEADERS = {
     "register/tilingdata_base.h": "tilingdata_base.h",
@@ -149,6 +150,8 @@ class KernelInfo:
     has_tiling_func: bool
     num_inputs: int
     chip: ChipSpec
+    op_type: str  # what its OpDef registers
+    syncs_all: bool  # it calls SyncAll<false>: its TilingFunc must set batch mode
 
 
 def _chip_config(chip: ChipSpec) -> list[str]:
@@ -189,46 +192,99 @@ def mix_aivs(kernel: buffer.KernelOp, chip: ChipSpec) -> int:
     return max(1, chip.vector_cores // max(chip.cube_cores, 1))
 
 
+# the registry queries every library has (afc_emu_op.h): InferShape, TilingFunc and the
+# OpDef of an op type, as CANN's runtime finds them before a launch
+OP_QUERIES = r"""
+extern "C" int afc_infer_shape(const char* type, const int64_t* dims, const int64_t* ranks, int64_t inputs,
+                               int64_t* outDims, int64_t outCapacity, int64_t* outRanks, int64_t outputs,
+                               char* error, int64_t errorLen)
+{
+    std::vector<gert::Shape> shapes;
+    const size_t len = static_cast<size_t>(errorLen);
+    if (ops::emu::InferShapes(type, ops::emu::ShapesOf(dims, ranks, inputs), shapes, error, len) != 0) {
+        return 1;
+    }
+    if (static_cast<int64_t>(shapes.size()) != outputs) {
+        std::snprintf(error, len, "InferShape of op %s gave %zu shapes for %lld outputs", type, shapes.size(),
+                      static_cast<long long>(outputs));
+        return 1;
+    }
+    int64_t at = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+        outRanks[i] = static_cast<int64_t>(shapes[i].GetDimNum());
+        for (size_t d = 0; d < shapes[i].GetDimNum(); ++d) {
+            if (at >= outCapacity) {
+                std::snprintf(error, len, "InferShape of op %s gave outputs of too many dims", type);
+                return 1;
+            }
+            outDims[at++] = shapes[i].GetDim(d);
+        }
+    }
+    return 0;
+}
+
+extern "C" int afc_tiling_func(const char* type, const int64_t* dims, const int64_t* ranks, int64_t inputs,
+                               int64_t* values, int64_t fields, int64_t* launch, char* error, int64_t errorLen)
+{
+    ops::emu::TilingRun run;
+    const size_t len = static_cast<size_t>(errorLen);
+    if (ops::emu::RunTiling(type, ops::emu::ShapesOf(dims, ranks, inputs), run, error, len) != 0) {
+        return 1;
+    }
+    if (run.dataSize != static_cast<size_t>(fields) * sizeof(int64_t)) {
+        std::snprintf(error, len, "TilingFunc of op %s set %zu bytes of tiling data for %lld int64 fields", type,
+                      run.dataSize, static_cast<long long>(fields));
+        return 1;
+    }
+    std::memcpy(values, run.data.data(), run.dataSize);
+    launch[0] = run.blockDim;
+    launch[1] = static_cast<int64_t>(run.workspace);
+    launch[2] = run.scheduleMode;
+    return 0;
+}
+
+extern "C" int afc_op_def(const char* type, char* out, int64_t len)
+{
+    const ops::OpDef* op = ops::emu::FindOpDef(type);
+    if (op == nullptr) {
+        return 1;
+    }
+    const std::string text = ops::emu::DescribeOpDef(*op);
+    std::snprintf(out, static_cast<size_t>(len), "%s", text.c_str());
+    return static_cast<int64_t>(text.size()) < len ? 0 : 2;
+}
+"""
+
+
 def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
-    """The launcher source for every kernel of `module`, and the kernels' descriptions."""
+    """The launcher source for every kernel of `module`, and the kernels' descriptions.
+
+    A launcher looks the kernel's op type up among the registered OpDefs, runs its
+    TilingFunc on the input shapes and launches the kernel on the tiling bytes it wrote,
+    with its block count and workspace size."""
     out = [
         '// afc_emu_harness.cpp: extern "C" launchers for ctypes, generated by afc',
         "#include <cstdint>",
         "#include <vector>",
         '#include "afc_emu_launch.h"',
-        '#include "register/op_def_registry.h"',
+        '#include "afc_emu_op.h"',
+        OP_QUERIES,
     ]
     infos: list[KernelInfo] = []
     for kernel in kernels_of(module):
         name = kernel.sym_name.data
-        out.append(f'#include "{name}_tiling.h"')
-    out.append("")
-    for kernel in kernels_of(module):
-        name = kernel.sym_name.data
-        op_type = camel(name)
+        op_type = op_type_of(kernel)
         chip = get_chip(kernel.chip.data)
         fields = tiling_field_names(kernel)
         gm = gm_param_names(kernel, fields)
         entry = entry_name(kernel)
         host = HostPrinter(module, kernel, CANN8, False)
         rule = host.rule_signature()
-        struct = f"optiling::{host.struct}"
         params = ", ".join(["GM_ADDR"] * (len(gm) + 2))
         out.append(f'extern "C" __global__ __aicore__ void {entry}({params});')
-        out.append("namespace optiling {")
         if rule is not None:
-            out.append(f"{rule};")
-        if host.launch is not None:
-            out.append(f"ge::graphStatus {op_type}TilingFunc(gert::TilingContext* context);")
-        out.append("}  // namespace optiling")
+            out += ["namespace optiling {", f"{rule};", "}  // namespace optiling"]
         gm_args = ", ".join(f"gm[{i}]" for i in range(len(gm)))
-        workspace = (
-            " + ".join(
-                f"static_cast<size_t>((values[{i}] + 511) / 512 * 512)"
-                for i in workspace_fields(kernel)
-            )
-            or "0"
-        )
         out += [
             "",
             f"static void Run_{name}(uint8_t* const* gm, uint8_t* workspace, uint8_t* tiling)",
@@ -237,16 +293,18 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
             "}",
             "",
             f'extern "C" int afc_launch_{name}(void* const* gm, const int64_t* gmBytes, '
-            "const int64_t* values, int64_t blocks, unsigned timeout, int strict, char* error, "
-            "int64_t errorLen)",
+            "const int64_t* dims, const int64_t* ranks, int64_t inputs, unsigned timeout, "
+            "int strict, char* error, int64_t errorLen)",
             "{",
             *(f"    {line}" for line in _chip_config(chip)),
-            f"    {struct} data;",
-            *(f"    data.set_{f}(values[{i}]);" for i, f in enumerate(fields)),
-            f"    const size_t workspace = {workspace};",
-            f"    return AscendC::emu::LaunchForked(chip, blocks, {mix_aivs(kernel, chip)}, {len(gm)}, gm, "
-            "gmBytes, workspace, "
-            f"&data, sizeof(data), Run_{name}, timeout, error, static_cast<size_t>(errorLen), "
+            "    ops::emu::TilingRun run;",
+            f'    if (ops::emu::RunTiling("{op_type}", ops::emu::ShapesOf(dims, ranks, inputs), '
+            "run, error, static_cast<size_t>(errorLen)) != 0) {",
+            "        return 8;",
+            "    }",
+            f"    return AscendC::emu::LaunchForked(chip, run.blockDim, {mix_aivs(kernel, chip)}, "
+            f"{len(gm)}, gm, gmBytes, run.workspace, run.data.data(), run.dataSize, Run_{name}, "
+            "timeout, error, static_cast<size_t>(errorLen), "
             f"{'true' if syncs_all(kernel) else 'false'});",
             "}",
         ]
@@ -267,30 +325,6 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
                 "    }",
                 "}",
             ]
-        if host.launch is not None:
-            out += [
-                "",
-                f'extern "C" int afc_tiling_func_{name}(const int64_t* dims, const int64_t* ranks, '
-                "int64_t inputs, int64_t* values, int64_t* blockDim)",
-                "{",
-                "    std::vector<gert::StorageShape> shapes;",
-                "    for (int64_t i = 0, at = 0; i < inputs; at += ranks[i], ++i) {",
-                "        shapes.emplace_back(gert::Shape(std::vector<int64_t>(dims + at, dims + at + ranks[i])));",
-                "    }",
-                f"    {struct} data;",
-                "    gert::TilingContext context(shapes, &data, sizeof(data));",
-                f"    if (optiling::{op_type}TilingFunc(&context) != ge::GRAPH_SUCCESS) {{",
-                "        return 1;",
-                "    }",
-                *(f"    values[{i}] = data.get_{f}();" for i, f in enumerate(fields)),
-                "    *blockDim = context.GetBlockDim();",
-                *(
-                    [f"    return context.GetScheduleMode() == 1 ? 0 : {NO_BATCH_MODE};"]
-                    if syncs_all(kernel)
-                    else ["    return 0;"]
-                ),
-                "}",
-            ]
         out.append("")
         infos.append(
             KernelInfo(
@@ -301,6 +335,8 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
                 host.launch is not None,
                 kernel.num_inputs.value.data,
                 chip,
+                op_type,
+                syncs_all(kernel),
             )
         )
     return "\n".join(out) + "\n", infos
@@ -373,7 +409,7 @@ def _build(
         (build / "afc_emu_kernels.cpp").write_text(kernels_unit(kernels), encoding="utf-8")
         base = [CXX, *CXXFLAGS, *include_flags(build), f"-I{build / 'op_host'}"]
         units = [
-            "afc_emu_kernels.cpp",
+            *(["afc_emu_kernels.cpp"] if kernels else []),  # none: the host side alone
             *(n for n in files if n.startswith("op_host/") and n.endswith(".cpp")),
             "afc_emu_harness.cpp",
         ]
@@ -458,27 +494,30 @@ class EmulatedKernels:
         self.strict = strict
         self.library = build_library(self.files, harness, list(self.kernels))
         self.lib = ctypes.CDLL(str(self.library))
+        self.ops = RegisteredOps(self.lib)
         self.timeout = int(os.environ.get("AFC_EMU_TIMEOUT", DEFAULT_TIMEOUT_S))
 
     def launch(
-        self, name: str, buffers: Sequence[np.ndarray], tiling: Sequence[int], blocks: int
+        self, name: str, buffers: Sequence[np.ndarray], shapes: Sequence[Sequence[int]]
     ) -> None:
-        """Run kernel `name` on `blocks` blocks; `buffers` (device form) are updated."""
-        info = self.kernels[name]
+        """Launch kernel `name` as CANN does: its registered TilingFunc on the input
+        `shapes`, then the kernel on the tiling bytes, block count and workspace size it
+        set. `buffers` (device form, inputs then outputs) are updated."""
         arrays = [np.ascontiguousarray(b) for b in buffers]
         pointers = (ctypes.c_void_p * max(1, len(arrays)))(
             *(a.ctypes.data_as(ctypes.c_void_p) for a in arrays)
         )
         sizes = (ctypes.c_int64 * max(1, len(arrays)))(*(a.nbytes for a in arrays))
-        values = (ctypes.c_int64 * max(1, len(info.fields)))(*(int(v) for v in tiling))
+        dims, ranks = _flat_shapes(shapes)
         error = ctypes.create_string_buffer(2048)
         fn = getattr(self.lib, f"afc_launch_{name}")
         fn.restype = ctypes.c_int
         rc = fn(
             pointers,
             sizes,
-            values,
-            ctypes.c_int64(blocks),
+            dims,
+            ranks,
+            ctypes.c_int64(len(shapes)),
             ctypes.c_uint(self.timeout),
             ctypes.c_int(1 if self.strict else 0),
             error,
@@ -502,25 +541,123 @@ class EmulatedKernels:
         return list(r)
 
     def tiling_func(self, name: str, shapes: Sequence[Sequence[int]]) -> tuple[list[int], int]:
-        """The generated TilingFunc on input shapes: (tiling fields, block count)."""
+        """The registered TilingFunc of kernel `name` on input shapes: (tiling fields,
+        block count)."""
+        values, launch = self.registered_tiling(name, shapes)
+        return values, launch.blocks
+
+    def registered_tiling(
+        self, name: str, shapes: Sequence[Sequence[int]]
+    ) -> tuple[list[int], TilingLaunch]:
+        """The registered TilingFunc of kernel `name` on input shapes, checked as CANN's
+        runtime would need it: a kernel that calls SyncAll runs in batch mode."""
         info = self.kernels[name]
-        dims = [d for s in shapes for d in s]
-        d = (ctypes.c_int64 * max(1, len(dims)))(*dims)
-        ranks = (ctypes.c_int64 * max(1, len(shapes)))(*(len(s) for s in shapes))
-        values = (ctypes.c_int64 * max(1, len(info.fields)))()
-        block_dim = ctypes.c_int64()
-        rc = getattr(self.lib, f"afc_tiling_func_{name}")(
-            d, ranks, ctypes.c_int64(len(shapes)), values, ctypes.byref(block_dim)
-        )
-        if rc == NO_BATCH_MODE:
+        values, launch = self.ops.tiling(info.op_type, shapes, len(info.fields))
+        if info.syncs_all and launch.schedule_mode != 1:
             raise UserError(
                 f"TilingFunc of @{name} does not set batch mode (SetScheduleMode(1)), but the "
                 "kernel calls SyncAll<false>, which can then deadlock when several streams "
                 "run (asc-devkit SyncAll.md)"
             )
+        return values, launch
+
+    def output_shapes(self, name: str, shapes: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+        """The registered InferShape of kernel `name` on input shapes."""
+        info = self.kernels[name]
+        return self.ops.infer_shapes(info.op_type, shapes, len(info.gm_types) - info.num_inputs)
+
+
+def _flat_shapes(shapes: Sequence[Sequence[int]]) -> tuple[Any, Any]:
+    """Shapes as the C side takes them: all dims in one int64 array, and the ranks."""
+    dims = [int(d) for s in shapes for d in s]
+    flat = (ctypes.c_int64 * max(1, len(dims)))(*dims)
+    ranks = (ctypes.c_int64 * max(1, len(shapes)))(*(len(s) for s in shapes))
+    return flat, ranks
+
+
+@dataclass(frozen=True)
+class TilingLaunch:
+    """What a TilingFunc asked of the launch besides the tiling data."""
+
+    blocks: int
+    workspace: int
+    schedule_mode: int
+
+
+class RegisteredOps:
+    """The ops that the op_host sources of a module register (OP_ADD), compiled with g++
+    against the emulation headers, queried as CANN's runtime queries them."""
+
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        self.lib = lib
+
+    @classmethod
+    def build(cls, files: Mapping[str, str]) -> RegisteredOps:
+        """Compile only the host side (op_host/*.cpp) of `files` (fast: no kernels)."""
+        harness = "\n".join(
+            ["#include <cstdint>", "#include <vector>", '#include "afc_emu_op.h"', OP_QUERIES]
+        )
+        return cls(ctypes.CDLL(str(build_library(files, harness, []))))
+
+    def describe(self, op_type: str) -> list[list[str]]:
+        """The registered OpDef of `op_type`, one word list per line (DescribeOpDef), or a
+        UserError when nothing registers it."""
+        out = ctypes.create_string_buffer(1 << 16)
+        if self.lib.afc_op_def(op_type.encode(), out, ctypes.c_int64(len(out))) != 0:
+            raise UserError(f"no OpDef registers op type {op_type}")
+        return [line.split() for line in out.value.decode().splitlines()]
+
+    def infer_shapes(
+        self, op_type: str, shapes: Sequence[Sequence[int]], outputs: int
+    ) -> list[tuple[int, ...]]:
+        dims, ranks = _flat_shapes(shapes)
+        capacity = 64 * max(1, outputs)
+        out_dims = (ctypes.c_int64 * capacity)()
+        out_ranks = (ctypes.c_int64 * max(1, outputs))()
+        error = ctypes.create_string_buffer(1024)
+        rc = self.lib.afc_infer_shape(
+            op_type.encode(),
+            dims,
+            ranks,
+            ctypes.c_int64(len(shapes)),
+            out_dims,
+            ctypes.c_int64(capacity),
+            out_ranks,
+            ctypes.c_int64(outputs),
+            error,
+            ctypes.c_int64(len(error)),
+        )
         if rc != 0:
-            raise UserError(f"TilingFunc of @{name} rejected the shapes {list(shapes)}")
-        return list(values)[: len(info.fields)], block_dim.value
+            raise UserError(error.value.decode(errors="replace"))
+        result, at = [], 0
+        for r in list(out_ranks)[:outputs]:
+            result.append(tuple(out_dims[at : at + r]))
+            at += r
+        return result
+
+    def tiling(
+        self, op_type: str, shapes: Sequence[Sequence[int]], fields: int
+    ) -> tuple[list[int], TilingLaunch]:
+        """The registered TilingFunc on input shapes: the int64 tiling fields it wrote and
+        the launch it asked for."""
+        dims, ranks = _flat_shapes(shapes)
+        values = (ctypes.c_int64 * max(1, fields))()
+        launch = (ctypes.c_int64 * 3)()
+        error = ctypes.create_string_buffer(1024)
+        rc = self.lib.afc_tiling_func(
+            op_type.encode(),
+            dims,
+            ranks,
+            ctypes.c_int64(len(shapes)),
+            values,
+            ctypes.c_int64(fields),
+            launch,
+            error,
+            ctypes.c_int64(len(error)),
+        )
+        if rc != 0:
+            raise UserError(error.value.decode(errors="replace"))
+        return list(values)[:fields], TilingLaunch(*list(launch))
 
 
 # ---------------------------------------------------------------------------------------
@@ -540,21 +677,29 @@ class EmulatedLaunchFunctions(InterpreterFunctions):
     def run_launch(
         self, interp: Interpreter, op: buffer.LaunchOp, args: PythonValues
     ) -> PythonValues:
+        """The launch as CANN runs the op: InferShape and TilingFunc of its registered
+        OpDef on the input shapes, then the kernel. What they compute must be what the
+        interpreted host code computed (else the generated host code is wrong)."""
         name = op.kernel.root_reference.data
         info = self.kernels.kernels[name]
-        blocks = int(args[0])
         n_in, n_tiling = len(op.inputs), len(op.tiling)
         inputs = args[1 : 1 + n_in]
         tiling = [int(v) for v in args[1 + n_in : 1 + n_in + n_tiling]]
         dims = [int(d) for d in args[1 + n_in + n_tiling :]]
-        buffers = [to_device(x, t) for x, t in zip(inputs, info.gm_types)]
+        in_shapes = [tuple(np.shape(x)) for x in inputs]
         shapes = []
         for r in op.outputs:
-            t = cast(TensorType, r.type)
-            shape = tuple(d if d >= 0 else dims.pop(0) for d in t.get_shape())
-            shapes.append(shape)
-            buffers.append(poisoned_output(t.element_type, int(np.prod(shape))))
-        self.kernels.launch(name, buffers, tiling, blocks)
+            shapes.append(
+                tuple(d if d >= 0 else dims.pop(0) for d in cast(TensorType, r.type).get_shape())
+            )
+        self._agree(name, "InferShape", self.kernels.output_shapes(name, in_shapes), shapes)
+        values, launch = self.kernels.registered_tiling(name, in_shapes)
+        self._agree(name, "TilingFunc", (values, launch.blocks), (tiling, int(args[0])))
+        buffers = [to_device(x, t) for x, t in zip(inputs, info.gm_types)]
+        for s, r in zip(shapes, op.outputs):
+            element = cast(TensorType, r.type).element_type
+            buffers.append(poisoned_output(element, int(np.prod(s))))
+        self.kernels.launch(name, buffers, in_shapes)
         return tuple(
             dtypes.to_storage(
                 from_device(b, cast(TensorType, r.type).element_type, s),
@@ -562,6 +707,14 @@ class EmulatedLaunchFunctions(InterpreterFunctions):
             )
             for b, s, r in zip(buffers[n_in:], shapes, op.outputs)
         )
+
+    @staticmethod
+    def _agree(name: str, what: str, registered: object, interpreted: object) -> None:
+        if registered != interpreted:
+            raise UserError(
+                f"emulated kernel @{name}: the registered {what} computed {registered}, "
+                f"the host code {interpreted}"
+            )
 
 
 def run_function_emulated(
@@ -585,6 +738,7 @@ def run_function_emulated(
 __all__ = [
     "EmulatedKernels",
     "EmulatedLaunchFunctions",
+    "RegisteredOps",
     "build_library",
     "generate_harness",
     "run_function_emulated",

@@ -7,7 +7,9 @@ driver (emulate.py) must agree on them, so they are computed here, once.
 
 from __future__ import annotations
 
-from autofusion.codegen.cpp_scalar import Namer
+from xdsl.dialects.builtin import ModuleOp
+
+from autofusion.codegen.cpp_scalar import Namer, camel
 from autofusion.dialects import buffer
 
 # names the generated code uses itself; no value gets them
@@ -45,3 +47,15 @@ def gm_param_names(kernel: buffer.KernelOp, taken: list[str]) -> list[str]:
     return [
         namer.fresh(arg.name_hint, "x" if i < n_in else "y") for i, arg in enumerate(kernel.gm_args)
     ]
+
+
+def kernels_of(module: ModuleOp) -> list[buffer.KernelOp]:
+    """The buffer.kernel ops of `module`, in order."""
+    return [op for op in module.ops if isinstance(op, buffer.KernelOp)]
+
+
+def op_type_of(kernel: buffer.KernelOp) -> str:
+    """The kernel's CANN op type: the camel case of its entry name (main_kernel0 ->
+    MainKernel0, ascend.md 2.2), so that CANN's op-type -> entry-name rule gives the entry
+    back (a kernel named after a C++ keyword, @double, has entry double2: Double2)."""
+    return camel(entry_name(kernel))

@@ -114,7 +114,8 @@ def _load(ctx: Context, path: str, options: CompileOptions) -> ModuleOp:
 
 def _kernel_files(buffer_module: ModuleOp, debug: bool) -> dict[str, str]:
     """The Ascend C sources of every kernel, by path under kernels/ (none without kernels)."""
-    from autofusion.codegen.ascendc import emit_ascendc, kernels_of
+    from autofusion.codegen.ascendc import emit_ascendc
+    from autofusion.codegen.kernel_interface import kernels_of
 
     if not kernels_of(buffer_module):
         return {}
@@ -308,6 +309,8 @@ def write_outputs(compilation: Compilation, out_dir: str) -> None:
             path = tmp / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
+            if path.suffix == ".sh":  # kernels/build.sh
+                path.chmod(path.stat().st_mode | 0o111)
 
 
 def print_summary(c: Compilation, out_dir: str, stream: IO[str] = sys.stdout) -> None:

@@ -53,7 +53,7 @@
 // CHECK:           Fixpipe(wsGm[
 // CHECK:           CrossCoreSetFlag<0x2, PIPE_FIX>(0);
 // CHECK:       KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-// CHECK:       op_host/conv3x3_kernel0_tiling.cpp
+// CHECK:       op_host/conv3x3_kernel0.cpp
 // CHECK:         workspaceSizes[0] = platform.GetLibApiWorkSpaceSize() + static_cast<size_t>((tilingResults[{{[0-9]+}}] + 511) / 512 * 512 + (tilingResults[{{[0-9]+}}] + 511) / 512 * 512);
 
 func.func @conv3x3(%x: tensor<1x16x8x16xf16>, %w: tensor<32x16x3x3xf16>, %b: tensor<32xf16>) -> tensor<1x32x8x16xf16> {

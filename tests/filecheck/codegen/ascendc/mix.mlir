@@ -40,7 +40,7 @@
 // CHECK:           Fixpipe(wsGm[
 // CHECK:           CrossCoreSetFlag<0x2, PIPE_FIX>(0);
 // CHECK:       KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-// CHECK:       op_host/mlp_kernel0_tiling.cpp
+// CHECK:       op_host/mlp_kernel0.cpp
 
 func.func @mlp(%x: tensor<40x48xf16>, %w: tensor<48x64xf16>, %b: tensor<64xf16>) -> tensor<40x64xf16> {
   %m = graph.matmul %x, %w : (tensor<40x48xf16>, tensor<48x64xf16>) -> tensor<40x64xf16>

@@ -81,10 +81,13 @@
 
 // The tiling rule @main_kernel0_tiling as C++, and the TilingFunc CANN calls: it checks
 // the static dimensions, reads the dynamic one from the context and sets the block count.
-// CHECK-LABEL: // ===== op_host/main_kernel0_tiling.cpp =====
+// CHECK-LABEL: // ===== op_host/main_kernel0.cpp =====
+// CHECK:       #include "main_kernel0_tiling.h"
+// CHECK-NEXT:  #include "register/op_def_registry.h"
+// CHECK:       namespace optiling {
 // CHECK:       void MainKernel0Tiling(int64_t rows, int64_t cols, int64_t (&results)[9])
 // CHECK:           results[8] =
-// CHECK:       ge::graphStatus MainKernel0TilingFunc(gert::TilingContext* context)
+// CHECK:       static ge::graphStatus TilingFunc(gert::TilingContext* context)
 // CHECK:           const gert::StorageShape* input0 = context->GetInputShape(0);
 // CHECK-NEXT:      if (input0 == nullptr || input0->GetStorageShape().GetDimNum() != 2 || input0->GetStorageShape().GetDim(1) != 40) {
 // CHECK-NEXT:          return ge::GRAPH_FAILED;
@@ -96,6 +99,55 @@
 // CHECK-NEXT:      tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), context->GetRawTilingData()->GetCapacity());
 // CHECK-NEXT:      context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());
 // CHECK:           return ge::GRAPH_SUCCESS;
+// CHECK:       }  // namespace optiling
+
+// The op's registration: the output shape from the input's dynamic dim, the output
+// type, the inputs and outputs as the kernel takes them, the tiling function and the
+// SoC of the chip (ascend910b for Ascend910B1).
+// CHECK:       namespace ge {
+// CHECK:       static ge::graphStatus InferShape(gert::InferShapeContext* context)
+// CHECK:           const gert::Shape* input0 = context->GetInputShape(0);
+// CHECK-NEXT:      if (input0 == nullptr || input0->GetDimNum() != 2) {
+// CHECK:           int64_t [[ROWS:v[0-9]*]] = input0->GetDim(0);
+// CHECK-NEXT:      gert::Shape* output0 = context->GetOutputShape(0);
+// CHECK:           output0->SetDimNum(2);
+// CHECK-NEXT:      output0->SetDim(0, [[ROWS]]);
+// CHECK-NEXT:      output0->SetDim(1, 40);
+// CHECK:       static ge::graphStatus InferDataType(gert::InferDataTypeContext* context)
+// CHECK-NEXT:  {
+// CHECK-NEXT:      context->SetOutputDataType(0, ge::DT_FLOAT16);
+// CHECK:       namespace ops {
+// CHECK-NEXT:  class MainKernel0 : public OpDef {
+// CHECK-NEXT:  public:
+// CHECK-NEXT:      explicit MainKernel0(const char* name) : OpDef(name)
+// CHECK-NEXT:      {
+// CHECK-NEXT:          this->Input("in0").ParamType(REQUIRED).DataType({ge::DT_FLOAT16}).Format({ge::FORMAT_ND});
+// CHECK-NEXT:          this->Input("in1").ParamType(REQUIRED).DataType({ge::DT_FLOAT16}).Format({ge::FORMAT_ND});
+// CHECK-NEXT:          this->Output("out0").ParamType(REQUIRED).DataType({ge::DT_FLOAT16}).Format({ge::FORMAT_ND});
+// CHECK-NEXT:          this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);
+// CHECK-NEXT:          this->AICore().SetTiling(optiling::TilingFunc).AddConfig("ascend910b");
+// CHECK-NEXT:      }
+// CHECK-NEXT:  };
+// CHECK-NEXT:  OP_ADD(MainKernel0);
+
+// The project builds the op package: the chip's SoC, the op type and its kernel file.
+// CHECK-LABEL: // ===== CMakeLists.txt =====
+// CHECK:       find_package(ASC REQUIRED HINTS ${ASCEND_CANN_PACKAGE_PATH}/compiler/tikcpp/ascendc_kernel_cmake)
+// CHECK:       npu_op_package(${package_name}
+// CHECK-LABEL: // ===== CMakePresets.json =====
+// CHECK:       "ASCEND_COMPUTE_UNIT": {
+// CHECK-NEXT:      "type": "STRING",
+// CHECK-NEXT:      "value": "ascend910b"
+// CHECK-LABEL: // ===== build.sh =====
+// CHECK:       cmake --build build_out --target binary package
+// CHECK-LABEL: // ===== op_host/CMakeLists.txt =====
+// CHECK:       set(host_ops_srcs
+// CHECK-NEXT:      main_kernel0.cpp
+// CHECK:       npu_op_library(cust_opapi ACLNN
+// CHECK-LABEL: // ===== op_kernel/CMakeLists.txt =====
+// CHECK:       npu_op_kernel_sources(ascendc_kernels
+// CHECK-NEXT:      OP_TYPE MainKernel0
+// CHECK-NEXT:      KERNEL_FILE main_kernel0.cpp
 
 func.func @main(%x: tensor<?x40xf16>, %b: tensor<40xf16>) -> tensor<?x40xf16> {
   %r = graph.fusion_group (%xx = %x : tensor<?x40xf16>, %bb = %b : tensor<40xf16>) -> tensor<?x40xf16> {
