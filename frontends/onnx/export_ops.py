@@ -45,7 +45,7 @@ from autofusion.dialects import graph
 from autofusion.dialects import graph_indexing as gi
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import Props
-from frontends.onnx import export_math_ops, export_vision
+from frontends.onnx import export_math_ops, export_quant, export_vision
 
 DOMAIN = "ai.afc"
 """The domain of afc's model-local functions."""
@@ -1289,6 +1289,7 @@ TABLE: dict[type[Operation], Mapping] = {
     **export_math_ops.math_table(),
     **INDEXING_TABLE,
     **export_vision.table(),
+    **export_quant.table(),
 }
 
 

@@ -440,6 +440,7 @@ def _converter_modules() -> tuple[ModuleType, ...]:
         ops_indexing,
         ops_math,
         ops_norm,
+        ops_quant,
         ops_search,
         ops_tensor,
         ops_vision,
@@ -455,6 +456,7 @@ def _converter_modules() -> tuple[ModuleType, ...]:
         ops_norm,
         ops_vision,
         ops_einsum,
+        ops_quant,
     )
 
 
