@@ -63,9 +63,9 @@ def dynamic_quantize(x: Array) -> tuple[Array, Array, Array]:
     high = max(np.float32(0), x.max()) if x.size else np.float32(0)
     scale = np.float32((high - low) / np.float32(255))  # in float32, as ONNX Runtime
     if scale == 0:  # an all-zero input: every value is the zero point 0
-        return np.zeros(x.shape, np.uint8), scale, np.uint8(0)
+        return np.zeros(x.shape, np.uint8), np.asarray(scale), np.asarray(0, np.uint8)
     zp = saturate(np.asarray(-low / scale), np.dtype(np.uint8))
-    return saturate(np.rint(x / scale) + zp, np.dtype(np.uint8)), scale, zp
+    return saturate(np.rint(x / scale) + zp, np.dtype(np.uint8)), np.asarray(scale), zp
 
 
 def _shifted(x: Array, zero_point: Array, row_axis: bool) -> Array:

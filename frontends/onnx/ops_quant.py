@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects.builtin import i32
+from xdsl.ir import Attribute
 
 from autofusion import dtypes
 from autofusion.dialects import graph_quant as gq
@@ -44,20 +45,20 @@ VERSIONS: OpVersions = {
 REFUSED_VERSIONS: RefusedVersions = {}
 
 
-def _zero_point(node: Node, i: int, elt: object, shape: tuple[int, ...] = ()) -> Value:
+def _zero_point(node: Node, i: int, elt: Attribute, shape: tuple[int, ...] = ()) -> Value:
     """Input `i`, or a zero of element type `elt` when it is omitted."""
     v = node.opt_input(i)
     if v is not None:
         return v
-    array = np.zeros(shape, dtypes.storage_dtype(elt))  # type: ignore[arg-type]
-    return Const(array, elt, f"{node.name}_zero_point_{i}")  # type: ignore[arg-type]
+    array = np.zeros(shape, dtypes.storage_dtype(elt))
+    return Const(array, elt, f"{node.name}_zero_point_{i}")
 
 
 def _quant_props(node: Node) -> dict[str, object]:
     return {"axis": int(node.attr("axis", 1)), "block_size": int(node.attr("block_size", 0))}
 
 
-def _check_type_attr(node: Node, name: str, want: object) -> None:
+def _check_type_attr(node: Node, name: str, want: Attribute) -> None:
     """An output_dtype/precision attribute naming a type: 0 (the default) or `want`."""
     given = int(node.attr(name, 0))
     if given and element_type(given, f"node '{node.name}' attribute {name}") != want:
