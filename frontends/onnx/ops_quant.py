@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import i32
 from xdsl.ir import Attribute
 
 from autofusion import dtypes
+from autofusion.diagnostics import UserError
 from autofusion.dialects import graph_quant as gq
 from frontends.onnx.importer import (
     Const,
@@ -58,11 +59,22 @@ def _quant_props(node: Node) -> dict[str, object]:
     return {"axis": int(node.attr("axis", 1)), "block_size": int(node.attr("block_size", 0))}
 
 
+def _type_attr(node: Node, name: str) -> Attribute | None:
+    """The element type attribute `name` (output_dtype, precision) names; None when 0."""
+    given = int(node.attr(name, 0))
+    if not given:
+        return None
+    try:
+        return element_type(given, f"attribute {name}")
+    except UserError as e:
+        raise node.error(e.message) from e
+
+
 def _check_type_attr(node: Node, name: str, want: Attribute) -> None:
     """An output_dtype/precision attribute naming a type: 0 (the default) or `want`."""
-    given = int(node.attr(name, 0))
-    if given and element_type(given, f"node '{node.name}' attribute {name}") != want:
-        raise node.reject(name, given, f"only the scale's type {want}")
+    given = _type_attr(node, name)
+    if given is not None and given != want:
+        raise node.reject(name, int(node.attr(name)), f"only the scale's type {want}")
 
 
 @register(CONVERTERS, "QuantizeLinear")
@@ -72,12 +84,10 @@ def convert_quantize_linear(node: Node) -> list[Value]:
     node.attr("saturate", 1)
     _check_type_attr(node, "precision", scale.type.element_type)
     zp = node.opt_input(2)
-    out_type = int(node.attr("output_dtype", 0))
-    if out_type:
-        elt = element_type(out_type, f"node '{node.name}' attribute output_dtype")
-        if zp is not None and zp.type.element_type != elt:
-            raise node.reject("output_dtype", out_type, f"the zero point's type {zp.type}")
-    else:
+    elt = _type_attr(node, "output_dtype")
+    if elt is not None and zp is not None and zp.type.element_type != elt:
+        raise node.reject("output_dtype", int(node.attr("output_dtype")), f"zero point {zp.type}")
+    if elt is None:
         elt = dtypes.ui8 if zp is None else zp.type.element_type
     zp = zp if zp is not None else _zero_point(node, 2, elt, scale.shape)
     return node.emit(gq.QuantizeLinearOp, [x, scale, zp], _quant_props(node))
