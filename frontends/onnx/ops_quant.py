@@ -17,6 +17,7 @@ from xdsl.ir import Attribute
 from autofusion import dtypes
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph_quant as gq
+from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
     Const,
     Converter,
@@ -141,6 +142,8 @@ def convert_qlinear_conv(node: Node) -> list[Value]:
     x, w, props, spatial = conv_window(node, ins[0], ins[3])
     bias = node.opt_input(8)
     if bias is None:
+        if w.shape[0] == si.DYN:
+            raise node.error("an omitted bias needs a weight with a static output-channel dim")
         bias = Const(np.zeros(w.shape[:1], np.int32), i32, f"{node.name}_bias")
     operands = [x, *ins[1:3], w, *ins[4:8], bias]
     y = node.emit1(gq.QLinearConvOp, operands, props)
