@@ -108,8 +108,15 @@ def requantize(acc: Array, multiplier: Array, zero_point: Array) -> Array:
 
 
 def _row_column(scale: Array, row: bool) -> Array:
-    s = np.asarray(scale, np.float64)
+    s = np.asarray(scale)
     return s.reshape(-1, 1) if row and s.ndim == 1 and s.size > 1 else s
+
+
+def multiplier(lhs_scale: Array, rhs_scale: Array, out_scale: Array) -> Array:
+    """lhs_scale * rhs_scale / out_scale in the scales' own type (float16 stays float16),
+    as ONNX's reference computes it."""
+    with np.errstate(all="ignore"):
+        return lhs_scale * rhs_scale / out_scale.reshape(())
 
 
 @register_impls
@@ -151,9 +158,8 @@ class GraphQuantFunctions(InterpreterFunctions):
     ) -> PythonValues:
         a, a_scale, azp, b, b_scale, bzp, y_scale, yzp = (np.asarray(v) for v in args)
         acc = integer_matmul(a, azp, b, bzp)
-        multiplier = _row_column(a_scale, True) * _row_column(b_scale, False)
-        multiplier = multiplier / np.asarray(y_scale, np.float64).reshape(())
-        return (_result(op, requantize(acc, multiplier, yzp.reshape(()))),)
+        m = multiplier(_row_column(a_scale, True), _row_column(b_scale, False), y_scale)
+        return (_result(op, requantize(acc, m, yzp.reshape(()))),)
 
     @impl(gq.ConvIntegerOp)
     def run_conv_integer(
@@ -168,8 +174,6 @@ class GraphQuantFunctions(InterpreterFunctions):
     ) -> PythonValues:
         x, x_scale, xzp, w, w_scale, wzp, y_scale, yzp, bias = (np.asarray(v) for v in args)
         acc = integer_conv(op, x, xzp, w, wzp).astype(np.int64) + bias.reshape(1, -1, 1, 1)
-        w_scale = np.asarray(w_scale, np.float64)
         w_scale = w_scale.reshape(1, -1, 1, 1) if w_scale.ndim == 1 else w_scale
-        multiplier = np.asarray(x_scale, np.float64).reshape(()) * w_scale
-        multiplier = multiplier / np.asarray(y_scale, np.float64).reshape(())
-        return (_result(op, requantize(_wrap32(acc), multiplier, yzp.reshape(()))),)
+        m = multiplier(x_scale.reshape(()), w_scale, y_scale)
+        return (_result(op, requantize(_wrap32(acc), m, yzp.reshape(()))),)
