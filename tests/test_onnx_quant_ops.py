@@ -99,9 +99,8 @@ def test_backend_case(name: str) -> None:
         _check(f"{name}:{out_name}", got, want)
 
 
-# ONNX Runtime has no kernels for opset-28 blocked QuantizeLinear/DequantizeLinear, for
-# QLinearMatMul with float16 scales, nor for ConvInteger's per-channel w_zero_point
-NOT_ON_ORT = r".*(blocked|float16).*|test_convinteger_with_padding"
+# ONNX Runtime has no ConvInteger with a per-channel w_zero_point
+NOT_ON_ORT = r"test_convinteger_with_padding"
 
 
 @pytest.mark.parametrize("name", PASSING)
