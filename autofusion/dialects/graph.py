@@ -102,6 +102,7 @@ from autofusion.dialects.graph_fused import (
 )
 from autofusion.dialects.graph_indexing import INDEXING_OPS
 from autofusion.dialects.graph_math import MATH_OPS
+from autofusion.dialects.graph_quant import QUANT_OPS
 from autofusion.dialects.graph_vision import VISION_OPS
 from autofusion.dialects.shape_inference import ShapeError
 
@@ -1253,6 +1254,7 @@ Graph = Dialect(
         *MATH_OPS,
         *INDEXING_OPS,
         *VISION_OPS,
+        *QUANT_OPS,
     ],
     [],
 )

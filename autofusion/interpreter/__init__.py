@@ -94,6 +94,7 @@ def make_interpreter(
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
     from autofusion.interpreter.graph_indexing import GraphIndexingFunctions
     from autofusion.interpreter.graph_math import GraphMathFunctions
+    from autofusion.interpreter.graph_quant import GraphQuantFunctions
     from autofusion.interpreter.graph_vision import GraphVisionFunctions
     from autofusion.interpreter.index_arith import IndexArithFunctions
 
@@ -110,6 +111,7 @@ def make_interpreter(
     interp.register_implementations(GraphMathFunctions())
     interp.register_implementations(GraphIndexingFunctions())
     interp.register_implementations(GraphVisionFunctions())
+    interp.register_implementations(GraphQuantFunctions())
     return interp
 
 

@@ -21,6 +21,7 @@ def _interpreter() -> Interpreter:
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
     from autofusion.interpreter.graph_indexing import GraphIndexingFunctions
     from autofusion.interpreter.graph_math import GraphMathFunctions
+    from autofusion.interpreter.graph_quant import GraphQuantFunctions
     from autofusion.interpreter.graph_vision import GraphVisionFunctions
 
     interp = Interpreter(ModuleOp([]))
@@ -29,6 +30,7 @@ def _interpreter() -> Interpreter:
     interp.register_implementations(GraphMathFunctions())
     interp.register_implementations(GraphIndexingFunctions())
     interp.register_implementations(GraphVisionFunctions())
+    interp.register_implementations(GraphQuantFunctions())
     return interp
 
 

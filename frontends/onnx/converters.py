@@ -15,6 +15,7 @@ from frontends.onnx import (
     ops_indexing,
     ops_math,
     ops_norm,
+    ops_quant,
     ops_search,
     ops_tensor,
     ops_vision,
@@ -37,6 +38,7 @@ CONVERTER_MODULES: tuple[ModuleType, ...] = (
     ops_norm,
     ops_vision,
     ops_einsum,
+    ops_quant,
 )
 
 

@@ -1,7 +1,7 @@
 """The whole op table of the ONNX exporter and the emission of one op through it.
 
 `TABLE` joins export_ops.CORE_TABLE with the tables of the op families kept in their own
-modules (export_math_ops.py, export_vision.py); each of those imports export_ops, and
+modules (export_math_ops.py, export_vision.py, export_quant.py); each of those imports export_ops, and
 only this module imports them all, so the exporter's modules form no import cycle.
 """
 
@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 from xdsl.irdl import OptOperandDef, VarOperandDef
 
-from frontends.onnx import export_math_ops, export_vision
+from frontends.onnx import export_math_ops, export_quant, export_vision
 from frontends.onnx.export_ops import (
     CORE_TABLE,
     DOMAIN,
@@ -33,6 +33,7 @@ TABLE: dict[type[Operation], Mapping] = {
     **CORE_TABLE,
     **export_math_ops.math_table(),
     **export_vision.table(),
+    **export_quant.table(),
 }
 
 

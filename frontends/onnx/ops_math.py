@@ -502,10 +502,9 @@ def _pads_2d(pads: Sequence[int]) -> list[int]:
     return [0, pads[0], 0, pads[1]]
 
 
-@register(CONVERTERS, "Conv")
-def convert_conv(node: Node) -> list[Value]:
-    """Conv-11 in 1-D and 2-D (input [N, C, (H,) W], weight [M, C/group, (kH,) kW])."""
-    x, w = node.input(0), node.input(1)
+def conv_window(node: Node, x: Value, w: Value) -> tuple[Value, Value, dict[str, object], int]:
+    """Conv-11's window attributes as graph.conv2d properties: (x, w, props, spatial), a
+    1-D x and w given a unit H dim (drop it from the result with `_drop_unit_dim`)."""
     spatial = _check_spatial(node, x)
     if _rank(w) != _rank(x):
         raise node.error(f"weight {si.fmt(w.shape)} does not match input {si.fmt(x.shape)}")
@@ -516,13 +515,20 @@ def convert_conv(node: Node) -> list[Value]:
     strides = node.ints_attr("strides", [1] * spatial) or []
     dilations = node.ints_attr("dilations", [1] * spatial) or []
     pads = _window_pads(node, x, kernel, strides, dilations)
-    b = node.opt_input(2)
     group = int(node.attr("group", 1))
     if spatial == 1:
         x, w = _insert_unit_dim(node, x, 2), _insert_unit_dim(node, w, 2)
         strides, dilations, pads = _as_2d(strides, 1), _as_2d(dilations, 1), _pads_2d(pads)
-    operands = [x, w] if b is None else [x, w, b]
     props = {"strides": strides, "pads": pads, "dilations": dilations, "group": group}
+    return x, w, props, spatial
+
+
+@register(CONVERTERS, "Conv")
+def convert_conv(node: Node) -> list[Value]:
+    """Conv-11 in 1-D and 2-D (input [N, C, (H,) W], weight [M, C/group, (kH,) kW])."""
+    x, w, props, spatial = conv_window(node, node.input(0), node.input(1))
+    b = node.opt_input(2)
+    operands = [x, w] if b is None else [x, w, b]
     y = node.emit1(graph.Conv2dOp, operands, props)
     return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
 
