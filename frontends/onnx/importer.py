@@ -25,6 +25,7 @@ Converters (ONNX op type -> function) live in `ops_math` and `ops_tensor`; each 
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -247,7 +248,7 @@ class Node:
         self.importer = importer
         self.proto = proto
         self.op_type = proto.op_type
-        self.name = proto.name or f"{proto.op_type}_{index}"
+        self.name = importer.scope + (proto.name or f"{proto.op_type}_{index}")
         self.opset = importer.opset
         self.version = importer.since_version(proto.op_type)
         self._attrs = {a.name: a for a in proto.attribute}
@@ -434,12 +435,14 @@ def _converter_modules() -> tuple[ModuleType, ...]:
     """The modules of default-domain converters, each with CONVERTERS, VERSIONS and
     REFUSED_VERSIONS tables."""
     from frontends.onnx import (
+        ops_control,
         ops_einsum,
         ops_elementwise,
         ops_fused,
         ops_indexing,
         ops_math,
         ops_norm,
+        ops_recurrent,
         ops_search,
         ops_tensor,
         ops_vision,
@@ -455,6 +458,8 @@ def _converter_modules() -> tuple[ModuleType, ...]:
         ops_norm,
         ops_vision,
         ops_einsum,
+        ops_recurrent,
+        ops_control,
     )
 
 
@@ -498,7 +503,10 @@ class Importer:
         self.input_shapes = dict(input_shapes or {})
         self.base_dir = str(base_dir) if base_dir is not None else ""
         self.opset = self._default_opset()
-        self.values: dict[str, Value] = {}
+        # the value table: one map per graph scope being converted (the main graph last);
+        # a subgraph sees the values of every enclosing scope (see `convert_subgraph`)
+        self.values: ChainMap[str, Value] = ChainMap()
+        self.scope = ""  # the node-name prefix of the subgraph being converted
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.block = Block()
         self.symbols: dict[str, int] = {}
@@ -679,6 +687,36 @@ class Importer:
                 value.hint = out_name
             self.values[out_name] = value
 
+    def convert_subgraph(
+        self, node: Node, body: onnx.GraphProto, bindings: Sequence[Value], scope: str
+    ) -> list[Value]:
+        """Convert the nodes of `body`, a GRAPH attribute of `node`, inline into the function
+        being built, with its inputs bound to `bindings`: its outputs' values.
+
+        The names `body` defines live in a scope of their own (so a loop body can be
+        converted once per iteration); values of enclosing scopes stay visible, as ONNX
+        specifies. Its nodes are named `<node>/<scope>/<name>` in diagnostics and locations.
+        """
+        if len(bindings) != len(body.input):
+            raise node.error(
+                f"subgraph '{scope}' has {len(body.input)} inputs, but {len(bindings)} are given"
+            )
+        if body.sparse_initializer:
+            raise node.error(f"subgraph '{scope}' has a sparse initializer, which is not supported")
+        local: dict[str, Value] = {}
+        for t in body.initializer:
+            local[t.name] = self._initializer(t)
+        for inp, value in zip(body.input, bindings):
+            local[inp.name] = value
+        outer_values, outer_scope = self.values, self.scope
+        self.values, self.scope = outer_values.new_child(local), f"{node.name}/{scope}/"
+        try:
+            for index, proto in enumerate(body.node):
+                self._convert(proto, index)
+            return [self.lookup(out.name, node) for out in body.output]
+        finally:
+            self.values, self.scope = outer_values, outer_scope
+
     def _check_version(self, node: Node) -> None:
         """Refuse an operator version the converter does not implement, saying what differs."""
         implemented = self._versions.get(node.op_type, ())
@@ -733,7 +771,7 @@ class Importer:
             return self.values[name]
         if name in self.initializers:
             value = self._initializer(self.initializers[name])
-            self.values[name] = value
+            self.values.maps[-1][name] = value  # main-graph initializers live in its scope
             return value
         where = f"node '{node.name}' ({node.op_type})" if node else "graph output"
         raise UserError(
