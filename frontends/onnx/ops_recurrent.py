@@ -63,7 +63,11 @@ class Layer:
         return self.node.emit1(cls, [a, b])
 
     def add(self, *terms: Value | None) -> Value:
-        given = [t for t in terms if t is not None]
+        """The sum of the given terms; a constant zero term (the state before the first
+        step) is left out."""
+        given = [t for t in terms if t is not None and not _is_zero(t)] or [
+            t for t in terms if t is not None
+        ]
         out = given[0]
         for t in given[1:]:
             out = self.binary(graph.AddOp, out, t)
@@ -93,6 +97,10 @@ class Layer:
 
 
 Activation = Callable[[Layer, Value], Value]
+
+
+def _is_zero(v: Value) -> bool:
+    return isinstance(v, Const) and not v.array.any()
 
 
 def _unary(cls: type[graph.GraphOp]) -> Callable[[float, float], Activation]:
