@@ -501,3 +501,20 @@ def test_refusal_is_one_line_naming_the_node(case: str) -> None:
     text = str(info.value)
     assert "\n" not in text
     assert re.search(message, text), text
+
+
+def test_unrolled_lstm_compiles_and_checks(tmp_path: Any) -> None:
+    """`afc compile --check` on an unrolled bidirectional LSTM: the steps fuse into vector
+    kernels and the numbers (interpreter, buffer kernels, ONNX Runtime on fused.onnx)
+    agree with the original."""
+    from autofusion.driver.compile import CompileOptions, compile_model
+
+    model, _ = _recurrent_model("LSTM", {"direction": "bidirectional"}, ("initial_h",))
+    path = tmp_path / "lstm.onnx"
+    onnx.save(model, str(path))
+    c = compile_model(str(path), CompileOptions(check=True))
+    assert c.check is not None and c.check["ok"], c.check["verdict"]
+    assert c.fused is not None
+    names = [op.name for op in c.fused.walk()]
+    assert "graph.fusion_group" in names
+    assert not any("lstm" in n for n in names)
