@@ -19,14 +19,16 @@ The importer keeps a table from ONNX value names to what it knows about each val
 Every tensor value also carries its shape under both probe assignments, so that the
 shape arithmetic above can tell which dim of the data a symbolic element is.
 
-Converters (ONNX op type -> function) live in `ops_math` and `ops_tensor`; each gets a
+Converters (ONNX op type -> function) live in the `ops_*` modules; each gets a
 `Node`, the converter's view of one ONNX node, and returns the values of its outputs.
+The subgraphs of If, Loop and Scan are converted inline, each in a scope of its own over
+the enclosing ones (`Importer.convert_subgraph`).
 """
 
 from __future__ import annotations
 
 from collections import ChainMap
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -503,9 +505,10 @@ class Importer:
         self.input_shapes = dict(input_shapes or {})
         self.base_dir = str(base_dir) if base_dir is not None else ""
         self.opset = self._default_opset()
-        # the value table: one map per graph scope being converted (the main graph last);
-        # a subgraph sees the values of every enclosing scope (see `convert_subgraph`)
-        self.values: ChainMap[str, Value] = ChainMap()
+        # the value table: the main graph's values, or while a subgraph is converted a
+        # ChainMap of its scope over the enclosing ones (see `convert_subgraph`)
+        self.graph_values: dict[str, Value] = {}
+        self.values: MutableMapping[str, Value] = self.graph_values
         self.scope = ""  # the node-name prefix of the subgraph being converted
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.block = Block()
@@ -709,7 +712,7 @@ class Importer:
         for inp, value in zip(body.input, bindings):
             local[inp.name] = value
         outer_values, outer_scope = self.values, self.scope
-        self.values, self.scope = outer_values.new_child(local), f"{node.name}/{scope}/"
+        self.values, self.scope = ChainMap(local, outer_values), f"{node.name}/{scope}/"
         try:
             for index, proto in enumerate(body.node):
                 self._convert(proto, index)
@@ -771,7 +774,7 @@ class Importer:
             return self.values[name]
         if name in self.initializers:
             value = self._initializer(self.initializers[name])
-            self.values.maps[-1][name] = value  # main-graph initializers live in its scope
+            self.graph_values[name] = value  # main-graph initializers live in its scope
             return value
         where = f"node '{node.name}' ({node.op_type})" if node else "graph output"
         raise UserError(
