@@ -63,11 +63,12 @@ class Layer:
         return self.node.emit1(cls, [a, b])
 
     def add(self, *terms: Value | None) -> Value:
-        """The sum of the given terms; a constant zero term (the state before the first
-        step) is left out."""
-        given = [t for t in terms if t is not None and not _is_zero(t)] or [
-            t for t in terms if t is not None
-        ]
+        """The sum of the given terms; a constant zero term (from the zero state before
+        the first step) is left out where that does not change the result's shape."""
+        given = [t for t in terms if t is not None]
+        kept = [t for t in given if not _is_zero(t)]
+        if kept and _broadcast(kept) == _broadcast(given):
+            given = kept
         out = given[0]
         for t in given[1:]:
             out = self.binary(graph.AddOp, out, t)
@@ -101,6 +102,11 @@ Activation = Callable[[Layer, Value], Value]
 
 def _is_zero(v: Value) -> bool:
     return isinstance(v, Const) and not v.array.any()
+
+
+def _broadcast(values: Sequence[Value]) -> tuple[int, ...]:
+    """The broadcast shape of `values` under probe assignment A."""
+    return tuple(np.broadcast_shapes(*(probe_dims(v)[0] for v in values)))
 
 
 def _unary(cls: type[graph.GraphOp]) -> Callable[[float, float], Activation]:
