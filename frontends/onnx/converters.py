@@ -9,6 +9,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from frontends.onnx import (
+    ops_control,
     ops_einsum,
     ops_elementwise,
     ops_fused,
@@ -16,6 +17,7 @@ from frontends.onnx import (
     ops_math,
     ops_norm,
     ops_quant,
+    ops_recurrent,
     ops_search,
     ops_tensor,
     ops_vision,
@@ -39,6 +41,8 @@ CONVERTER_MODULES: tuple[ModuleType, ...] = (
     ops_vision,
     ops_einsum,
     ops_quant,
+    ops_recurrent,
+    ops_control,
 )
 
 

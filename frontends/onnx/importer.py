@@ -19,13 +19,16 @@ The importer keeps a table from ONNX value names to what it knows about each val
 Every tensor value also carries its shape under both probe assignments, so that the
 shape arithmetic above can tell which dim of the data a symbolic element is.
 
-Converters (ONNX op type -> function) live in `ops_math` and `ops_tensor`; each gets a
+Converters (ONNX op type -> function) live in the `ops_*` modules; each gets a
 `Node`, the converter's view of one ONNX node, and returns the values of its outputs.
+The subgraphs of If, Loop and Scan are converted inline, each in a scope of its own over
+the enclosing ones (`Importer.convert_subgraph`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections import ChainMap
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, cast
@@ -246,7 +249,7 @@ class Node:
         self.importer = importer
         self.proto = proto
         self.op_type = proto.op_type
-        self.name = proto.name or f"{proto.op_type}_{index}"
+        self.name = importer.scope + (proto.name or f"{proto.op_type}_{index}")
         self.opset = importer.opset
         self.version = importer.since_version(proto.op_type)
         self._attrs = {a.name: a for a in proto.attribute}
@@ -460,7 +463,11 @@ class Importer:
         self.input_shapes = dict(input_shapes or {})
         self.base_dir = str(base_dir) if base_dir is not None else ""
         self.opset = self._default_opset()
-        self.values: dict[str, Value] = {}
+        # the value table: the main graph's values, or while a subgraph is converted a
+        # ChainMap of its scope over the enclosing ones (see `convert_subgraph`)
+        self.graph_values: dict[str, Value] = {}
+        self.values: MutableMapping[str, Value] = self.graph_values
+        self.scope = ""  # the node-name prefix of the subgraph being converted
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.block = Block()
         self.symbols: dict[str, int] = {}
@@ -650,6 +657,36 @@ class Importer:
                 value.hint = out_name
             self.values[out_name] = value
 
+    def convert_subgraph(
+        self, node: Node, body: onnx.GraphProto, bindings: Sequence[Value], scope: str
+    ) -> list[Value]:
+        """Convert the nodes of `body`, a GRAPH attribute of `node`, inline into the function
+        being built, with its inputs bound to `bindings`: its outputs' values.
+
+        The names `body` defines live in a scope of their own (so a loop body can be
+        converted once per iteration); values of enclosing scopes stay visible, as ONNX
+        specifies. Its nodes are named `<node>/<scope>/<name>` in diagnostics and locations.
+        """
+        if len(bindings) != len(body.input):
+            raise node.error(
+                f"subgraph '{scope}' has {len(body.input)} inputs, but {len(bindings)} are given"
+            )
+        if body.sparse_initializer:
+            raise node.error(f"subgraph '{scope}' has a sparse initializer, which is not supported")
+        local: dict[str, Value] = {}
+        for t in body.initializer:
+            local[t.name] = self._initializer(t)
+        for inp, value in zip(body.input, bindings):
+            local[inp.name] = value
+        outer_values, outer_scope = self.values, self.scope
+        self.values, self.scope = ChainMap(local, outer_values), f"{node.name}/{scope}/"
+        try:
+            for index, proto in enumerate(body.node):
+                self._convert(proto, index)
+            return [self.lookup(out.name, node) for out in body.output]
+        finally:
+            self.values, self.scope = outer_values, outer_scope
+
     def _check_version(self, node: Node) -> None:
         """Refuse an operator version the converter does not implement, saying what differs."""
         implemented = self._versions.get(node.op_type, ())
@@ -734,7 +771,7 @@ class Importer:
             return self.values[name]
         if name in self.initializers:
             value = self._initializer(self.initializers[name])
-            self.values[name] = value
+            self.graph_values[name] = value  # main-graph initializers live in its scope
             return value
         where = f"node '{node.name}' ({node.op_type})" if node else "graph output"
         raise UserError(
