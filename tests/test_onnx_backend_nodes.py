@@ -255,7 +255,8 @@ def _import(model: onnx.ModelProto, inputs: list[np.ndarray]) -> tuple[object, d
                 for k, n in enumerate(model.graph.node)
                 if (n.name or f"{n.op_type}_{k}") == match[1]
             ]
-            name = nodes[0].input[int(match[2])]
+            # a node inside a subgraph (If/Loop/Scan body) is not in the main graph
+            name = nodes[0].input[int(match[2])] if nodes else ""
             if name in feeds:
                 moved = {name}
             else:  # computed from inputs (an expanded function): fix every integer input

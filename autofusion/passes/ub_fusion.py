@@ -196,6 +196,10 @@ class Partitioner:
                 # no tiling divides an empty tensor, and there is nothing to compute
                 self.result.library_ops.append((op, "an empty tensor (nothing to compute)"))
                 continue
+            if op.results and not any(r.uses for r in op.results):
+                # a kernel of it would have no output to write (graph-level DCE removes it)
+                self.result.library_ops.append((op, "its results are never used (dead code)"))
+                continue
             planned = self.plan([op])
             if isinstance(planned, Refusal):
                 self.result.library_ops.append((op, planned.reason))
