@@ -61,7 +61,7 @@ REFUSED: dict[str, str] = {
     # element types without a home, sequences and optionals
     r"test_cast(like)?_.*(FLOAT8|FLOAT4|INT4|INT2|e8m0).*": NO_HOME,
     r"test_(equal_string|regex|string).*": NO_HOME,
-    r"test_(dequantizelinear|quantizelinear).*": OP("(Dequantize|Quantize)Linear") + "|" + NO_HOME,
+    r"test_(de)?quantizelinear_(e4m3fn|e5m2|float4e2m1|u?int[24])(_.*)?": NO_HOME,
     r"test_(identity|sequence_map|optional_get_element|optional_has_element)_.*": NOT_A_TENSOR
     + "|"
     + OP("Optional(GetElement|HasElement)"),
@@ -74,13 +74,13 @@ REFUSED: dict[str, str] = {
     r"test_(dropout_default_old|dropout_random_old|loop11|scan_sum|scan9_\w+|if)": OLD_OPSET,
     r"test_scatter_(with_axis|without_axis)": OLD_OPSET,
     r"test_sequence_insert_at_(back|front)": OLD_OPSET,
-    r"test_if_(seq|opt)": OLD_OPSET + "|" + OP("If"),
+    r"test_if_(seq|opt)": OP("SequenceConstruct"),
     # training: other domains, training modes and losses
     r"test_(adagrad|adam|momentum|nesterov|ai_onnx_ml)(_.*)?": NO_DEFAULT_DOMAIN,
     r"test_batchnorm_(epsilon|example)_training_mode": r"training_mode=1 is not supported",
     r"test_training_dropout.*": r"training_mode=true is not supported",
-    r"test_(nllloss|sce)_.*": OP(
-        "(NegativeLogLikelihoodLoss|SoftmaxCrossEntropyLoss|GatherElements)"
+    r"test_nllloss_.*(?<!_expanded)|test_sce_.*": OP(
+        "(NegativeLogLikelihoodLoss|SoftmaxCrossEntropyLoss)"
     ),
     r"test_flexattention(_\w+)?(?<!_expanded_ver26)": r"operator domain 'ai\.onnx\.preview' is not supported",
     # attributes and inputs of converted operators
@@ -92,84 +92,39 @@ REFUSED: dict[str, str] = {
     r"test_reshape_allowzero_reordered": r"attribute allowzero=1 is not supported",
     r"test_wrap_pad": r"attribute mode='wrap' is not supported",
     # operators afc does not convert (an `_expanded` case is the operator's function body)
-    r"test_(acos|acosh|asin|asinh|atan|atanh|cosh|sinh|tan)(_.*)?": OP(
-        "(Acos|Acosh|Asin|Asinh|Atan|Atanh|Cosh|Sinh|Tan)"
-    ),
-    r"test_affine_grid_.*": OP("(AffineGrid|If)"),
-    r"test_argmax_.*": OP("ArgMax"),
-    r"test_argmin_.*": OP("ArgMin"),
-    r"test_attention_.*": OP("(Attention|Mod)"),
-    r"test_(basic_deform_conv|deform_conv)_.*": OP("DeformConv"),
+    r"test_attention_local_window_gqa_rank4_mask": r"softmax_precision='DOUBLE' is not supported",
     r"test_bernoulli.*": OP("(Bernoulli|RandomUniformLike)"),
     r"test_bitcast_.*": OP("BitCast"),
-    r"test_bitshift_.*": OP("BitShift"),
-    r"test_bitwise_.*": OP("Bitwise(And|Not|Or|Xor)"),
     r"test_blackmanwindow(_symmetric)?": OP("BlackmanWindow"),
     r"test_causal_conv_with_state_.*(?<!_expanded)": OP("CausalConvWithState"),
-    r"test_ceil(_.*)?": OP("Ceil"),
-    r"test_range_(float|float16|bfloat16|int32)_type_\w+_delta_expanded": OP("Ceil"),
-    r"test_celu(_bfloat16|_float16)?": OP("Celu"),
+    r"test_range_(float|float16|bfloat16)_type_positive_delta_expanded": (
+        r"the trip count M \(input #0\) must be a constant, but it is computed at run time"
+    ),
     r"test_center_crop_pad_.*(?<!_expanded)": OP("CenterCropPad"),
-    r"test_col2im.*": OP("Col2Im"),
-    r"test_compress_.*": OP("Compress"),
-    r"test_convtranspose.*": OP("ConvTranspose"),
-    r"test_cumprod_.*": OP("CumProd"),
-    r"test_cumsum_.*": OP("CumSum"),
-    r"test_depthtospace_(crd_mode|dcr_mode)?(_?example)?": OP("DepthToSpace"),
     r"test_det_.*": OP("Det"),
     r"test_dft.*": OP("DFT"),
-    r"test_einsum_.*": OP("Einsum"),
     r"test_eyelike_.*": OP("EyeLike"),
-    r"test_floor(_.*)?": OP("Floor"),
-    r"test_gather_elements_.*": OP("GatherElements"),
-    r"test_gelu_.*(?<!_expanded)": OP("Gelu"),
-    r"test_gridsample.*": OP("GridSample"),
-    r"test_group_normalization_.*(?<!_expanded)": OP("GroupNormalization"),
-    r"test_gru_.*": OP("GRU"),
     r"test_(hammingwindow|hannwindow)(_symmetric)?": OP("(HammingWindow|HannWindow)"),
-    r"test_hardmax_.*": OP("Hardmax"),
-    r"test_if(_.*)?": OP("If"),
     r"test_image_decoder_.*": OP("ImageDecoder"),
-    r"test_instancenorm_.*": OP("InstanceNormalization"),
-    r"test_isinf(_.*)?": OP("IsInf"),
-    r"test_isnan(_.*)?": OP("IsNaN"),
-    r"test_(l1normalization|l2normalization|lpnormalization)_.*": OP("LpNormalization"),
-    r"test_linear_attention_.*": OP("(LinearAttention|Scan)"),
-    r"test_lppool_.*": OP("LpPool"),
-    r"test_lrn(_.*)?": OP("LRN"),
-    r"test_lstm_.*": OP("LSTM"),
-    r"test_maxunpool_.*": OP("MaxUnpool"),
+    r"test_linear_attention_.*(?<!_expanded)": OP("LinearAttention"),
     r"test_melweightmatrix": OP("MelWeightMatrix"),
-    r"test_mod_.*": OP("Mod"),
-    r"test_mvn": OP("MeanVarianceNormalization"),
-    r"test_nonzero_.*": OP("NonZero"),
-    r"test_onehot_.*": OP("OneHot"),
-    r"test_qlinearmatmul_.*": OP("QLinearMatMul"),
-    r"test_reduce_prod_.*": OP("ReduceProd"),
-    r"test_resize_.*": OP("Resize"),
-    r"test_reversesequence_.*": OP("ReverseSequence"),
-    r"test_rms_normalization_.*(?<!_expanded)": OP("RMSNormalization"),
-    r"test_(rnn_seq_length|simple_rnn_.*)": OP("RNN"),
-    r"test_roialign_.*": OP("RoiAlign"),
-    r"test_rotary_embedding.*(?<!_expanded)": OP("RotaryEmbedding"),
-    r"test_round": OP("Round"),
-    r"test_scatter_elements_.*": OP("ScatterElements"),
-    r"test_scatternd.*": OP("ScatterND"),
-    r"test_sign": OP("Sign"),
-    r"test_spacetodepth(_crd_mode|_dcr_mode)?(_example)?": OP("SpaceToDepth"),
     r"test_split_to_sequence_.*": OP("SplitToSequence"),
     r"test_stft.*": OP("STFT"),
-    r"test_swiglu.*": OP("(SwiGLU|Swish)"),
-    r"test_swish(_.*)?(?<!_expanded)": OP("Swish"),
+    r"test_swiglu(_alpha|_float16)?": OP("SwiGLU"),
     r"test_tensorscatter.*": OP("TensorScatter"),
-    r"test_top_k.*": OP("TopK"),
-    r"test_unique_.*": OP("Unique"),
 }
 
-# case -> (rtol, atol) where the reference data is not exact
+# case-name pattern (fullmatch) -> (rtol, atol) where the reference data is not exact
 TOLERANCE_OVERRIDE = {
     # the expected values are written with 4 decimals
-    "test_averagepool_2d_ceil_last_window_starts_on_pad": (1e-3, 1e-4),
+    r"test_(averagepool_2d_ceil_last_window_starts_on_pad|gridsample_bicubic|roialign_aligned_(false|true))": (
+        1e-3,
+        1e-4,
+    ),
+    # ONNX's reference rounds to bf16 after every step of attention; afc rounds once from
+    # float32, which is closer to the exact result (test_attention_4d_causal_bf16 against
+    # a float64 computation: 0.0020 for afc, 0.0044 for the reference): up to 2 bf16 ulps apart
+    r"test_attention_\w+_bf16(_expanded)?": (2.0**-6, 2.0**-8),
 }
 
 # (rtol, atol) by numpy dtype of the reference output
@@ -287,8 +242,10 @@ def _check(name: str, got: np.ndarray, want: np.ndarray) -> None:
         np.testing.assert_array_equal(got.astype(want.dtype), want, err_msg=name)
         return
     case = name.split(":", maxsplit=1)[0]
-    default = BF16_TOLERANCE if "bfloat16" in case else TOLERANCE.get(want.dtype, (1e-5, 1e-6))
-    rtol, atol = TOLERANCE_OVERRIDE.get(case, default)
+    bf16 = "bfloat16" in case or re.search(r"_bf16(_|$)", case) is not None
+    default = BF16_TOLERANCE if bf16 else TOLERANCE.get(want.dtype, (1e-5, 1e-6))
+    override = [tol for pattern, tol in TOLERANCE_OVERRIDE.items() if re.fullmatch(pattern, case)]
+    rtol, atol = override[0] if override else default
     np.testing.assert_allclose(
         got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, err_msg=name
     )
