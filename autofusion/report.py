@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -44,6 +44,10 @@ from autofusion.hardware import ChipSpec
 from autofusion.lowering.l2_hint import l2_bypass
 from autofusion.passes.fusion_statistics import describe_op
 from autofusion.traffic_model import TrafficKernel, granule_for, simulate_l2
+
+if TYPE_CHECKING:
+    from autofusion.lowering.template import KernelTemplate, Plan
+    from autofusion.passes.fusion_rule import Refusal
 
 REPORT_ATTR = "afc.report"
 
@@ -235,16 +239,21 @@ def _unfused(
 
 
 def group_entry(
-    group: graph.FusionGroupOp, name: str, chip: ChipSpec, dynamic_size: int
+    group: graph.FusionGroupOp,
+    name: str,
+    chip: ChipSpec,
+    dynamic_size: int,
+    chosen: tuple[KernelTemplate, Plan] | Refusal | None = None,
 ) -> KernelEntry:
-    """Cost a fusion group with the template that plans it."""
-    from autofusion.lowering.template import choose_template, group_parts
+    """Cost a fusion group with its plan: `chosen` (what lower-to-buffer carries out), else
+    the plan its properties give (lowering/template.py's `carry_out`)."""
+    from autofusion.lowering.template import carry_out, group_parts
     from autofusion.passes.fusion_rule import Refusal
 
-    parts = group_parts(group)
-    ops = parts.ops
+    ops = group_parts(group).ops
     unfused_gm, unfused_time, unfused_count, unfused_traffic = _unfused(ops, chip, dynamic_size)
-    chosen = choose_template(parts, chip)
+    if chosen is None:
+        chosen = carry_out(group, chip)
     if isinstance(chosen, Refusal):
         # a hand-written group no template takes: cost its ops as they are
         return KernelEntry(

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
+    DictionaryAttr,
     FloatAttr,
     IntegerAttr,
     StringAttr,
@@ -60,8 +61,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion import dtypes
 from autofusion.dialects import shape_inference as si
-
-# the names below are re-exported: `autofusion.dialects.graph` is the dialect's public API
 from autofusion.dialects.graph_base import (
     BinaryOp,
     CompareOp,
@@ -104,7 +103,11 @@ from autofusion.dialects.graph_indexing import INDEXING_OPS
 from autofusion.dialects.graph_math import MATH_OPS
 from autofusion.dialects.graph_quant import QUANT_OPS
 from autofusion.dialects.graph_vision import VISION_OPS
+
+# the names below are re-exported: `autofusion.dialects.graph` is the dialect's public API
+from autofusion.dialects.group_plan import PLAN_PROPERTIES, verify_plan
 from autofusion.dialects.shape_inference import ShapeError
+from autofusion.dialects.target import TargetAttr
 
 # --------------------------------------------------------------------------------------
 # Constants
@@ -1074,7 +1077,9 @@ class FusionGroupOp(IRDLOperation):
     """One kernel: a body of graph ops over explicit inputs, isolated from above.
 
     The body's block arguments are bound to the operands; `graph.yield` gives the
-    results. ub-fusion records why it formed the group in discardable attributes.
+    results. ub-fusion writes the group's plan as properties (dialects/group_plan.py:
+    target, template, tiling, footprint, cost_us, reason), printed after `plan`;
+    lower-to-buffer carries it out. Discardable attributes say which rules formed it.
 
         %r = graph.fusion_group (%x = %a : tensor<8xf32>, %y = %b : tensor<8xf32>)
                  -> tensor<8xf32> attributes {afc.benefit_us = 1.5 : f64} {
@@ -1087,6 +1092,12 @@ class FusionGroupOp(IRDLOperation):
     inputs = var_operand_def(TensorType)
     outputs = var_result_def(TensorType)
     body = region_def("single_block")
+    target = opt_prop_def(TargetAttr)
+    template = opt_prop_def(StringAttr)
+    tiling = opt_prop_def(DictionaryAttr)
+    footprint = opt_prop_def(DictionaryAttr)
+    cost_us = opt_prop_def(FloatAttr)
+    reason = opt_prop_def(StringAttr)
     traits = traits_def(
         IsolatedFromAbove(),
         SingleBlockImplicitTerminator(YieldOp),
@@ -1100,12 +1111,14 @@ class FusionGroupOp(IRDLOperation):
         result_types: Sequence[Attribute],
         body: Region,
         attributes: Mapping[str, Attribute] | None = None,
+        properties: Mapping[str, Attribute] | None = None,
     ) -> None:
         super().__init__(
             operands=[list(inputs)],
             result_types=[list(result_types)],
             regions=[body],
             attributes=dict(attributes or {}),
+            properties=dict(properties or {}),
         )
 
     @property
@@ -1142,6 +1155,7 @@ class FusionGroupOp(IRDLOperation):
                 + ", ".join(str(r.type) for r in self.outputs)
                 + ")"
             )
+        verify_plan(self, self.target, self.footprint)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" (")
@@ -1162,6 +1176,11 @@ class FusionGroupOp(IRDLOperation):
             printer.print_string("(")
             printer.print_list([r.type for r in self.outputs], printer.print_attribute)
             printer.print_string(")")
+        if self.properties:
+            printer.print_string(" plan ")
+            order = {k: i for i, k in enumerate(PLAN_PROPERTIES)}
+            keys = sorted(self.properties, key=lambda k: (order.get(k, len(order)), k))
+            printer.print_attr_dict({k: self.properties[k] for k in keys})
         if self.attributes:
             printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
@@ -1185,10 +1204,11 @@ class FusionGroupOp(IRDLOperation):
             parser.parse_punctuation(")")
         else:
             outs = [parser.parse_type()]
+        props = parser.parse_optional_attr_dict() if parser.parse_optional_keyword("plan") else {}
         attrs = parser.parse_optional_attr_dict_with_keyword()
         operands = parser.resolve_operands([b[1] for b in bindings], [b[2] for b in bindings], pos)
         body = parser.parse_region([b[0].resolve(b[2]) for b in bindings])
-        return cls(operands, outs, body, attrs.data if attrs is not None else None)
+        return cls(operands, outs, body, attrs.data if attrs is not None else None, props)
 
 
 Graph = Dialect(

@@ -115,8 +115,7 @@ def explain(c: Compilation, name: str) -> list[str]:
                 if not isinstance(o, graph.ConstantOp | graph.YieldOp)
             ]
             me = _brief(describe_op(op))
-            template = parent.attributes.get("afc.template")
-            tname = getattr(template, "data", "?")
+            tname = parent.template.data if parent.template is not None else "?"
             if len(members) == 1:
                 lines.append(
                     f"  UB fusion: {me} is a kernel of its own, {kernels[parent]} ({tname})"

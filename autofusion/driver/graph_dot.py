@@ -102,10 +102,9 @@ class _Half:
 
     def _group(self, group: graph.FusionGroupOp, indent: str) -> None:
         colour = PALETTE[self.groups % len(PALETTE)]
-        template = group.attributes.get("afc.template")
         title = f"kernel {self.groups}"
-        if template is not None:
-            title += f" ({getattr(template, 'data', template)})"
+        if group.template is not None:
+            title += f" ({group.template.data})"
         self.lines.append(f"{indent}subgraph cluster_{self.prefix}k{self.groups} {{")
         self.lines.append(
             f"{indent}  label={_quote(title)}; style=filled; fillcolor={_quote(colour)};"

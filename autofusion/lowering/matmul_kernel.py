@@ -45,7 +45,7 @@ A, and B streams from HBM once, whenever A fits). HBM reads are then about
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, Generic, TypeVar, cast
 
@@ -55,6 +55,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import buffer, graph
 from autofusion.dialects import shape_inference as si
+from autofusion.dialects.group_plan import TilingValue
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
@@ -141,6 +142,17 @@ class CubeTiles:
     @property
     def kl1(self) -> int:
         return self.tk * self.step_k
+
+
+def tiles_footprint(tiles: CubeTiles, w: int) -> dict[str, int]:
+    """Bytes of L0A/L0B/L0C/L1 the tiles take (double-buffered A/B stages) for `w`-byte
+    inputs: the bounds `choose_tiles` keeps within the chip."""
+    return {
+        "l0a": 2 * tiles.tm * tiles.tk * w,
+        "l0b": 2 * tiles.tk * tiles.tn * w,
+        "l0c": tiles.c_depth * tiles.tm * tiles.tn * 4,
+        "l1": 2 * (tiles.tm + tiles.tn) * tiles.kl1 * w,
+    }
 
 
 def choose_tiles(chip: ChipSpec, w: int, max_cols: int | None) -> CubeTiles | Refusal:
@@ -405,6 +417,28 @@ class MatmulTemplate(KernelTemplate):
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
         return plan_matmul(parts, chip)
+
+    def footprint(self, plan: Plan) -> dict[str, int]:
+        p = cast(MatmulPlan, plan)
+        return tiles_footprint(p.tiles, width(p.in_elt))
+
+    def retile(
+        self, plan: Plan, tiling: Mapping[str, TilingValue], chip: ChipSpec
+    ) -> MatmulPlan | Refusal:
+        p = cast(MatmulPlan, plan)
+        fields = set(CubeTiles.__dataclass_fields__)
+        if set(tiling) != fields or any(isinstance(v, bool) or v < 1 for v in tiling.values()):
+            return Refusal(f"a matmul tiling is positive {', '.join(sorted(fields))}")
+        tiles = CubeTiles(**{k: int(v) for k, v in tiling.items()})
+        if any(t % FRACTAL for t in (tiles.tm, tiles.tn, tiles.tk)):
+            return Refusal(f"matmul tiles tm, tn, tk must be multiples of {FRACTAL}")
+        for space, used in tiles_footprint(tiles, width(p.in_elt)).items():
+            capacity = chip.capacity(space)
+            if capacity is not None and used > capacity:
+                return Refusal(
+                    f"the tiling needs {used} bytes of {space.upper()}, {chip.name} has {capacity}"
+                )
+        return replace(p, tiles=tiles)
 
     def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
         p = cast(MatmulPlan, plan)

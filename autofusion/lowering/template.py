@@ -3,15 +3,16 @@
 A template decides whether a group of graph ops can be one kernel (`plan`, with the
 reason when not), what that kernel costs (`cost`, for ub-fusion's decisions), and builds
 it (`lower`: the buffer.kernel, its host tiling function, and the host-side values the
-launch needs). ub-fusion only forms groups some template plans; lower-to-buffer asks the
-templates in order and uses the first that accepts.
+launch needs). `plan_group` is the one place a group is planned: ub-fusion plans there and
+writes the plan on the group (dialects/group_plan.py); lower-to-buffer carries that plan
+out (`carry_out`) and plans only a group that has none (hand-written IR).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import ClassVar
 
 from xdsl.builder import Builder
@@ -19,6 +20,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import buffer, graph
+from autofusion.dialects.group_plan import TilingValue, tiling_values
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.passes.fusion_rule import Refusal
@@ -128,6 +130,25 @@ class KernelTemplate(ABC):
         the templates' workspace slots are small and rewritten in place."""
         return 0
 
+    def tiling(self, plan: Plan) -> dict[str, TilingValue]:
+        """The plan's tiling decisions (the group's `tiling` property): the fields of its
+        `tiles`, when it has them."""
+        tiles = getattr(plan, "tiles", None)
+        return asdict(tiles) if is_dataclass(tiles) and not isinstance(tiles, type) else {}
+
+    def footprint(self, plan: Plan) -> dict[str, int]:
+        """Bytes the kernel's buffers take per on-chip space at the plan's tiling (the
+        group's `footprint` property, checked against the target by the verifier); empty
+        when the template sizes its buffers to fit while it builds the kernel."""
+        return {}
+
+    def retile(
+        self, plan: Plan, tiling: Mapping[str, TilingValue], chip: ChipSpec
+    ) -> Plan | Refusal:
+        """The plan with another tiling (a hand-edited group's), or why it cannot take it.
+        Only the template's own tiling unless a template says so."""
+        return Refusal(f"the {self.name} template takes only the tiling it plans")
+
     @abstractmethod
     def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
         """Build the kernel and its host tiling function."""
@@ -174,12 +195,36 @@ def group_parts(group: graph.FusionGroupOp) -> GroupParts:
     return GroupParts(ops, inputs, list(group.yield_op.values))
 
 
-def choose_template(parts: GroupParts, chip: ChipSpec) -> tuple[KernelTemplate, Plan] | Refusal:
-    """The first template that plans the group, or the first template's refusal."""
+def plan_group(
+    parts: GroupParts, chip: ChipSpec, template_name: str | None = None
+) -> tuple[KernelTemplate, Plan] | Refusal:
+    """The one planning function: the first template that plans the group (only the one
+    named `template_name` when given), or the first template's refusal."""
     first: Refusal | None = None
-    for template in templates():
+    chosen = [t for t in templates() if template_name in (None, t.name)]
+    if not chosen:
+        known = ", ".join(t.name for t in templates())
+        return Refusal(f"no kernel template '{template_name}' (known: {known})")
+    for template in chosen:
         plan = template.plan(parts, chip)
         if not isinstance(plan, Refusal):
             return template, plan
         first = first or plan
     return first or Refusal("no kernel template")
+
+
+def carry_out(group: graph.FusionGroupOp, chip: ChipSpec) -> tuple[KernelTemplate, Plan] | Refusal:
+    """The group's plan as its properties give it: its template's analysis of the body at
+    its recorded tiling. A group without a plan (hand-written IR) is planned here, once."""
+    parts = group_parts(group)
+    if group.template is None:
+        return plan_group(parts, chip)
+    chosen = plan_group(parts, chip, group.template.data)
+    if isinstance(chosen, Refusal) or group.tiling is None:
+        return chosen
+    template, plan = chosen
+    tiling = tiling_values(group.tiling)
+    if tiling == template.tiling(plan):
+        return template, plan
+    planned = template.retile(plan, tiling, chip)
+    return planned if isinstance(planned, Refusal) else (template, planned)

@@ -2,8 +2,9 @@
 
     afc-opt model.mlir -p 'set-target{chip=Ascend910B1},ub-fusion,lower-to-buffer'
 
-The first kernel template (autofusion/lowering/template.py) that plans the group builds
-the kernel; at the group's place the host code reads the runtime dims, calls the
+The group's plan (its properties, written by ub-fusion: template and tiling) is carried
+out by that kernel template (autofusion/lowering/template.py); a group without a plan
+(hand-written IR) is planned once by the same planning function ub-fusion uses. At the group's place the host code reads the runtime dims, calls the
 kernel's tiling function (`@<kernel>_tiling`, the C++ TilingFunc in Ascend C terms) and
 launches the kernel on the group's tensors. The kernels are for the module's target
 (autofusion/dialects/target.py), the chip ub-fusion planned the groups for. Ops outside fusion groups stay graph ops
@@ -29,7 +30,7 @@ from autofusion.dialects.target import ReadsTarget, resolve_target
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.l2_hint import bypass_attribute, l2_bypass
-from autofusion.lowering.template import choose_template, group_parts
+from autofusion.lowering.template import carry_out
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.fusion_statistics import describe_op
 from autofusion.report import REPORT_ATTR, entry_attribute, group_entry
@@ -59,14 +60,13 @@ def lower_group(
     group: graph.FusionGroupOp, name: str, chip: ChipSpec, dynamic_size: int = 128
 ) -> list[Operation]:
     """Replace `group` by its launch; return the kernel and tiling function to add."""
-    parts = group_parts(group)
-    chosen = choose_template(parts, chip)
+    chosen = carry_out(group, chip)
     if isinstance(chosen, Refusal):
         raise UserError(
             f"cannot lower fusion group {name} ({describe_op(group)}): {chosen.reason}", group
         )
     template, plan = chosen
-    entry = group_entry(group, name, chip, dynamic_size)
+    entry = group_entry(group, name, chip, dynamic_size, chosen)
     try:
         lowered = template.lower(plan, name, chip)
     except UserError as e:

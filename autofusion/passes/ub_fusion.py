@@ -39,15 +39,16 @@ from typing import cast
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from autofusion.cost_model import is_empty, is_view, kernel_time
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph
-from autofusion.dialects.target import ReadsTarget, resolve_target
+from autofusion.dialects.group_plan import tiling_attribute
+from autofusion.dialects.target import ReadsTarget, TargetAttr, resolve_target
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, templates
+from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, plan_group
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.fusion_statistics import FusionStatistics, describe_op
 from autofusion.passes.fusion_switch import UB_FUSION, FusionSwitch
@@ -175,13 +176,7 @@ class Partitioner:
             return Refusal(f"{len(ops)} ops exceed max-ops={self.max_ops}")
         if any(graph.fusion_kind(op) == graph.FusionKind.OPAQUE for op in ops) and len(ops) > 1:
             return Refusal("an opaque op stands alone")
-        first: Refusal | None = None
-        for template in templates():
-            plan = template.plan(parts, self.chip)
-            if not isinstance(plan, Refusal):
-                return template, plan
-            first = first or plan
-        return first or Refusal("no kernel template")
+        return plan_group(parts, self.chip)
 
     def time(self, template: KernelTemplate, plan: Plan) -> float:
         dims = [self.dynamic_size] * 16
@@ -406,7 +401,7 @@ def _large(v: SSAValue) -> bool:
     return splat_value(v) is None
 
 
-def outline(block: Block, groups: list[Group]) -> None:
+def outline(block: Block, groups: list[Group], chip: ChipSpec) -> None:
     """Replace each group's ops by one graph.fusion_group, in a dominance-respecting order.
 
     The block is rebuilt as a topological order of units (groups and other ops), each
@@ -453,15 +448,15 @@ def outline(block: Block, groups: list[Group]) -> None:
             for op in members[uid]:
                 block.add_op(op)
         else:
-            block.add_op(_group_op(g))
+            block.add_op(_group_op(g, chip))
     # splat constants copied into groups may have no user left outside
     for op in list(block.ops):
         if isinstance(op, graph.ConstantOp) and not op.result.uses:
             block.erase_op(op)
 
 
-def _group_op(g: Group) -> graph.FusionGroupOp:
-    """The fusion_group op holding g's ops (moved into its body)."""
+def _group_op(g: Group, chip: ChipSpec) -> graph.FusionGroupOp:
+    """The fusion_group op holding g's ops (moved into its body), with its plan."""
     inside = set(g.ops)
     inputs: list[SSAValue] = []
     constants: list[graph.ConstantOp] = []
@@ -493,10 +488,10 @@ def _group_op(g: Group) -> graph.FusionGroupOp:
                 op.operands[i] = mapping[v]
         body.add_op(op)
     body.add_op(graph.YieldOp(outputs))
-    group_op = graph.FusionGroupOp(inputs, [r.type for r in outputs], Region(body))
+    group_op = graph.FusionGroupOp(
+        inputs, [r.type for r in outputs], Region(body), properties=_plan_properties(g, chip)
+    )
     group_op.location = g.ops[-1].location
-    group_op.attributes["afc.template"] = StringAttr(cast(KernelTemplate, g.template).name)
-    group_op.attributes["afc.time_us"] = graph.float_attr(round(g.time_us, 4))
     if g.benefit_us:
         group_op.attributes["afc.benefit_us"] = graph.float_attr(round(g.benefit_us, 4))
     if g.rules:
@@ -504,6 +499,27 @@ def _group_op(g: Group) -> graph.FusionGroupOp:
     for old, new in zip(outputs, group_op.outputs):
         old.replace_uses_with_if(new, lambda use: use.operation.parent_op() is not group_op)
     return group_op
+
+
+def _plan_properties(g: Group, chip: ChipSpec) -> dict[str, Attribute]:
+    """g's plan as the fusion_group's properties (autofusion/dialects/group_plan.py)."""
+    template, plan = cast(KernelTemplate, g.template), cast(Plan, g.plan)
+    if len(g.ops) == 1:
+        reason = f"one {describe_op(g.ops[0])}: no merge with a neighbour was taken"
+    else:
+        reason = f"{len(g.ops)} ops in one {template.name} kernel save {round(g.benefit_us, 4)} us"
+        reason += f" ({', '.join(g.rules)})" if g.rules else ""
+    props: dict[str, Attribute] = {
+        "target": TargetAttr(chip.name),
+        "template": StringAttr(template.name),
+        "tiling": tiling_attribute(template.tiling(plan)),
+        "cost_us": graph.float_attr(round(g.time_us, 4)),
+        "reason": StringAttr(reason),
+    }
+    footprint = template.footprint(plan)
+    if footprint:
+        props["footprint"] = tiling_attribute(footprint)
+    return props
 
 
 @dataclass(frozen=True)
@@ -545,7 +561,7 @@ class UbFusionPass(ReadsTarget, ModulePass):
             part.run()
             alive = [g for g in part.groups if g.alive]
             result.groups.extend(alive)
-            outline(block, alive)
+            outline(block, alive, chip)
         self._statistics(result)
         return result
 

@@ -7,13 +7,13 @@
 // kernel); the decomposed RMSNorm is one vector kernel (a reduction cannot be a cube
 // op's epilogue).
 // CHECK-LABEL: func.func @norm_chain
-// CHECK:         %r = graph.fusion_group (%x_1 = %x : tensor<16x256xf16>, %w_1 = %w : tensor<256x256xf16>, %b_1 = %b : tensor<256xf16>) -> tensor<16x256xf16> attributes {afc.template = "matmul", afc.time_us = {{.*}}, afc.benefit_us = {{.*}}, afc.rules = "ATbeMatMulElemwiseFusionPass,TbeEltwiseFusionPass"} {
+// CHECK:         %r = graph.fusion_group (%x_1 = %x : tensor<16x256xf16>, %w_1 = %w : tensor<256x256xf16>, %b_1 = %b : tensor<256xf16>) -> tensor<16x256xf16> plan {target = #afc.target<"Ascend910B1">, template = "matmul", {{.*}}} attributes {afc.benefit_us = {{.*}}, afc.rules = "ATbeMatMulElemwiseFusionPass,TbeEltwiseFusionPass"} {
 // CHECK-NEXT:      graph.matmul
 // CHECK-NEXT:      graph.add
 // CHECK-NEXT:      graph.add
 // CHECK-NEXT:      graph.yield
 // CHECK-NEXT:    }
-// CHECK-NEXT:    %{{.*}} = graph.fusion_group (%r_1 = %r : tensor<16x256xf16>, %g_1 = %g : tensor<256xf16>) -> tensor<16x256xf16> attributes {afc.template = "rows", afc.time_us = {{.*}}, afc.benefit_us = {{.*}}, afc.rules = "TbeEltwiseFusionPass,TbeReduceElemwiseFusionPass"} {
+// CHECK-NEXT:    %{{.*}} = graph.fusion_group (%r_1 = %r : tensor<16x256xf16>, %g_1 = %g : tensor<256xf16>) -> tensor<16x256xf16> plan {target = #afc.target<"Ascend910B1">, template = "rows", {{.*}}} attributes {afc.benefit_us = {{.*}}, afc.rules = "TbeEltwiseFusionPass,TbeReduceElemwiseFusionPass"} {
 // CHECK:           graph.reduce_mean
 // CHECK:           graph.rsqrt
 // CHECK:           graph.yield

@@ -1,0 +1,85 @@
+"""A fusion group's plan: the properties ub-fusion writes on `graph.fusion_group`.
+
+    graph.fusion_group (...) -> tensor<16x256xf16> plan {target = #afc.target<"Ascend910B1">,
+        template = "matmul", tiling = {tm = 128 : i64, ...}, footprint = {l0a = ... : i64},
+        cost_us = 1.25 : f64, reason = "..."} { ... }
+
+`target` is the chip the plan was made for, `template` the kernel template that builds it,
+`tiling` the template's tiling decisions (lower-to-buffer carries them out), `footprint` the
+bytes the kernel's buffers take in each on-chip space at that tiling, `cost_us` the cost
+model's time for it and `reason` why the group is one kernel. The verifier rejects a plan
+for another chip than the module's target, or whose footprint overflows the target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i1, i64
+from xdsl.ir import Attribute, Operation
+from xdsl.utils.exceptions import VerifyException
+
+from autofusion.dialects.target import TARGET_KEY, TargetAttr
+
+# the properties of a planned group, in print order
+PLAN_PROPERTIES = ("target", "template", "tiling", "footprint", "cost_us", "reason")
+
+# what a tiling or footprint value can be: an integer or a flag
+TilingValue = int | bool
+
+
+def tiling_attribute(values: Mapping[str, TilingValue]) -> DictionaryAttr:
+    """`values` as a dictionary attribute (flags as i1, integers as i64), in key order so
+    the printed plan is deterministic."""
+    out: dict[str, Attribute] = {}
+    for key in sorted(values):
+        v = values[key]
+        out[key] = IntegerAttr.from_bool(v) if isinstance(v, bool) else IntegerAttr(v, i64)
+    return DictionaryAttr(out)
+
+
+def tiling_values(attr: DictionaryAttr) -> dict[str, TilingValue]:
+    """The inverse of `tiling_attribute`; another kind of entry is an error naming it."""
+    out: dict[str, TilingValue] = {}
+    for key, v in attr.data.items():
+        if isinstance(v, IntegerAttr) and v.type == i1:
+            out[key] = bool(v.value.data)
+        elif isinstance(v, IntegerAttr):
+            out[key] = v.value.data
+        else:
+            raise VerifyException(f"plan entry '{key}' must be an integer or a flag, not {v}")
+    return out
+
+
+def _module_target(op: Operation) -> TargetAttr | None:
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, ModuleOp):
+        parent = parent.parent_op()
+    if parent is None:
+        return None
+    attr = parent.attributes.get(TARGET_KEY)
+    return attr if isinstance(attr, TargetAttr) else None
+
+
+def verify_plan(op: Operation, target: TargetAttr | None, footprint: DictionaryAttr | None) -> None:
+    """A group's plan must be for the module's target and fit its on-chip memories."""
+    if target is None:
+        return
+    module = _module_target(op)
+    if module is not None and module.chip.data != target.chip.data:
+        raise VerifyException(
+            f"'graph.fusion_group' plan is for {target.chip.data} but the module's target is "
+            f"{module.chip.data} (re-run ub-fusion for the target)"
+        )
+    if footprint is None:
+        return
+    spec = target.spec
+    for space, used in tiling_values(footprint).items():
+        capacity = spec.capacity(space)
+        if capacity is None:
+            raise VerifyException(f"'graph.fusion_group' plan footprint names no space '{space}'")
+        if used > capacity:
+            raise VerifyException(
+                f"'graph.fusion_group' plan needs {used} bytes of {space.upper()} but "
+                f"{spec.name} has {capacity}"
+            )
