@@ -291,9 +291,8 @@ def test_a_lone_view_is_a_copy_kernel() -> None:
 
 def test_input_views_need_data_copy_pad() -> None:
     from autofusion.lowering.row_plan import plan_rows
-    from autofusion.lowering.template import GroupParts
+    from autofusion.lowering.template import GroupParts, group_parts
     from autofusion.passes.fusion_rule import Refusal
-    from autofusion.passes.lower_to_buffer import group_parts
 
     module = parse_module(default_context(), GATE_UP, "g.mlir")
     grp = next(op for op in module.walk() if isinstance(op, graph.FusionGroupOp))

@@ -505,7 +505,7 @@ def _plan_properties(g: Group, chip: ChipSpec) -> dict[str, Attribute]:
     """g's plan as the fusion_group's properties (autofusion/dialects/group_plan.py)."""
     template, plan = cast(KernelTemplate, g.template), cast(Plan, g.plan)
     if len(g.ops) == 1:
-        reason = f"one {describe_op(g.ops[0])}: no merge with a neighbour was taken"
+        reason = "a single op: no merge with a neighbour was taken (remarks=true says why)"
     else:
         reason = f"{len(g.ops)} ops in one {template.name} kernel save {round(g.benefit_us, 4)} us"
         reason += f" ({', '.join(g.rules)})" if g.rules else ""
