@@ -21,6 +21,7 @@ _API: dict[str, str] = {
     "Graph": "autofusion.dialects.graph",
     "Buffer": "autofusion.dialects.buffer",
     # the passes
+    "SetTargetPass": "autofusion.passes.set_target",
     "GraphFusionPass": "autofusion.passes.graph_fusion",
     "SplitFusionPass": "autofusion.passes.split_fusion",
     "UbFusionPass": "autofusion.passes.ub_fusion",
@@ -41,6 +42,7 @@ __all__ = [
     "Graph",
     "GraphFusionPass",
     "LowerToBufferPass",
+    "SetTargetPass",
     "SourceLocation",
     "SplitFusionPass",
     "UbFusionPass",
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from autofusion.passes import get_all_passes
     from autofusion.passes.graph_fusion import GraphFusionPass
     from autofusion.passes.lower_to_buffer import LowerToBufferPass
+    from autofusion.passes.set_target import SetTargetPass
     from autofusion.passes.split_fusion import SplitFusionPass
     from autofusion.passes.ub_fusion import UbFusionPass
     from autofusion.tools.afc_opt import AfcOptMain, run_opt
