@@ -77,20 +77,11 @@ if TYPE_CHECKING:
     __version__: str
 
 
-def _version() -> str:
-    """The installed distribution's version (pyproject.toml's), or "0+unknown" when the
-    package runs from a checkout that was never installed."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("afc")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
 def __getattr__(name: str) -> object:
     if name == "__version__":
-        value: object = _version()
+        from autofusion.version import package_version
+
+        value: object = package_version()
     elif name in _API:
         import importlib
 

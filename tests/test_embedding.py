@@ -51,6 +51,7 @@ def test_the_public_names_resolve_and_are_listed() -> None:
         assert getattr(autofusion, name) is not None, name
     assert autofusion.GraphFusionPass.name == "graph-fusion"
     assert set(autofusion.get_all_passes()) == {
+        "set-target",
         "graph-fusion",
         "split-fusion",
         "ub-fusion",
