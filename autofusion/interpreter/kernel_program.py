@@ -39,6 +39,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from autofusion.dialects import buffer
 from autofusion.interpreter.index_arith import IndexArithFunctions
+from autofusion.interpreter.vector_loops import LoopNest
 
 if TYPE_CHECKING:
     from autofusion.interpreter.buffer import BufferFunctions
@@ -372,8 +373,11 @@ class KernelProgram:
         lb, ub, stride = op.lb, op.ub, op.step
         inits = tuple(op.iter_args)
         results = tuple(op.results)
+        nest = self._nest(op)
 
         def step(env: Env) -> None:
+            if nest is not None and nest.run(env):
+                return
             carried = tuple(env[v] for v in inits)
             for i in range(env[lb], env[ub], env[stride]):
                 carried = body.run(env, (i, *carried))
@@ -388,6 +392,15 @@ class KernelProgram:
                 env[r] = v
 
         return step, (waiting if body.waits else None)
+
+    def _nest(self, op: scf.ForOp) -> LoopNest | None:
+        """The loop as a vectorized nest, when it is a nest of index arith and stores."""
+        stock = type(self.impls[buffer.SetValueOp][0]) is type(self.functions)
+
+        def scalar(inner: Operation) -> Step | None:
+            return self._arith(inner) if type(inner) in self.impls else None
+
+        return LoopNest.of(op, scalar, lambda t: _width(self.interp, t), stock)
 
     def _if(self, op: scf.IfOp) -> tuple[Step, GenStep | None]:
         then = self._body(op.true_region)
