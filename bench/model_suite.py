@@ -140,7 +140,7 @@ def qwen_layer_row(tmp: Path) -> str:
     ort_seconds = time.perf_counter() - start
     (tmp / "qwen_layer.afc").write_text(text)
     c = compile_model(str(tmp / "qwen_layer.afc"), CompileOptions(chip=CHIP, dynamic_size=1))
-    fused = shape_traffic(onnx.load_from_string(c.files["fused.onnx"]))  # type: ignore[attr-defined]
+    fused = shape_traffic(onnx.load_from_string(c.files["fused.onnx"]))
     original = shape_traffic(exported)
     ort = shape_traffic(ort_model)
     return (

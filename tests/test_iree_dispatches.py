@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,7 +62,7 @@ def test_tied_result_must_name_an_operand() -> None:
 
 
 def _model(
-    nodes: list[object], inputs: dict[str, list[int]], output: list[int], domain: str = ""
+    nodes: list[Any], inputs: dict[str, list[int]], output: list[int], domain: str = ""
 ) -> object:
     onnx = pytest.importorskip("onnx")
     from onnx import TensorProto, helper

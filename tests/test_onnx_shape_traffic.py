@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from model_suite import onnx_node_traffic  # noqa: E402
 from onnx_shape_traffic import shape_traffic  # noqa: E402
 
 
-def _model(nodes: list[object], domains: tuple[str, ...] = ()) -> object:
+def _model(nodes: list[Any], domains: tuple[str, ...] = ()) -> object:
     f32 = TensorProto.FLOAT
     graph = helper.make_graph(
         nodes,
