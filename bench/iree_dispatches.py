@@ -10,7 +10,8 @@ IREE (`pip install iree-base-compiler`, the `bench` extra) imports ONNX with
 Every `flow.dispatch` op of the result is one kernel launch. Counted with the bench's
 one-node-one-kernel rule, a dispatch reads each operand and writes each result once, so
 its traffic is the bytes of its operand and result types (an i1 takes a byte, as IREE
-stores it). IREE's importer does not inline ONNX model-local functions (afc's exporter
+stores it). `flow.tensor.*` ops outside dispatches (reshapes, and any splat, slice or
+update IREE leaves as a transfer) are not counted. IREE's importer does not inline ONNX model-local functions (afc's exporter
 writes rsqrt and silu as such), so they are inlined first (onnx.inliner).
 """
 
