@@ -1,0 +1,85 @@
+"""Fusion forms of current exports: transformers 5.x models at their default attention
+implementation (SDPA), exported by torch's two exporters at their default opsets.
+
+Each model is built from a small config with random weights (no download), exported,
+imported and run through the whole `graph-fusion` pass. Afterwards each attention is one
+graph.flash_attention (torch's SDPA decomposition: the NaN guard after the softmax, Kᵀ
+transposed on [B*H, S, D], repeat_kv flattened at once), each MLP the expected fused op,
+and the outputs still match ONNX Runtime with its optimizations disabled.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from autofusion.interpreter import run_function
+from autofusion.mlir_io import default_context
+from autofusion.passes.graph_fusion import GraphFusionPass
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import model_corpus
+from model_corpus import ModelSpec, _bert, _gpt2, _llama, _token_inputs
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
+
+
+def _spec(name: str, build: Any, types: bool = False) -> ModelSpec:
+    return ModelSpec(name, build, lambda: _token_inputs(True, types), 0, default_opsets=True)
+
+
+SPECS = {
+    s.name: s
+    for s in (
+        _spec("gpt2_sdpa", lambda: _gpt2("sdpa")),
+        _spec("llama_sdpa", lambda: _llama("sdpa")),
+        _spec("bert_sdpa", lambda: _bert("sdpa"), types=True),
+    )
+}
+# fused op counts after graph-fusion: 2 layers each
+EXPECTED: dict[str, dict[str, int]] = {
+    "gpt2_sdpa": {"graph.flash_attention": 2, "graph.ffn": 2},
+    "llama_sdpa": {"graph.flash_attention": 2, "graph.ffn": 2},
+    "bert_sdpa": {"graph.flash_attention": 2, "graph.ffn": 2},
+}
+# pieces of a decomposed attention that must not survive
+PIECES = ("graph.softmax", "graph.is_nan", "graph.erf", "graph.tanh")
+
+
+def fused(model: str, exporter: str) -> tuple[Any, Counter[str]]:
+    from frontends.onnx import import_onnx_file
+
+    path = model_corpus.spec_path(SPECS[model], exporter)
+    module = import_onnx_file(default_context(), path)
+    GraphFusionPass().run(module)
+    module.verify()
+    return module, Counter(op.name for op in module.walk())
+
+
+def assert_matches_ort(module: Any, model: str, exporter: str) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    path = model_corpus.spec_path(SPECS[model], exporter)
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    feeds = SPECS[model].inputs()
+    want = session.run(None, feeds)
+    got = list(run_function(module, feeds).values())
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("exporter", model_corpus.EXPORTERS)
+@pytest.mark.parametrize("model", sorted(EXPECTED))
+def test_current_export_forms_fuse(model: str, exporter: str) -> None:
+    pytest.importorskip("transformers")
+    module, ops = fused(model, exporter)
+    assert {name: ops[name] for name in EXPECTED[model]} == EXPECTED[model], ops
+    assert not any(ops[p] for p in PIECES), {p: ops[p] for p in PIECES if ops[p]}
+    assert_matches_ort(module, model, exporter)
