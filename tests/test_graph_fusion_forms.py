@@ -24,9 +24,61 @@ from autofusion.passes.graph_fusion import GraphFusionPass
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import model_corpus
-from model_corpus import ModelSpec, _bert, _gpt2, _llama, _token_inputs
+from model_corpus import VOCAB, ModelSpec, _bert, _gpt2, _HiddenStates, _llama, _token_inputs
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
+
+
+def _t5_encoder() -> object:
+    """T5 v1.1 encoder: relative-position bias, no softmax scale, gated tanh-GELU MLP.
+    Eager attention: the dynamo exporter fails on T5's SDPA path (a non-viewable reshape)."""
+    import torch
+    from transformers import T5Config, T5EncoderModel
+
+    torch.manual_seed(0)
+    config = T5Config(
+        vocab_size=VOCAB,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_heads=4,
+        feed_forward_proj="gated-gelu",
+        attn_implementation="eager",
+    )
+    return _HiddenStates.wrap(T5EncoderModel(config).eval(), ("input_ids", "attention_mask"))
+
+
+def _whisper_encoder() -> object:
+    import torch
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    torch.manual_seed(0)
+    config = WhisperConfig(
+        d_model=32,
+        encoder_layers=2,
+        encoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        num_mel_bins=8,
+        max_source_positions=8,
+    )
+    encoder = WhisperEncoder(config).eval()
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, features: torch.Tensor) -> torch.Tensor:
+            return self.encoder(features, return_dict=True)[0]
+
+    return Encoder().eval()
+
+
+def _features() -> dict[str, np.ndarray]:
+    # [B, mel bins, frames]: two stride-2 convs bring 16 frames to max_source_positions
+    return {"input_features": np.random.default_rng(0).standard_normal((2, 8, 16), np.float32)}
 
 
 def _spec(name: str, build: Any, types: bool = False) -> ModelSpec:
@@ -39,6 +91,8 @@ SPECS = {
         _spec("gpt2_sdpa", lambda: _gpt2("sdpa")),
         _spec("llama_sdpa", lambda: _llama("sdpa")),
         _spec("bert_sdpa", lambda: _bert("sdpa"), types=True),
+        _spec("t5_encoder", _t5_encoder),
+        ModelSpec("whisper_encoder", _whisper_encoder, _features, 0, default_opsets=True),
     )
 }
 # fused op counts after graph-fusion: 2 layers each
@@ -46,6 +100,8 @@ EXPECTED: dict[str, dict[str, int]] = {
     "gpt2_sdpa": {"graph.flash_attention": 2, "graph.ffn": 2},
     "llama_sdpa": {"graph.flash_attention": 2, "graph.ffn": 2},
     "bert_sdpa": {"graph.flash_attention": 2, "graph.ffn": 2},
+    "t5_encoder": {"graph.flash_attention": 2, "graph.gelu": 2},
+    "whisper_encoder": {"graph.flash_attention": 2, "graph.ffn": 2},
 }
 # pieces of a decomposed attention that must not survive
 PIECES = ("graph.softmax", "graph.is_nan", "graph.erf", "graph.tanh")

@@ -13,7 +13,9 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
   `where(m, 0, lowest)`, the same scores wherever |s| < 1e31 in f32). A constant mask
   that is exactly the top-left causal pattern (tril over [Sq, Skv], 0/-inf or
   0/lowest when additive) becomes `causal = true`; a constant all-zero additive or
-  all-true boolean mask is dropped; other masks stay a mask operand (one at most);
+  all-true boolean mask is dropped; other masks stay a mask operand (one at most,
+  except that two additive masks, T5's relative-position bias and padding mask, become
+  their sum: the same scores up to one rounding, exact where either adds 0);
 - the head reshapes and transposes around the attention: each of q, k and v is traced
   back through single-use transposes (and q, k through scale factors), so
   [B,S,H*D] -> reshape -> transpose -> attention -> transpose -> reshape loses all four
@@ -113,6 +115,7 @@ class Mask:
     value: SSAValue
     inverted: bool = False  # where(value, fill, s): true = masked
     fill: SSAValue | None = None
+    plus: SSAValue | None = None  # a second additive mask: the mask is value + plus
 
 
 @dataclass
@@ -599,6 +602,9 @@ def _mask_plan(masks: list[Mask], sq: int, skv: int) -> tuple[Mask | None, bool]
             causal = True
             continue
         kept.append(mask)
+    if len(kept) == 2 and all(k.kind == "add" for k in kept):
+        # T5: a relative-position bias and the padding mask, added one after the other
+        return Mask("add", kept[1].value, plus=kept[0].value), causal
     if len(kept) > 1:
         return Refusal(f"{len(kept)} masks apply; graph.flash_attention takes one")
     return (kept[0] if kept else None), causal
@@ -609,6 +615,9 @@ def _mask_type(mask: Mask | None, scores: SSAValue) -> Attribute | None:
         return None
     if mask.kind == "fill":  # becomes where(m, 0, lowest) in the scores' type
         return graph.tensor(m.shape(mask.value), m.tensor_type(scores).element_type)
+    if mask.plus is not None:
+        types = [m.tensor_type(mask.value), m.tensor_type(mask.plus)]
+        return graph.AddOp.infer(types, graph.Props({}, "graph.add"))[0]
     return m.tensor_type(mask.value)
 
 
@@ -721,6 +730,10 @@ class FuseFlashAttention(FusionRule[Attention]):
 
 def _mask_operand(mask: Mask, new_ops: list[Operation]) -> SSAValue:
     """The mask as graph.flash_attention takes it (i1: true = attend; float: added)."""
+    if mask.kind == "add" and mask.plus is not None:
+        total = graph.AddOp.make([mask.value, mask.plus])
+        new_ops.append(total)
+        return total.results[0]
     if mask.kind == "add":
         return mask.value
     if mask.kind == "bool":
