@@ -351,9 +351,11 @@ def _peel(value: SSAValue, perm: Perm, scale: bool, repeat: bool) -> Operand:
         can_repeat = repeat and x.repeats == 1 and x.perm[1] == 1
         flat = _flat_transpose(op, can_repeat) if isinstance(op, Operation) else None
         if isinstance(op, graph.TransposeOp) or flat is not None:
-            x.source, inner_perm = (
-                (op.input, _perm(op)) if flat is None else (flat.source, flat.perm)
-            )
+            if flat is not None:
+                x.source, inner_perm = flat.source, flat.perm
+            else:
+                assert isinstance(op, graph.TransposeOp)
+                x.source, inner_perm = op.input, _perm(op)
             x.perm = m.compose_perms(inner_perm, x.perm)
             if x.first_transpose is None:
                 x.first_transpose = x.perm

@@ -224,7 +224,8 @@ def _activated(op: CubeOp) -> bool:
 def _decomposed_gelu_of(x: SSAValue) -> bool:
     """Whether a GELU of `x` not yet recognised (the walk meets the projection before the
     GELU's last mul) ends within a few ops of it."""
-    frontier, seen = [x], set()
+    frontier: list[SSAValue] = [x]
+    seen: set[int] = set()
     for _ in range(GELU_DEPTH):
         users = [u.operation for v in frontier for u in v.uses]
         for user in users:
