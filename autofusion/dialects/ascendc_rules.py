@@ -1,7 +1,7 @@
 """The buffer-IR rules Ascend C imposes on a kernel, checked by the verifier so that plain
 `afc-opt` rejects what `-t ascendc` would: the element types each vector and cube API
 takes (ascend.md 2.8, 2.10), where workspaces and allocations sit, which buffers a
-Compare mask and a CO1 -> CO2 copy may feed. (The op verifiers in buffer.py own the
+Compare mask and a CO1 -> CO2 copy may feed, which fractal transposes LoadData does. (The op verifiers in buffer.py own the
 rest: data paths, what a copy converts, ReLU on Fixpipe, Gather's i32 offsets.)
 
 Each failure is one line located at the op, in the words the printer used to say it.
@@ -22,7 +22,7 @@ from autofusion.codegen.cpp_scalar import describe_location
 from autofusion.diagnostics import LocatedVerifyError, op_location
 
 if TYPE_CHECKING:
-    from autofusion.dialects.buffer import KernelOp
+    from autofusion.dialects.buffer import CopyOp, KernelOp
     from autofusion.hardware import ChipSpec
 
 # Mmad's (A, B, C) element types on A2 (ascend.md 2.10)
@@ -213,7 +213,7 @@ TYPED_OPERANDS: dict[str, tuple[Callable[[Operation], str], tuple[str, ...]]] = 
 
 def _check_op(op: Operation, chip: ChipSpec) -> None:
     """The element types the op's Ascend C API takes, and the op's own limits."""
-    from autofusion.dialects.buffer import MmadOp, VCastOp
+    from autofusion.dialects.buffer import CopyOp, MmadOp, VCastOp
 
     typed = TYPED_OPERANDS.get(op.name)
     if typed is not None:
@@ -235,6 +235,8 @@ def _check_op(op: Operation, chip: ChipSpec) -> None:
             f"{where(op)}: {chip.name} has only Select mode VSEL_CMPMASK_SPR "
             "(ascend.md 2.8); tensor-tensor Select needs A2",
         )
+    elif isinstance(op, CopyOp):
+        _check_copy(op)
     elif isinstance(op, MmadOp):
         ta, tb, tc = element_name(op.a), element_name(op.b), element_name(op.c)
         if (ta, tb, tc) not in MMAD_TYPES:
@@ -243,3 +245,29 @@ def _check_op(op: Operation, chip: ChipSpec) -> None:
                 f"{where(op)}: Mmad of {ta} x {tb} -> {tc} is not a cube type pair on A2 "
                 "(half/bf16/float -> float, int8 -> int32; ascend.md 2.10)",
             )
+
+
+def _check_copy(op: CopyOp) -> None:
+    """CO1 -> CO2 of the f32 accumulator; LoadData's fractal transposes for the types
+    afc prints (ascend.md 2.10; asc-devkit Load2D.md, LoadDataWithTranspose.md)."""
+    elt = element_name(op.dest)
+    if op.path == ("l0c", "ub") and element_name(op.source) != "f32":
+        _fail(op, f"{where(op)}: afc prints CO1 -> CO2 of the f32 accumulator only")
+    if op.path not in (("l1", "l0a"), ("l1", "l0b")):
+        return
+    to_b = op.path == ("l1", "l0b")
+    # a plain copy into L0B and a `transpose` copy into L0A transpose each fractal
+    if to_b == (op.transpose is not None):
+        return
+    if elt == "f32" and not to_b:
+        _fail(
+            op,
+            f"{where(op)}: a transposed float A operand needs LoadData3DV2's enTranspose "
+            "and Mmad's kDirectionAlign, which afc does not print (load A untransposed)",
+        )
+    if elt not in ("f16", "bf16", "f32"):
+        _fail(
+            op,
+            f"{where(op)}: this load transposes each fractal, which afc prints for "
+            "half, bfloat16_t and float only (asc-devkit Load2D.md, LoadDataWithTranspose.md)",
+        )
