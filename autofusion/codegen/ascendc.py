@@ -69,6 +69,7 @@ from autofusion.dialects.buffer_verifier import runs_split
 from autofusion.dialects.mmad_rules import constant
 from autofusion.dialects.target import resolve_target
 from autofusion.hardware import ChipSpec
+from autofusion.mlir_io import verify_located
 
 
 def _element(value: SSAValue) -> Attribute:
@@ -1310,9 +1311,11 @@ def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8)
     """Ascend C for every buffer.kernel of `module`: file name -> text.
 
     Files per kernel: `op_kernel/<k>.cpp`, `op_host/<k>_tiling.h`, `op_host/<k>.cpp`
-    (tiling, OpDef); once: the CANN project's build files (cann_project.py). Raises
-    UserError (one line, naming the op) for IR the printer cannot express.
+    (tiling, OpDef); once: the CANN project's build files (cann_project.py). The module
+    is verified first (the verifier owns the rules about buffer IR: LocatedVerifyError
+    at the op); UserError (one line, naming the op) is for what the printer cannot express.
     """
+    verify_located(module)
     kernels = kernels_of(module)
     if not kernels:
         from autofusion.codegen.missing_kernels import no_kernel_reason
