@@ -30,7 +30,7 @@ from autofusion.codegen import emulate
 from autofusion.codegen.ascendc import emit_ascendc
 from autofusion.codegen.ascendc_api import CANN8, AscendCApi
 from autofusion.codegen.emulate import EmulatedKernels, run_function_emulated
-from autofusion.diagnostics import LocatedVerifyError, UserError
+from autofusion.diagnostics import LocatedVerifyError, SourceLocation, UserError
 from autofusion.dialects import buffer
 from autofusion.interpreter import make_interpreter, run_function
 from autofusion.mlir_io import default_context, parse_module
@@ -941,14 +941,16 @@ buffer.kernel @k() attributes {{chip = "Ascend910B1", template = "test", core_ty
 }}"""
     if case in PRINTER_LIMITS:
         module = parse_module(default_context(), text, "bad.mlir")
-        with pytest.raises(UserError, match=message) as info:
+        with pytest.raises(UserError, match=message) as printed:
             emit_ascendc(module)
-    else:  # a rule of the buffer verifier (ascendc_rules.py): parsing rejects it, at the op
-        with pytest.raises(LocatedVerifyError, match=message) as info:
-            parse_module(default_context(), text, "bad.mlir")
-        location = info.value.location
-        assert location is not None and location.line >= 11  # the op's line, not the kernel's
-    assert "\n" not in str(info.value)
+        assert "\n" not in str(printed.value)
+        return
+    # a rule of the buffer verifier (ascendc_rules.py): parsing rejects it, at the op
+    with pytest.raises(LocatedVerifyError, match=message) as verified:
+        parse_module(default_context(), text, "bad.mlir")
+    location = verified.value.location
+    assert isinstance(location, SourceLocation) and location.line >= 11  # the op's line
+    assert "\n" not in str(verified.value)
 
 
 def test_bf16_on_a_chip_without_bf16_is_an_error() -> None:

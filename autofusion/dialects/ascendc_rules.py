@@ -1,8 +1,10 @@
 """The buffer-IR rules Ascend C imposes on a kernel, checked by the verifier so that plain
 `afc-opt` rejects what `-t ascendc` would: the element types each vector and cube API
 takes (ascend.md 2.8, 2.10), where workspaces and allocations sit, which buffers a
-Compare mask and a CO1 -> CO2 copy may feed, which fractal transposes LoadData does. (The op verifiers in buffer.py own the
-rest: data paths, what a copy converts, ReLU on Fixpipe, Gather's i32 offsets.)
+Compare mask and a CO1 -> CO2 copy may feed, which fractal transposes LoadData does.
+(The op verifiers in buffer.py own the rest: data paths, what a copy converts, ReLU on
+Fixpipe, Gather's i32 offsets.) The API names and type tables are the printer's data
+(codegen/ascendc_api.py), read here so both sides agree.
 
 Each failure is one line located at the op, in the words the printer used to say it.
 """
@@ -10,7 +12,7 @@ Each failure is one line located at the op, in the words the printer used to say
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NoReturn, cast
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, StringAttr
@@ -61,7 +63,7 @@ def root_of(value: SSAValue) -> SSAValue:
     return value
 
 
-def _fail(op: Operation, message: str) -> None:
+def _fail(op: Operation, message: str) -> NoReturn:
     raise LocatedVerifyError(message, op_location(op))
 
 
@@ -213,7 +215,7 @@ TYPED_OPERANDS: dict[str, tuple[Callable[[Operation], str], tuple[str, ...]]] = 
 
 def _check_op(op: Operation, chip: ChipSpec) -> None:
     """The element types the op's Ascend C API takes, and the op's own limits."""
-    from autofusion.dialects.buffer import CopyOp, MmadOp, VCastOp
+    from autofusion.dialects.buffer import CopyOp, MmadOp, VCastOp, VCompareOp
 
     typed = TYPED_OPERANDS.get(op.name)
     if typed is not None:
@@ -227,7 +229,7 @@ def _check_op(op: Operation, chip: ChipSpec) -> None:
                 f"{where(op)}: Cast from {src} to {dst} with round mode {mode!r} is not an "
                 "Ascend C Cast on A2 (ascend.md 2.8)",
             )
-    elif op.name == "buffer.vcompare" and element_name(op.dst) not in ("i1", "i8"):
+    elif isinstance(op, VCompareOp) and element_name(op.dst) not in ("i1", "i8"):
         _fail(op, f"{where(op)}: Compare writes its mask into a u8/i8 (or i1) buffer")
     elif op.name == "buffer.vselect" and chip.arch == 1001:
         _fail(
