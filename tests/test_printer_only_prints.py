@@ -51,7 +51,7 @@ PRINTING_LIMITATIONS: dict[tuple[str, str], tuple[int, str]] = {
     ),
     ("ascendc.py", "KernelPrinter._copy_strips"): (1, _DIVISIBILITY),
     ("ascendc.py", "KernelPrinter._co1_to_co2"): (2, _DIVISIBILITY),
-    ("ascendc.py", "KernelPrinter._nz_to_nd"): (4, _DIVISIBILITY),
+    ("ascendc.py", "KernelPrinter._nz_to_nd"): (3, _DIVISIBILITY),
     ("ascendc.py", "KernelPrinter._load_data"): (3, _DIVISIBILITY),
     ("ascendc.py", "KernelPrinter._fixpipe"): (1, _DIVISIBILITY),
     # the host printer reads func-dialect tiling code, which no afc verifier covers yet

@@ -1077,10 +1077,7 @@ class KernelPrinter(ScalarPrinter):
         strided DataCopy, each row's 16 elements to their place in the destination row
         (blocks of 32 bytes; the destination's row stride a 32-byte multiple)."""
         key = layout_key(root_of(op.source))
-        if key not in self.nz_ub:
-            raise UserError(
-                f"{_where(op)}: reads the CO1 -> CO2 fractals before they are copied", op
-            )
+        assert key in self.nz_ub, "printed only for the co2_keys, each recorded in nz_ub"
         rows, cols = self.nz_ub[key]
         if not (self._same(op.blocks, rows) and self._same(op.length, cols)):
             raise UserError(
