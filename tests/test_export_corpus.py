@@ -111,7 +111,10 @@ FAILS: dict[tuple[str, str], str] = {}
 # here; with AFC_EXPORT_CORPUS=all they run --check (an expected failure while it is slow)
 _PER_ELEMENT = "the buffer interpreter runs the {} kernels element by element"
 SLOW_CHECK: dict[str, str] = {
+    # measured on the shared 2-core machine (load 13-15): over 4 min, and 82 s (70 s of it
+    # in --check) for EfficientNet's 16 convolutions (7 depthwise, squeeze-excitation)
     "mobilenet_v2": _PER_ELEMENT.format("52 (17 depthwise-conv blocks)"),
+    "efficientnet": _PER_ELEMENT.format("convolution"),
 }
 
 
@@ -178,10 +181,11 @@ def test_export_compiles_checks_and_fuses(model: str, exporter: str) -> None:
     if (model, exporter) in GAPS and got != want:
         pytest.fail(f"{got} != {want}: a known gap changed; update GAPS ({GAPS[model, exporter]})")
     assert got == want
-    if check and seconds >= SECONDS and slow is not None:
-        pytest.xfail(f"afc compile --check took {seconds:.0f}s: {slow}")
-    assert seconds < SECONDS, f"afc compile --check took {seconds:.1f}s"
-    assert slow is None, f"--check now takes {seconds:.0f}s: remove {model} from SLOW_CHECK"
+    if check and slow is not None:
+        if seconds >= SECONDS:
+            pytest.xfail(f"afc compile --check took {seconds:.0f}s: {slow}")
+        pytest.fail(f"--check now takes {seconds:.0f}s: remove {model} from SLOW_CHECK")
+    assert seconds < SECONDS, f"afc compile{' --check' if check else ''} took {seconds:.1f}s"
 
 
 def fused_onnx_matches_original(fused: bytes, original: Path, model: str) -> None:
