@@ -52,7 +52,12 @@ PRINTING_LIMITATIONS: dict[tuple[str, str], tuple[int, str]] = {
     ("ascendc.py", "KernelPrinter._copy_strips"): (1, _DIVISIBILITY),
     ("ascendc.py", "KernelPrinter._co1_to_co2"): (2, _DIVISIBILITY),
     ("ascendc.py", "KernelPrinter._nz_to_nd"): (3, _DIVISIBILITY),
-    ("ascendc.py", "KernelPrinter._load_data"): (3, _DIVISIBILITY),
+    ("ascendc.py", "KernelPrinter._load_data"): (
+        4,
+        _DIVISIBILITY + "; and a transposed float A operand, which the matmul lowering"
+        " still produces (test_cube_kernels trans1/trans3): a rule the verifier cannot own"
+        " until the lowering stops producing it",
+    ),
     ("ascendc.py", "KernelPrinter._fixpipe"): (1, _DIVISIBILITY),
     # the host printer reads func-dialect tiling code, which no afc verifier covers yet
     ("ascendc_host.py", "_int_result"): (1, "host tiling function signature"),

@@ -1158,9 +1158,15 @@ class KernelPrinter(ScalarPrinter):
                 "elements; fractal reads start at multiples of 16 rows and one fractal column",
                 op,
             )
-        if fractal_transpose and elt == "f32":  # into L0B: ascendc_rules.py rejects A
-            self._load_3d_transpose(op, dst, src_root, rows_l1, stride_l1)
-            return
+        if fractal_transpose and elt == "f32":
+            if to_b:
+                self._load_3d_transpose(op, dst, src_root, rows_l1, stride_l1)
+                return
+            raise UserError(
+                f"{_where(op)}: a transposed float A operand needs LoadData3DV2's enTranspose "
+                "and Mmad's kDirectionAlign, which afc does not print (load A untransposed)",
+                op,
+            )
         m1_src = self.namer.fresh("srcFractalRows")
         self.line(op, f"int64_t {m1_src} = {self._fractals(op, rows_l1)};")
         start = "0"

@@ -261,12 +261,6 @@ def _check_copy(op: CopyOp) -> None:
     # a plain copy into L0B and a `transpose` copy into L0A transpose each fractal
     if to_b == (op.transpose is not None):
         return
-    if elt == "f32" and not to_b:
-        _fail(
-            op,
-            f"{where(op)}: a transposed float A operand needs LoadData3DV2's enTranspose "
-            "and Mmad's kDirectionAlign, which afc does not print (load A untransposed)",
-        )
     if elt not in ("f16", "bf16", "f32"):
         _fail(
             op,

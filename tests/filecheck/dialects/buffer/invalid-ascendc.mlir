@@ -257,19 +257,6 @@ buffer.kernel @co2_i32() attributes {chip = "Ascend310P3", template = "test", co
 
 // -----
 
-// A transposed float A operand would need LoadData3DV2's enTranspose (not printed).
-buffer.kernel @float_a_t() attributes {chip = "Ascend910B1", template = "test", core_type = "aic", num_inputs = 0, num_outputs = 0} {
-  %c16 = arith.constant 16 : index
-  %nb = arith.constant 1024 : index
-  %l1 = buffer.alloc_buf "a1" %nb max_bytes 1024 -> memref<?xf32, #buffer.space<l1>>
-  %a2 = buffer.alloc_buf "a2" %nb max_bytes 1024 -> memref<?xf32, #buffer.space<l0a>>
-  // expected-error @+1 {{buffer.copy: a transposed float A operand needs LoadData3DV2's enTranspose}}
-  buffer.copy %l1 to %a2 blocks %c16 x %c16 strides %c16, %c16 transpose true : memref<?xf32, #buffer.space<l1>> to memref<?xf32, #buffer.space<l0a>>
-  buffer.return
-}
-
-// -----
-
 // LoadData transposes each fractal (a plain copy into L0B) for half, bf16 and float only.
 buffer.kernel @int8_b() attributes {chip = "Ascend910B1", template = "test", core_type = "aic", num_inputs = 0, num_outputs = 0} {
   %c32 = arith.constant 32 : index
