@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 EXTRAS := test,onnx,torch,safetensors
 STAMP  := $(VENV)/.installed
+# bench alone also installs IREE (the bench extra), so `make test` never downloads it
+BENCH_STAMP := $(VENV)/.installed-bench
 
 .PHONY: run test bench lint typecheck lit pytest clean
 
@@ -30,7 +32,11 @@ pytest: $(STAMP)
 
 test: lint typecheck lit pytest
 
-bench: $(STAMP)
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[$(EXTRAS),bench]'
+	touch $@
+
+bench: $(BENCH_STAMP)
 	$(BIN)/python bench/run.py
 
 clean:

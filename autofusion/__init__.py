@@ -21,6 +21,7 @@ _API: dict[str, str] = {
     "Graph": "autofusion.dialects.graph",
     "Buffer": "autofusion.dialects.buffer",
     # the passes
+    "SetTargetPass": "autofusion.passes.set_target",
     "GraphFusionPass": "autofusion.passes.graph_fusion",
     "SplitFusionPass": "autofusion.passes.split_fusion",
     "UbFusionPass": "autofusion.passes.ub_fusion",
@@ -41,6 +42,7 @@ __all__ = [
     "Graph",
     "GraphFusionPass",
     "LowerToBufferPass",
+    "SetTargetPass",
     "SourceLocation",
     "SplitFusionPass",
     "UbFusionPass",
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
     from autofusion.passes import get_all_passes
     from autofusion.passes.graph_fusion import GraphFusionPass
     from autofusion.passes.lower_to_buffer import LowerToBufferPass
+    from autofusion.passes.set_target import SetTargetPass
     from autofusion.passes.split_fusion import SplitFusionPass
     from autofusion.passes.ub_fusion import UbFusionPass
     from autofusion.tools.afc_opt import AfcOptMain, run_opt
@@ -74,20 +77,11 @@ if TYPE_CHECKING:
     __version__: str
 
 
-def _version() -> str:
-    """The installed distribution's version (pyproject.toml's), or "0+unknown" when the
-    package runs from a checkout that was never installed."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("afc")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
 def __getattr__(name: str) -> object:
     if name == "__version__":
-        value: object = _version()
+        from autofusion.version import package_version
+
+        value: object = package_version()
     elif name in _API:
         import importlib
 

@@ -141,6 +141,8 @@ def verify_located(module: Operation) -> None:
     for op in module.walk():
         try:
             op.verify(verify_nested_ops=False)
+        except LocatedVerifyError:
+            raise  # a kernel rule about one of its ops, located there
         except (DiagnosticException, ValueError) as e:
             message = str(e).split("\n", 1)[0].strip()
             message = message.removeprefix("Operation does not verify: ")

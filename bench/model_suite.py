@@ -96,6 +96,59 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:9.2f}"
 
 
+def _cells(counted: tuple[int, int] | None) -> str:
+    return f"{counted[0]:6d} {_mb(counted[1])}" if counted else f"{'-':>6} {'-':>9}"
+
+
+IREE_FAILURES: list[tuple[str, str]] = []  # (model, why IREE gave no dispatches)
+
+
+def _iree_cells(label: str, model: object) -> str:
+    """IREE's dispatch count and MB for one model; a failure is noted, not raised."""
+    from iree_dispatches import IreeError, dispatch_traffic
+
+    try:
+        return _cells(dispatch_traffic(model))
+    except IreeError as e:
+        IREE_FAILURES.append((label, str(e)))
+        return f"{'fail':>6} {'-':>9}"
+
+
+def qwen_layer_row(tmp: Path) -> str:
+    """The Qwen2.5-7B decoder layer (seq 2048, f16, batch 1) in the one-rule table.
+
+    Its ONNX is afc's export of the imported layer (shape-only weights become graph
+    inputs); it is too big to run, so tensors are sized by shape inference.
+    """
+    import make_qwen2_5_7b
+    import onnx
+    from onnx_shape_traffic import shape_traffic
+
+    from autofusion.driver.compile import CompileOptions, compile_model
+    from autofusion.mlir_io import default_context
+    from frontends.onnx.export import export_module, serialize
+    from frontends.text import parse_text_model
+
+    label = "qwen2.5-7b layer"
+    text = make_qwen2_5_7b.decoder_layer_text()
+    module = parse_text_model(default_context(), text, "qwen_layer.afc", chip=CHIP)
+    exported = export_module(module)
+    path = tmp / "qwen_layer.onnx"
+    path.write_bytes(serialize(exported))
+    start = time.perf_counter()
+    ort_model = ort_optimized(path)
+    ort_seconds = time.perf_counter() - start
+    (tmp / "qwen_layer.afc").write_text(text)
+    c = compile_model(str(tmp / "qwen_layer.afc"), CompileOptions(chip=CHIP, dynamic_size=1))
+    fused = shape_traffic(onnx.load_from_string(c.files["fused.onnx"]))
+    original = shape_traffic(exported)
+    ort = shape_traffic(ort_model)
+    return (
+        f"{label:20} {original[0]:6d} {_mb(original[1])} {ort[0]:6d} {_mb(ort[1])} "
+        f"{ort_seconds * 1000:7.0f} {_cells(fused)} {_iree_cells(label, exported)}"
+    )
+
+
 def compile_row(label: str, path: Path, dynamic_size: int = 128) -> tuple[list[str], object | None]:
     """Compile one model; return its table cells and the compilation (None on error)."""
     from autofusion.diagnostics import UserError
@@ -159,10 +212,9 @@ def main() -> None:
             if c is not None
             else None
         )
-        afc_cells = f"{fused[0]:6d} {_mb(fused[1])}" if fused else f"{'-':>6} {'-':>9}"
         ort_rows.append(
             f"{label:20} {original[0]:6d} {_mb(original[1])} {ort[0]:6d} {_mb(ort[1])} "
-            f"{ort_seconds * 1000:7.0f} {afc_cells}"
+            f"{ort_seconds * 1000:7.0f} {_cells(fused)} {_iree_cells(label, onnx.load(str(path)))}"
         )
     with tempfile.TemporaryDirectory() as tmp:
         qwen = Path(tmp) / "qwen2_5_7b.afc"
@@ -170,13 +222,21 @@ def main() -> None:
         # its batch dim is dynamic: batch 1, as bench/qwen_fusion.py's decoder layer
         lines, _ = compile_row("qwen2.5-7b 28L, B=1", qwen, dynamic_size=1)
         print("\n".join(lines))
+        ort_rows.append(qwen_layer_row(Path(tmp)))
     print()
     print("Same rule for every ONNX file: one node = one kernel; it moves its inputs and outputs")
     print(
+        "and IREE's flow dispatches (iree-compile --compile-to=flow, llvm-cpu): each reads its "
+        "operands and writes its results once"
+    )
+    print(
         f"{'model':20} {'nodes':>6} {'MB':>9} {'ORT':>6} {'ORT MB':>9} {'ORT ms':>7} "
-        f"{'afc':>6} {'afc MB':>9}"
+        f"{'afc':>6} {'afc MB':>9} {'IREE':>6} {'IREE MB':>9}"
     )
     print("\n".join(ort_rows))
+    if IREE_FAILURES:
+        print("IREE failed on:")
+        print("\n".join(f"  {label}: {reason}" for label, reason in IREE_FAILURES))
 
 
 if __name__ == "__main__":

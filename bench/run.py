@@ -7,6 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import check_speed
 import import_models
 import model_suite
 import parse_print
@@ -18,6 +19,7 @@ def main() -> None:
     import_models.main()
     qwen_fusion.main()
     model_suite.main()
+    check_speed.main()
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ class ModelSpec:
     legacy_training: str = "eval"
     # run onnxscript's optimizer after the dynamo export (it folds BatchNorm into Conv)
     dynamo_optimize: bool = True
+    # export at each exporter's default opset (legacy_opset unused), as a new user does
+    default_opsets: bool = False
 
 
 # --------------------------------------------------------------------------------------
@@ -97,7 +99,7 @@ class _HiddenStates:
         return Wrapper().eval()
 
 
-def _bert() -> object:
+def _bert(attention: str = "eager") -> object:
     import torch
     from transformers import BertConfig, BertModel
 
@@ -109,14 +111,14 @@ def _bert() -> object:
         num_attention_heads=4,
         intermediate_size=64,
         max_position_embeddings=32,
-        attn_implementation="eager",
+        attn_implementation=attention,
     )
     return _HiddenStates.wrap(
         BertModel(config).eval(), ("input_ids", "attention_mask", "token_type_ids")
     )
 
 
-def _gpt2() -> object:
+def _gpt2(attention: str = "eager") -> object:
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -127,12 +129,12 @@ def _gpt2() -> object:
         n_layer=2,
         n_head=4,
         n_positions=32,
-        attn_implementation="eager",
+        attn_implementation=attention,
     )
     return _HiddenStates.wrap(GPT2LMHeadModel(config).eval(), ("input_ids", "attention_mask"))
 
 
-def _llama() -> object:
+def _llama(attention: str = "eager") -> object:
     import torch
     from transformers import LlamaConfig, LlamaModel
 
@@ -145,7 +147,7 @@ def _llama() -> object:
         num_attention_heads=4,
         num_key_value_heads=2,  # grouped-query attention
         max_position_embeddings=64,
-        attn_implementation="eager",
+        attn_implementation=attention,
     )
     # with an attention mask, transformers skips its packed-sequence detection (aten::diff,
     # which the legacy exporter cannot export)
@@ -408,7 +410,7 @@ def _export(spec: ModelSpec, exporter: str, target: Path) -> None:
                 model,
                 args,
                 dynamo=True,
-                opset_version=18,
+                opset_version=None if spec.default_opsets else 18,
                 input_names=names,
                 optimize=spec.dynamo_optimize,
                 verbose=False,
@@ -427,7 +429,7 @@ def _export(spec: ModelSpec, exporter: str, target: Path) -> None:
                 args,
                 str(target),
                 dynamo=False,
-                opset_version=spec.legacy_opset,
+                opset_version=None if spec.default_opsets else spec.legacy_opset,
                 input_names=names,
                 output_names=["output"],
                 training=training,
@@ -437,7 +439,12 @@ def _export(spec: ModelSpec, exporter: str, target: Path) -> None:
 
 def model_path(model: str, exporter: str) -> Path:
     """The cached ONNX file of `model` exported by `exporter`, built when missing."""
-    spec = MODELS[model]
+    return spec_path(MODELS[model], exporter)
+
+
+def spec_path(spec: ModelSpec, exporter: str) -> Path:
+    """The cached ONNX file of `spec` exported by `exporter`, built when missing."""
+    model = spec.name
     directory = cache_dir() / f"{model}-{exporter}"
     path = directory / "model.onnx"
     if path.exists():

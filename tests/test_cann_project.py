@@ -194,7 +194,7 @@ def test_example_op_defs_agree_with_their_kernels(example: str, chip: str) -> No
 
 def test_rows_kernel_op_defs_agree_with_their_kernels() -> None:
     module = parse_module(default_context(), vector_module_text("Ascend910B1", "f16"), "r.mlir")
-    apply_pipeline(module, "lower-to-buffer{chip=Ascend910B1}")
+    apply_pipeline(module, "set-target{chip=Ascend910B1},lower-to-buffer")
     launches = record(module, lambda entry: rows_feeds(module, entry, 67, seed=0))
     assert check_op_defs(module, emit_ascendc(module), launches) == len(kernels_of(module))
 
@@ -203,7 +203,7 @@ def test_cube_kernel_op_defs_agree_with_their_kernels() -> None:
     module = parse_module(default_context(), cube_module_text("f16"), "cube.mlir")
     with small_tiles():
         apply_pipeline(
-            module, "graph-fusion,ub-fusion{chip=Ascend910B1},lower-to-buffer{chip=Ascend910B1}"
+            module, "set-target{chip=Ascend910B1},graph-fusion,ub-fusion,lower-to-buffer"
         )
     launches = record(module, lambda entry: cube_feeds(module, entry, seed=0))
     assert check_op_defs(module, emit_ascendc(module), launches) == len(kernels_of(module))
@@ -212,7 +212,7 @@ def test_cube_kernel_op_defs_agree_with_their_kernels() -> None:
 def test_a_wrong_op_def_is_caught() -> None:
     """The check can fail: an OpDef whose output type disagrees with the kernel's."""
     module = parse_module(default_context(), vector_module_text("Ascend910B1", "f16"), "r.mlir")
-    apply_pipeline(module, "lower-to-buffer{chip=Ascend910B1}")
+    apply_pipeline(module, "set-target{chip=Ascend910B1},lower-to-buffer")
     files = emit_ascendc(module)
     name = kernels_of(module)[0].sym_name.data
     host = files[f"op_host/{name}.cpp"]
@@ -243,7 +243,7 @@ def test_snake_op_names_follow_cann() -> None:
 def _files_twice(text: str) -> Iterator[dict[str, str]]:
     for _ in range(2):
         module = parse_module(default_context(), text, "r.mlir")
-        apply_pipeline(module, "lower-to-buffer{chip=Ascend910B1}")
+        apply_pipeline(module, "set-target{chip=Ascend910B1},lower-to-buffer")
         yield emit_ascendc(module)
 
 
@@ -265,7 +265,7 @@ def test_the_emulated_launch_runs_the_registered_tiling_function(
     """`afc run --emulate` launches through the OpDef: a TilingFunc that asks for one
     block more than the host IR computes is caught at the launch."""
     module = parse_module(default_context(), DEBUG_INPUT, "in.mlir")
-    apply_pipeline(module, "lower-to-buffer{chip=Ascend910B1}")
+    apply_pipeline(module, "set-target{chip=Ascend910B1},lower-to-buffer")
     files = emit_ascendc(module)
     host = files["op_host/main_kernel0.cpp"]
     wrong = host.replace("context->SetBlockDim(", "context->SetBlockDim(1 + ")

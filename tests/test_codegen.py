@@ -30,7 +30,7 @@ from autofusion.codegen import emulate
 from autofusion.codegen.ascendc import emit_ascendc
 from autofusion.codegen.ascendc_api import CANN8, AscendCApi
 from autofusion.codegen.emulate import EmulatedKernels, run_function_emulated
-from autofusion.diagnostics import UserError
+from autofusion.diagnostics import LocatedVerifyError, SourceLocation, UserError
 from autofusion.dialects import buffer
 from autofusion.interpreter import make_interpreter, run_function
 from autofusion.mlir_io import default_context, parse_module
@@ -918,6 +918,11 @@ BAD_OPS = {
 }
 
 
+# what only the printer rejects (ascendc_rules.py has the rest): the row length's alignment
+# is a fact of the printer's Divisibility analysis
+PRINTER_LIMITS = {"bf16 UB copy of 14 bytes"}
+
+
 @pytest.mark.parametrize("case", sorted(BAD_OPS))
 def test_inexpressible_ops_are_one_line_errors(case: str) -> None:
     op, message = BAD_OPS[case]
@@ -934,10 +939,18 @@ buffer.kernel @k() attributes {{chip = "Ascend910B1", template = "test", core_ty
   {op}
   buffer.return
 }}"""
-    module = parse_module(default_context(), text, "bad.mlir")
-    with pytest.raises(UserError, match=message) as info:
-        emit_ascendc(module)
-    assert "\n" not in str(info.value)
+    if case in PRINTER_LIMITS:
+        module = parse_module(default_context(), text, "bad.mlir")
+        with pytest.raises(UserError, match=message) as printed:
+            emit_ascendc(module)
+        assert "\n" not in str(printed.value)
+        return
+    # a rule of the buffer verifier (ascendc_rules.py): parsing rejects it, at the op
+    with pytest.raises(LocatedVerifyError, match=message) as verified:
+        parse_module(default_context(), text, "bad.mlir")
+    location = verified.value.location
+    assert isinstance(location, SourceLocation) and location.line >= 11  # the op's line
+    assert "\n" not in str(verified.value)
 
 
 def test_bf16_on_a_chip_without_bf16_is_an_error() -> None:
@@ -948,11 +961,9 @@ def test_bf16_on_a_chip_without_bf16_is_an_error() -> None:
         [("o", "tensor<?x64xbf16>")],
     )
     module = _lowered(text)
-    moved = parse_module(
-        default_context(), str(module).replace('"Ascend910B1"', '"Ascend910"'), "m.mlir"
-    )
-    with pytest.raises(UserError, match="uses bf16, which Ascend910 does not have"):
-        emit_ascendc(moved)
+    text = str(module).replace('"Ascend910B1"', '"Ascend910"')
+    with pytest.raises(LocatedVerifyError, match="uses bf16, which Ascend910 does not have"):
+        parse_module(default_context(), text, "m.mlir")
 
 
 # ---------------------------------------------------------------------------------------

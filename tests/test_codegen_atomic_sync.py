@@ -184,7 +184,12 @@ def test_sync_all_is_printed_on_every_core() -> None:
 
 def host_code(text: str) -> str:
     _, kernels = compiled(text)
-    (code,) = (v for k, v in kernels.files.items() if k.endswith("_tiling.cpp"))
+    # op_host/<k>.cpp holds the host tiling function (with the OpDef), as msOpGen lays it out
+    (code,) = (
+        v
+        for k, v in kernels.files.items()
+        if k.startswith("op_host/") and k.endswith(".cpp") and "TilingFunc" in v
+    )
     return code
 
 

@@ -427,7 +427,9 @@ def test_missing_cross_core_flag_is_caught() -> None:
 
 
 def test_float_gemm_with_transposed_a_is_a_clear_error() -> None:
-    """A transposed float A operand needs LoadData3DV2's enTranspose (not printed)."""
+    """A transposed float A operand needs LoadData3DV2's enTranspose (not printed). The
+    matmul lowering still builds such a kernel, so the printer says so (not the verifier:
+    tests/test_printer_only_prints.py)."""
     text = f"""
 func.func @main(%a: {T((48, 40), "f32")}, %b: {T((48, 32), "f32")}) -> {T((40, 32), "f32")} {{
   %g = graph.gemm %a, %b {{trans_a = true, trans_b = false, alpha = 1.0, beta = 1.0}} : ({T((48, 40), "f32")}, {T((48, 32), "f32")}) -> {T((40, 32), "f32")}

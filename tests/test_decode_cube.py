@@ -93,7 +93,7 @@ def compiled(sixteen_row_tiles: None) -> tuple[ModuleOp, ModuleOp, EmulatedKerne
     graph_module = parse_module(default_context(), TEXT, "decode.mlir")
     lowered = apply_pipeline(
         parse_module(default_context(), TEXT, "decode.mlir"),
-        f"graph-fusion{{chip={SPLIT}}},ub-fusion{{chip={SPLIT}}},lower-to-buffer{{chip={SPLIT}}}",
+        f"set-target{{chip={SPLIT}}},graph-fusion,ub-fusion,lower-to-buffer",
     )
     return graph_module, lowered, EmulatedKernels(lowered)
 

@@ -51,6 +51,7 @@ def test_the_public_names_resolve_and_are_listed() -> None:
         assert getattr(autofusion, name) is not None, name
     assert autofusion.GraphFusionPass.name == "graph-fusion"
     assert set(autofusion.get_all_passes()) == {
+        "set-target",
         "graph-fusion",
         "split-fusion",
         "ub-fusion",
@@ -125,7 +126,7 @@ def test_afc_registers_in_a_plain_xdsl_opt_main(capsys: pytest.CaptureFixture[st
             self.available_targets.update(autofusion.get_all_targets())
 
     path = ROOT / "examples" / "mlp.mlir"
-    MyOptMain(args=[str(path), "-p", "graph-fusion,ub-fusion{chip=Ascend910B1}"]).run()
+    MyOptMain(args=[str(path), "-p", "set-target{chip=Ascend910B1},graph-fusion,ub-fusion"]).run()
     out = capsys.readouterr().out
     assert out.count("graph.fusion_group") == 2
     assert "graph.ffn" in out  # graph-fusion's Linear-GELU-Linear

@@ -20,12 +20,21 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("autofusion", "frontends")
 
 REMAINING: list[frozenset[str]] = [
-    # the buffer dialect's ops and its whole-kernel verifier (with the Mmad rules)
+    # the buffer dialect's ops and its whole-kernel verifier (with the Mmad and Ascend C rules)
     frozenset(
         {
+            "autofusion.dialects.ascendc_rules",
             "autofusion.dialects.buffer",
             "autofusion.dialects.buffer_verifier",
             "autofusion.dialects.mmad_rules",
+        }
+    ),
+    # the buffer interpreter and its compiled kernel programs (they call its op impls)
+    frozenset(
+        {
+            "autofusion.interpreter.buffer",
+            "autofusion.interpreter.kernel_program",
+            "autofusion.interpreter.vector_loops",
         }
     ),
     # the template registry and the kernel templates; the cost model and the rows template

@@ -124,7 +124,8 @@ def test_report_chip_option_is_gone(tmp_path: Path) -> None:
     src = tmp_path / "chain.mlir"
     src.write_text(CHAIN)
     old = _afc_opt(str(src), "-t", "report{chip=Ascend310P3}")
-    assert old.returncode == 1 and old.stdout == ""
+    # a bad -t is a usage error: exit status 2, as argparse gives
+    assert old.returncode == 2 and old.stdout == ""
     assert old.stderr.count("\n") == 1 and "set-target{chip=...}" in old.stderr, old.stderr
     bad = _afc_opt(str(src), "-p", "set-target{chip=Ascend999}", "-t", "report")
     assert bad.returncode == 1

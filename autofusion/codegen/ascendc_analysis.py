@@ -24,17 +24,11 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from autofusion.dialects import buffer
+from autofusion.dialects.ascendc_rules import root_of
 
 # ---------------------------------------------------------------------------------------
 # Buffer roots
 # ---------------------------------------------------------------------------------------
-
-
-def root_of(value: SSAValue) -> SSAValue:
-    """The buffer `value` views: follow buffer.view to its base."""
-    while isinstance(value.owner, buffer.ViewOp):
-        value = value.owner.base
-    return value
 
 
 def view_offset(value: SSAValue) -> list[SSAValue]:

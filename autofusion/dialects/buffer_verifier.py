@@ -1,5 +1,6 @@
 """Whole-kernel checks of the buffer dialect: capacity per memory space, queue limits,
-chip-dependent data paths, the kernel signature, and the mmad hazards (mmad_rules.py).
+chip-dependent data paths, the kernel signature, the mmad hazards (mmad_rules.py) and
+the types and buffer uses Ascend C allows (ascendc_rules.py).
 
 A capacity failure names the kernel, the space, the bytes needed and the bytes the chip
 has, e.g. `kernel @fused_3 needs 204800 bytes of ub, Ascend910B1 has 188160`.
@@ -15,6 +16,7 @@ from xdsl.ir import Operation
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion.diagnostics import UserError
+from autofusion.dialects.ascendc_rules import verify_ascendc_rules
 from autofusion.dialects.mmad_rules import verify_mmads
 from autofusion.dialects.target import TARGET_KEY, TargetAttr
 
@@ -105,6 +107,7 @@ def verify_kernel(kernel: KernelOp) -> None:
         raise VerifyException(f"{name} uses {total} buffers, a TPipe allows {MAX_BUFFERS_PER_PIPE}")
     verify_cores(kernel, name, chip.mode == "split")
     verify_mmads(kernel, name)
+    verify_ascendc_rules(kernel, name, chip)
 
 
 def _verify_module_target(kernel: KernelOp, name: str, chip: ChipSpec) -> None:

@@ -90,12 +90,8 @@ def make_interpreter(
     from xdsl.interpreters.scf import ScfFunctions
 
     from autofusion.interpreter.buffer import BufferFunctions
+    from autofusion.interpreter.folding import op_family_functions
     from autofusion.interpreter.graph import GraphFunctions
-    from autofusion.interpreter.graph_fused import GraphFusedFunctions
-    from autofusion.interpreter.graph_indexing import GraphIndexingFunctions
-    from autofusion.interpreter.graph_math import GraphMathFunctions
-    from autofusion.interpreter.graph_quant import GraphQuantFunctions
-    from autofusion.interpreter.graph_vision import GraphVisionFunctions
     from autofusion.interpreter.index_arith import IndexArithFunctions
 
     interp = Interpreter(module)
@@ -107,11 +103,8 @@ def make_interpreter(
     graph_functions = GraphFunctions()
     graph_functions.shape_only_fill = shape_only_fill
     interp.register_implementations(graph_functions)
-    interp.register_implementations(GraphFusedFunctions())
-    interp.register_implementations(GraphMathFunctions())
-    interp.register_implementations(GraphIndexingFunctions())
-    interp.register_implementations(GraphVisionFunctions())
-    interp.register_implementations(GraphQuantFunctions())
+    for functions in op_family_functions():
+        interp.register_implementations(functions)
     return interp
 
 

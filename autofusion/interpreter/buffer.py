@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -36,12 +36,14 @@ from xdsl.interpreter import (
     impl_terminator,
     register_impls,
 )
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from autofusion import dtypes
 from autofusion.dialects import buffer
 from autofusion.dialects.buffer_verifier import runs_split
 from autofusion.hardware import get_chip
+from autofusion.interpreter.kernel_program import KernelProgram
 
 UB_ALIGN = 32
 
@@ -198,6 +200,7 @@ class CoreGroup:
     # ---- running ---------------------------------------------------------------------
 
     def run(self, body: Callable[[], None]) -> None:
+        """Run `body` (the kernel) on every core, each in its own thread."""
         threads = [
             threading.Thread(target=self._thread, args=(i, body), daemon=True)
             for i in range(len(self.names))
@@ -208,6 +211,39 @@ class CoreGroup:
             t.join()
         if self.error is not None:
             raise self.error
+        self._check_flags_taken()
+
+    def run_steps(self, start: Callable[[], Generator[None, None, Any]]) -> None:
+        """Run the kernel on every core as generators in this thread: `start()` gives a
+        core's run, which yields whenever the core waits for something not yet ready
+        (a KernelProgram's `run_steps`). The turns are the threads' turns of `run`,
+        without an OS thread switch at each hand-over."""
+        runs: list[Generator[None, None, Any] | None] = [None] * len(self.names)
+        i = 0
+        try:
+            while i >= 0:
+                self._enter(i)
+                core = runs[i]
+                if core is None:
+                    core = runs[i] = start()
+                try:
+                    next(core)
+                except StopIteration:
+                    self.done[i] = True
+                with self.cond:
+                    self.scopes[i] = self.interp._ctx
+                    self._pass_turn(i)
+                    i = self.turn
+        finally:
+            for core in runs:
+                if core is not None:
+                    core.close()
+        if self.error is not None:
+            raise self.error
+        self._check_flags_taken()
+
+    def _check_flags_taken(self) -> None:
+        """Every flag set was waited for (a set nobody waits for is an error)."""
         for k in range(len(self.blocks)):
             for i in range(self.n_aiv):
                 aiv = self.names[k * self.per + i]
@@ -323,22 +359,44 @@ class CoreGroup:
                         f"wait: a flag counts at most {MAX_FLAG_COUNT} sets"
                     )
 
+    def _take_flag(self, i: int, flag: int) -> None:
+        k, c = divmod(i, self.per)
+        if c < self.n_aiv:
+            self.to_aiv[k][c][flag] -= 1
+        else:
+            for a in range(self.n_aiv):
+                self.to_aic[k][a][flag] -= 1
+
     def wait_flag(self, core: str, sub_block: int, flag: int) -> None:
         i = self._me(core, sub_block)
-        k = i // self.per
         with self.cond:
             self._wait(i, ("flag", flag))
-            if core == "aiv":
-                self.to_aiv[k][sub_block][flag] -= 1
-            else:
-                for a in range(self.n_aiv):
-                    self.to_aic[k][a][flag] -= 1
+            self._take_flag(i, flag)
 
     def sync_all(self, core: str, sub_block: int) -> None:
         i = self._me(core, sub_block)
         with self.cond:
             self.arrived[i] += 1
             self._wait(i, ("sync", self.arrived[i]))
+
+    # ---- the same, as steps of a generator run (`run_steps`) -------------------------
+
+    def _await(self, i: int, what: tuple[str, int]) -> Generator[None, None, None]:
+        """Yield (hand the turn over) until what core i waits for holds."""
+        self.waiting[i] = what
+        while not self._ready(i):
+            yield
+        self.waiting[i] = None
+
+    def wait_flag_steps(self, core: str, sub_block: int, flag: int) -> Generator[None, None, None]:
+        i = self._me(core, sub_block)
+        yield from self._await(i, ("flag", flag))
+        self._take_flag(i, flag)
+
+    def sync_all_steps(self, core: str, sub_block: int) -> Generator[None, None, None]:
+        i = self._me(core, sub_block)
+        self.arrived[i] += 1
+        yield from self._await(i, ("sync", self.arrived[i]))
 
 
 @register_impls
@@ -356,6 +414,12 @@ class BufferFunctions(InterpreterFunctions):
         self.core: str | None = None
         self.sub_block = 0
         self.group: CoreGroup | None = None
+        # each kernel compiled once (None: only xDSL's interpreter runs it)
+        self.programs: dict[buffer.KernelOp, KernelProgram | None] = {}
+
+    def runs_stage_on(self, core: str) -> bool:
+        """Whether the running core runs a buffer.stage of `core` ("aic"/"aiv")."""
+        return self.core is None or self.core == core
 
     # ---- host side --------------------------------------------------------------
 
@@ -407,9 +471,21 @@ class BufferFunctions(InterpreterFunctions):
         self.workspaces = {}
         args = (*gm_in, *gm_out, *tiling)
         name = kernel.sym_name.data
+        if kernel not in self.programs:
+            self.programs[kernel] = KernelProgram.compile(interp, self, kernel)
+        program = self.programs[kernel]
 
         def body() -> None:
-            interp.run_ssacfg_region(kernel.body, args, name)
+            if program is not None:
+                program.run(args)
+            else:
+                interp.run_ssacfg_region(kernel.body, args, name)
+
+        def run_group(group: CoreGroup) -> None:
+            if program is not None:
+                group.run_steps(lambda: program.run_steps(args))
+            else:
+                group.run(body)
 
         try:
             n_aiv = max(1, self.chip.vector_cores // max(self.chip.cube_cores, 1))
@@ -422,12 +498,12 @@ class BufferFunctions(InterpreterFunctions):
                         f"of {self.chip.name}: the blocks that wait for a core would never run"
                     )
                 self.group = CoreGroup(interp, self, n_aiv, list(range(blocks)))
-                self.group.run(body)
+                run_group(self.group)
             for b in range(0 if self.group is not None else blocks):
                 self.block_idx = b
                 if runs_split(kernel):
                     self.group = CoreGroup(interp, self, n_aiv, [b])
-                    self.group.run(body)
+                    run_group(self.group)
                 else:
                     body()
         finally:
@@ -462,25 +538,40 @@ class BufferFunctions(InterpreterFunctions):
     def run_stage(
         self, interp: Interpreter, op: buffer.StageOp, args: PythonValues
     ) -> PythonValues:
-        if self.core is None or self.core == op.core:
+        if self.runs_stage_on(op.core):
             interp.run_ssacfg_region(op.body, (), op.stage.data)
         return ()
 
+    def _group(self, op: Operation) -> tuple[CoreGroup, str]:
+        """The running core group of a cross-core op and the running core's kind (an
+        error outside a group)."""
+        if self.group is None or self.core is None:
+            raise InterpretationError(f"{op.name} outside a mix kernel on a split chip")
+        return self.group, self.core
+
     def _cross_core(self, op: buffer.CrossCoreOp) -> PythonValues:
         """A flag op runs on the core it names (the others skip it)."""
-        if self.group is None:
-            raise InterpretationError(f"{op.name} outside a mix kernel on a split chip")
-        if self.core == op.core.data:
-            group = self.group
+        group, core = self._group(op)
+        if core == op.core.data:
             act = group.set_flag if isinstance(op, buffer.CrossCoreSetOp) else group.wait_flag
-            act(self.core, self.sub_block, op.flag.value.data)
+            act(core, self.sub_block, op.flag.value.data)
         return ()
+
+    def wait_steps(
+        self, op: buffer.CrossCoreWaitOp | buffer.SyncAllOp
+    ) -> Generator[None, None, None]:
+        """A wait of a KernelProgram run by `CoreGroup.run_steps`: it yields until what
+        it waits for holds (the generator twin of run_cross_core_wait / run_sync_all)."""
+        group, core = self._group(op)
+        if isinstance(op, buffer.SyncAllOp):
+            yield from group.sync_all_steps(core, self.sub_block)
+        elif core == op.core.data:
+            yield from group.wait_flag_steps(core, self.sub_block, op.flag.value.data)
 
     @impl(buffer.SyncAllOp)
     def run_sync_all(self, interp: Interpreter, op: Any, args: PythonValues) -> PythonValues:
-        if self.group is None or self.core is None:
-            raise InterpretationError("buffer.sync_all outside a mix kernel on a split chip")
-        self.group.sync_all(self.core, self.sub_block)
+        group, core = self._group(op)
+        group.sync_all(core, self.sub_block)
         return ()
 
     @impl(buffer.CrossCoreSetOp)

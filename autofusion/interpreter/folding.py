@@ -11,26 +11,36 @@ from functools import cache
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.interpreter import Interpreter
+from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.ir import Operation
 
 
-@cache
-def _interpreter() -> Interpreter:
-    from autofusion.interpreter.graph import GraphFunctions
+def op_family_functions() -> list[InterpreterFunctions]:
+    """The implementations of the graph ops outside graph.py (fused, math, indexing,
+    vision, quantization), registered by every interpreter of graph IR."""
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
     from autofusion.interpreter.graph_indexing import GraphIndexingFunctions
     from autofusion.interpreter.graph_math import GraphMathFunctions
     from autofusion.interpreter.graph_quant import GraphQuantFunctions
     from autofusion.interpreter.graph_vision import GraphVisionFunctions
 
+    return [
+        GraphFusedFunctions(),
+        GraphMathFunctions(),
+        GraphIndexingFunctions(),
+        GraphVisionFunctions(),
+        GraphQuantFunctions(),
+    ]
+
+
+@cache
+def _interpreter() -> Interpreter:
+    from autofusion.interpreter.graph import GraphFunctions
+
     interp = Interpreter(ModuleOp([]))
     interp.register_implementations(GraphFunctions())
-    interp.register_implementations(GraphFusedFunctions())
-    interp.register_implementations(GraphMathFunctions())
-    interp.register_implementations(GraphIndexingFunctions())
-    interp.register_implementations(GraphVisionFunctions())
-    interp.register_implementations(GraphQuantFunctions())
+    for functions in op_family_functions():
+        interp.register_implementations(functions)
     return interp
 
 

@@ -18,11 +18,11 @@ from xdsl.utils.arg_spec import ArgSpec, parse_spec
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-import autofusion
 from autofusion.diagnostics import UserError, run_tool
 from autofusion.tools import pass_options
 from autofusion.tools.atomic_output import atomic_file, split_output_flag
 from autofusion.tools.pipeline_spec import mlir_pipeline_to_xdsl, quote_bare_values
+from autofusion.version import package_version
 from frontends import Frontend
 
 DESCRIPTION = "afc-opt: xdsl-opt with afc's dialects, passes, targets and frontends registered"
@@ -42,7 +42,7 @@ class AfcOptMain(xDSLOptMain):
     conventions (bare boolean options, `-` for stdin, did-you-mean, ...) added by overriding
     xDSLOptMain's hooks."""
 
-    version_format = f"afc-opt {autofusion.__version__} (xdsl {{xdsl_version}})"
+    version_format = f"afc-opt {package_version()} (xdsl {{xdsl_version}})"
 
     def register_all_dialects(self) -> None:
         from autofusion.dialects import get_all_dialects

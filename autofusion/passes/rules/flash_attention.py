@@ -13,7 +13,9 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
   `where(m, 0, lowest)`, the same scores wherever |s| < 1e31 in f32). A constant mask
   that is exactly the top-left causal pattern (tril over [Sq, Skv], 0/-inf or
   0/lowest when additive) becomes `causal = true`; a constant all-zero additive or
-  all-true boolean mask is dropped; other masks stay a mask operand (one at most);
+  all-true boolean mask is dropped; other masks stay a mask operand (one at most,
+  except that two additive masks, T5's relative-position bias and padding mask, become
+  their sum: the same scores up to one rounding, exact where either adds 0);
 - the head reshapes and transposes around the attention: each of q, k and v is traced
   back through single-use transposes (and q, k through scale factors), so
   [B,S,H*D] -> reshape -> transpose -> attention -> transpose -> reshape loses all four
@@ -31,7 +33,12 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
   the softmax: graph.flash_attention defines such a row as 0 too (as torch SDPA and
   FlashAttention kernels do; its docstring and interpreter), so the guard is always
   absorbed. Without the guard the decomposed softmax of an all -inf row is NaN, which
-  the fused op refines to 0.
+  the fused op refines to 0. torch's SDPA decomposition (transformers 5.x at its default
+  attention, both exporters) guards with `where(isnan(p), 0, p)`: the same for finite
+  q, k and mask (a NaN row there is a fully masked one); absorbed too;
+- Kᵀ written on the heads flattened into the batch, reshape(transpose(reshape(k,
+  [B*H, S, D]), [0, 2, 1]), [B, H, D, S]) (the SDPA decomposition), also straight from
+  repeat_kv's 5-D expand;
 
 Preconditions (refused with the reason otherwise): softmax over the last axis; 4-D
 operands; scale factors are splat constants and their product is > 0; an additive mask
@@ -65,6 +72,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from autofusion import dtypes
 from autofusion.dialects import graph
+from autofusion.dialects.graph_math import IsNanOp
 from autofusion.dialects.shape_inference import ShapeError
 from autofusion.passes import matching as m
 from autofusion.passes.fusion_rule import FusionRule, Refusal
@@ -107,6 +115,7 @@ class Mask:
     value: SSAValue
     inverted: bool = False  # where(value, fill, s): true = masked
     fill: SSAValue | None = None
+    plus: SSAValue | None = None  # a second additive mask: the mask is value + plus
 
 
 @dataclass
@@ -257,13 +266,32 @@ def _repeat_kv(op: Operation) -> tuple[SSAValue, int, list[Operation]] | None:
     """(kv, n, [expand, reshape]) if `op` is the last reshape of repeat_kv(kv, n)."""
     if not isinstance(op, graph.ReshapeOp):
         return None
-    expand = m.producer(op.input, graph.ExpandOp)
+    found = _repeated(op.input, m.shape(op.output))
+    if found is None:
+        return None
+    kv, _, (expand, first) = found
+    if m.shape(kv)[0] < 0:
+        # a dynamic batch: each step must carry the same one (the reshapes copy it with
+        # 0, the expand keeps it with 1 or -1), not reach another size by a -1
+        assert isinstance(first, graph.ReshapeOp) and isinstance(expand, graph.ExpandOp)
+        copies = first.shape.get_values()[0] == 0 == op.shape.get_values()[0]
+        if not copies or expand.shape.get_values()[0] not in (1, -1):
+            return None
+    return found
+
+
+def _repeated(
+    value: SSAValue, out: tuple[int, ...]
+) -> tuple[SSAValue, int, list[Operation]] | None:
+    """(kv, n, [expand, reshape]) if `value` is repeat_kv(kv, n) before its last reshape to
+    `out` = [B, Hkv * n, S, D]: expand(reshape(kv, [B, Hkv, 1, S, D]), [B, Hkv, n, S, D])."""
+    expand = m.producer(value, graph.ExpandOp)
     if expand is None or not expand.output.has_one_use():
         return None
     first = m.producer(expand.input, graph.ReshapeOp)
     if first is None or not first.output.has_one_use():
         return None
-    kv, one, rep, out = (m.shape(v) for v in (first.input, first.output, expand.output, op.output))
+    kv, one, rep = (m.shape(v) for v in (first.input, first.output, expand.output))
     if len(kv) != 4 or len(rep) != 5 or len(out) != 4:
         return None
     b, groups, s, d = kv
@@ -272,13 +300,45 @@ def _repeat_kv(op: Operation) -> tuple[SSAValue, int, list[Operation]] | None:
         return None
     if out != (b, groups * n, s, d) or min(groups, s, d) < 0:
         return None
-    if b < 0:
-        # a dynamic batch: each step must carry the same one (the reshapes copy it with
-        # 0, the expand keeps it with 1 or -1), not reach another size by a -1
-        copies = first.shape.get_values()[0] == 0 == op.shape.get_values()[0]
-        if not copies or expand.shape.get_values()[0] not in (1, -1):
-            return None
     return first.input, n, [expand, first]
+
+
+@dataclass
+class FlatTranspose:
+    source: SSAValue
+    perm: Perm
+    repeats: int
+    ops: list[Operation]
+
+
+def _flat_transpose(op: Operation, repeat: bool) -> FlatTranspose | None:
+    """`op` = reshape(transpose3(reshape(x, [B*H, S, D]))) back to 4-D: a transpose of the
+    last two axes done on the heads flattened into the batch (torch's SDPA decomposition
+    writes Kᵀ so), the same as transpose(x, perm). With `repeat`, x may be repeat_kv's
+    expand before its last reshape ([B, Hkv, n, S, D], flattened at once)."""
+    if not isinstance(op, graph.ReshapeOp):
+        return None
+    t = m.producer(op.input, graph.TransposeOp)
+    flat = m.producer(t.input, graph.ReshapeOp) if t is not None else None
+    if t is None or flat is None or not t.output.has_one_use():
+        return None
+    if not flat.output.has_one_use() or len(_perm(t)) != 3 or _perm(t)[0] != 0:
+        return None
+    x = m.shape(flat.input)
+    if len(x) not in (4, 5) or min(x) < 0:
+        return None
+    x4 = (x[0], math.prod(x[1:-2]), x[-2], x[-1])
+    perm = (0, 1, *(p + 1 for p in _perm(t)[1:]))
+    if m.shape(flat.output) != (x4[0] * x4[1], *x4[2:]):
+        return None
+    if m.shape(op.output) != tuple(x4[p] for p in perm):
+        return None
+    if len(x) == 4:
+        return FlatTranspose(flat.input, perm, 1, [t, flat])
+    found = _repeated(flat.input, x4) if repeat and perm[1] == 1 else None
+    if found is None:
+        return None
+    return FlatTranspose(found[0], perm, found[1], [t, flat, *found[2]])
 
 
 def _peel(value: SSAValue, perm: Perm, scale: bool, repeat: bool) -> Operand:
@@ -288,11 +348,20 @@ def _peel(value: SSAValue, perm: Perm, scale: bool, repeat: bool) -> Operand:
         if not x.source.has_one_use():
             break
         op = x.source.owner
-        if isinstance(op, graph.TransposeOp):
-            x.perm = m.compose_perms(_perm(op), x.perm)
-            x.source = op.input
+        can_repeat = repeat and x.repeats == 1 and x.perm[1] == 1
+        flat = _flat_transpose(op, can_repeat) if isinstance(op, Operation) else None
+        if isinstance(op, graph.TransposeOp) or flat is not None:
+            if flat is not None:
+                x.source, inner_perm = flat.source, flat.perm
+            else:
+                assert isinstance(op, graph.TransposeOp)
+                x.source, inner_perm = op.input, _perm(op)
+            x.perm = m.compose_perms(inner_perm, x.perm)
             if x.first_transpose is None:
                 x.first_transpose = x.perm
+            if flat is not None:
+                x.repeats *= flat.repeats
+                x.ops += flat.ops
         elif scale and isinstance(op, Operation) and (step := _scale_step(op)) is not None:
             x.source, factor = step
             x.scale *= factor
@@ -387,11 +456,31 @@ def _is_causal(mask: Mask, sq: int, skv: int) -> bool:
 # --------------------------------------------------------------------------------------
 
 
+def _nan_guard(where: graph.WhereOp) -> tuple[SSAValue, list[Operation]] | None:
+    """(probabilities, guard ops) if `where` is where(isnan(p), 0, softmax(s)) (the
+    torch SDPA decomposition of transformers' masked attention, dynamo and TorchScript).
+
+    A softmax row is NaN exactly when its scores are all -inf (a fully masked row, which
+    graph.flash_attention also makes 0) or hold a NaN or +inf (non-finite q, k or mask,
+    where the guard gives 0 and the fused op NaN): the same numbers for finite operands.
+    """
+    softmax = m.producer(where.false_value, graph.SoftmaxOp)
+    isnan = m.producer(where.condition, IsNanOp)
+    if softmax is None or isnan is None or isnan.input is not where.false_value:
+        return None
+    if not isnan.output.has_one_use() or where.false_value.uses.get_length() != 2:
+        return None
+    return where.false_value, [where, isnan]
+
+
 def _guard(probs: SSAValue) -> tuple[SSAValue, list[Operation]] | None:
-    """(probabilities, guard ops) if `probs` is where(reduce_max(s) == -inf, 0, softmax(s))."""
+    """(probabilities, guard ops) if `probs` is where(reduce_max(s) == -inf, 0, softmax(s))
+    or where(isnan(softmax(s)), 0, softmax(s))."""
     where = probs.owner
     if not isinstance(where, graph.WhereOp) or m.splat_value(where.true_value) != 0.0:
         return None
+    if (nan_guard := _nan_guard(where)) is not None:
+        return nan_guard
     softmax = m.producer(where.false_value, graph.SoftmaxOp)
     equal = m.producer(where.condition, graph.EqualOp)
     if softmax is None or equal is None or not equal.output.has_one_use():
@@ -471,14 +560,16 @@ def _structure_refusal(
         return Refusal("the P·V matmul adds a bias")
     if qk.bias is not None and found.post_scale != 1.0:
         return Refusal("the Q·Kᵀ matmul's bias is scaled with the scores")
-    # the guard's reduce_max reads the softmax input too
+    # the guard's reduce_max reads the softmax input too, its is_nan the softmax output
+    reads_scores = any(isinstance(g, graph.ReduceMaxOp) for g in guard_ops)
+    reads_probs = any(isinstance(g, IsNanOp) for g in guard_ops)
     chain = [*found.ops, qk]
-    if chain[0].results[0].uses.get_length() != (2 if guard_ops else 1):
+    if chain[0].results[0].uses.get_length() != 1 + reads_scores:
         return Refusal(f"the scores ({chain[0].name}) have other users")
     for inner in chain[1:]:
         if not inner.results[0].has_one_use():
             return Refusal(f"an intermediate of the scores ({inner.name}) has other users")
-    if not softmax.output.has_one_use() or not op.lhs.has_one_use():
+    if softmax.output.uses.get_length() != 1 + reads_probs or not op.lhs.has_one_use():
         return Refusal("the softmax probabilities have other users")
     return None
 
@@ -513,6 +604,9 @@ def _mask_plan(masks: list[Mask], sq: int, skv: int) -> tuple[Mask | None, bool]
             causal = True
             continue
         kept.append(mask)
+    if len(kept) == 2 and all(k.kind == "add" for k in kept):
+        # T5: a relative-position bias and the padding mask, added one after the other
+        return Mask("add", kept[1].value, plus=kept[0].value), causal
     if len(kept) > 1:
         return Refusal(f"{len(kept)} masks apply; graph.flash_attention takes one")
     return (kept[0] if kept else None), causal
@@ -523,6 +617,9 @@ def _mask_type(mask: Mask | None, scores: SSAValue) -> Attribute | None:
         return None
     if mask.kind == "fill":  # becomes where(m, 0, lowest) in the scores' type
         return graph.tensor(m.shape(mask.value), m.tensor_type(scores).element_type)
+    if mask.plus is not None:
+        types = [m.tensor_type(mask.value), m.tensor_type(mask.plus)]
+        return graph.AddOp.infer(types, graph.Props({}, "graph.add"))[0]
     return m.tensor_type(mask.value)
 
 
@@ -635,6 +732,10 @@ class FuseFlashAttention(FusionRule[Attention]):
 
 def _mask_operand(mask: Mask, new_ops: list[Operation]) -> SSAValue:
     """The mask as graph.flash_attention takes it (i1: true = attend; float: added)."""
+    if mask.kind == "add" and mask.plus is not None:
+        total = graph.AddOp.make([mask.value, mask.plus])
+        new_ops.append(total)
+        return total.results[0]
     if mask.kind == "add":
         return mask.value
     if mask.kind == "bool":

@@ -26,7 +26,11 @@ later matmul, which reads the earlier product once; merged, it is a vector kerne
 its own that reads the whole merged output back, a live intermediate twice the size
 (the Qwen2.5-7B FFN: 155 MB instead of 78 MB, in a 192 MB L2 that the weights stream
 through; docs/ub-fusion.md). The shared input's second read is all the merge would
-save, and it comes from L2.
+save, and it comes from L2. For the same reason a product that goes through an
+activation (an epilogue already, or a GELU/ReLU/SiLU/sigmoid op as the sole user of it or
+of its bias add) stays apart: an MLP's up projection, read with Q, K and V in a
+parallel block (Phi, GPT-J); apart, FFNFusionPass (or the activation epilogue) keeps
+its [S, 4H] intermediate on chip; merged, the activation re-reads its slice from GM.
 
 Interaction with FlashAttentionFusionPass: attention operands are traced back from the
 attention to the head reshape of each projection, never into the projection itself, so
@@ -48,9 +52,14 @@ from xdsl.pattern_rewriter import PatternRewriter
 from autofusion.dialects import graph
 from autofusion.passes import matching as m
 from autofusion.passes.fusion_rule import FusionRule, Refusal
+from autofusion.passes.rules.gelu import parse_gelu
 
 CubeOp = graph.MatmulOp | graph.GemmOp
 EPILOGUE_PROPS = ("activation", "clip_min", "clip_max")
+ACTIVATIONS = (graph.GeluOp, graph.ReluOp, graph.SiluOp, graph.SigmoidOp)
+# ops from x to the last mul of a decomposed GELU (tanh form: pow, mul, add, mul, tanh,
+# add, mul, mul)
+GELU_DEPTH = 8
 
 
 @dataclass
@@ -200,6 +209,34 @@ def _joined_by_one_op(siblings: list[Sibling]) -> Operation | None:
     return common[0] if common else None
 
 
+def _activated(op: CubeOp) -> bool:
+    """Whether the product goes through an activation (its epilogue, or the sole user of
+    the product or its bias add): an MLP's up projection, which stays apart."""
+    if "activation" in op.properties:
+        return True
+    value = op.output
+    add = m.sole_user(value)
+    if isinstance(add, graph.AddOp):
+        value = add.output
+    return isinstance(m.sole_user(value), ACTIVATIONS) or _decomposed_gelu_of(value)
+
+
+def _decomposed_gelu_of(x: SSAValue) -> bool:
+    """Whether a GELU of `x` not yet recognised (the walk meets the projection before the
+    GELU's last mul) ends within a few ops of it."""
+    frontier: list[SSAValue] = [x]
+    seen: set[int] = set()
+    for _ in range(GELU_DEPTH):
+        users = [u.operation for v in frontier for u in v.uses]
+        for user in users:
+            found = parse_gelu(user) if isinstance(user, graph.MulOp) else None
+            if found is not None and found.x is x:
+                return True
+        frontier = [r for u in users if id(u) not in seen for r in u.results]
+        seen.update(id(u) for u in users)
+    return False
+
+
 class MergeSiblingMatMuls(FusionRule[Merge]):
     rule_name = "HorizontalMatMulFusionPass"
     pattern = "MatMul|Gemm x N (one input, constant weights)->MatMul+Split"
@@ -213,6 +250,12 @@ class MergeSiblingMatMuls(FusionRule[Merge]):
             return None
         ops = _siblings(x, op)
         constant = [s for s in ops if m.constant_op(_rhs(s)) is not None]
+        plain = [s for s in constant if not _activated(s)]
+        if 2 <= len(plain) < len(constant):
+            # Q, K, V merge; the up projection read with them (a parallel block) stays apart
+            if op not in plain:
+                return None
+            ops = constant = plain
         if len(ops) < 2 or not _first_of(op, constant, x):
             return None  # nothing to merge, or the merge is anchored at an earlier sibling
         if len(constant) < 2:
@@ -241,6 +284,11 @@ class MergeSiblingMatMuls(FusionRule[Merge]):
             return Refusal(
                 f"the products meet only in one {joined.name}: apart, it is the later "
                 "matmul's epilogue; merged, a kernel re-reading the whole merged output"
+            )
+        if len(plain) < 2:
+            return Refusal(
+                "the products go through an activation: an MLP's up projection stays "
+                "apart, its activation an epilogue"
             )
         return Merge(siblings, axis)
 

@@ -20,9 +20,10 @@ def compile_text(text: str, name: str, chip: str = "Ascend910B1") -> str:
     module = autofusion.parse_module(ctx, text, name)  # verified, with located errors
     pipeline = PassPipeline(
         (
-            autofusion.GraphFusionPass(chip=chip),
+            autofusion.SetTargetPass(chip=chip),
+            autofusion.GraphFusionPass(),
             FoldUnaryPairsPass(),
-            autofusion.UbFusionPass(chip=chip),
+            autofusion.UbFusionPass(),
         )
     )
     pipeline.apply(ctx, module)

@@ -1,6 +1,6 @@
 """mycc-opt: afc-opt plus mycc's own pass (`python -m mycc.opt`).
 
-python -m mycc.opt model.mlir -p 'graph-fusion,fold-unary-pairs,ub-fusion{chip=Ascend910B1}'
+python -m mycc.opt model.mlir -p 'set-target{chip=Ascend910B1},graph-fusion,fold-unary-pairs,ub-fusion'
 """
 
 from __future__ import annotations

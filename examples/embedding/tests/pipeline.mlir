@@ -1,10 +1,10 @@
 // mycc's pass runs between afc's: graph-fusion, fold-unary-pairs, ub-fusion.
-// RUN: %mycc-opt %s -p 'graph-fusion,fold-unary-pairs,ub-fusion{chip=Ascend910B1}' | filecheck %s
+// RUN: %mycc-opt %s -p 'set-target{chip=Ascend910B1},graph-fusion,fold-unary-pairs,ub-fusion' | filecheck %s
 // The same pipeline in MLIR's syntax, and from the library call (mycc.compile).
-// RUN: %mycc-opt %s --pass-pipeline='builtin.module(graph-fusion,fold-unary-pairs,ub-fusion{chip=Ascend910B1})' | filecheck %s
+// RUN: %mycc-opt %s --pass-pipeline='builtin.module(set-target{chip=Ascend910B1},graph-fusion,fold-unary-pairs,ub-fusion)' | filecheck %s
 // RUN: %mycc-compile %s | filecheck %s
 // Without mycc's pass the repeated relu stays in the kernel.
-// RUN: %afc-opt %s -p 'graph-fusion,ub-fusion{chip=Ascend910B1}' | filecheck %s --check-prefix=AFC
+// RUN: %afc-opt %s -p 'set-target{chip=Ascend910B1},graph-fusion,ub-fusion' | filecheck %s --check-prefix=AFC
 // afc-opt does not know mycc's pass.
 // RUN: not %afc-opt %s -p fold-unary-pairs 2>&1 | filecheck %s --check-prefix=UNKNOWN
 

@@ -1,8 +1,9 @@
-// RUN: afc-opt %s -t ascendc --verify-diagnostics
+// RUN: afc-opt %s --verify-diagnostics
 
 // CO1 -> CO2 (L0C -> UB on 910/310P) moves whole 16x16 fractals: the UB buffer it fills
 // holds Nz fractals, which only a ub -> ub copy can read (the Nz -> ND reorder). A
-// vector op reading it directly is one line naming the op.
+// vector op reading it directly is one line naming the op, from the verifier (plain
+// afc-opt, no -t ascendc: autofusion/dialects/ascendc_rules.py).
 
 buffer.kernel @k() attributes {chip = "Ascend310P3", template = "test", core_type = "mix", num_inputs = 0, num_outputs = 0} {
   %c16 = arith.constant 16 : index

@@ -1,7 +1,7 @@
-// RUN: afc-opt %s -t ascendc --verify-diagnostics
+// RUN: afc-opt %s --verify-diagnostics
 
 // An op Ascend C cannot express is one line naming the op: Cast has no half -> bfloat16_t
-// pair on A2 (ascend.md 2.8).
+// pair on A2 (ascend.md 2.8). The verifier says so (plain afc-opt, no -t ascendc).
 
 buffer.kernel @k() attributes {chip = "Ascend910B1", template = "test", core_type = "aiv", num_inputs = 0, num_outputs = 0} {
   %c8 = arith.constant 8 : index

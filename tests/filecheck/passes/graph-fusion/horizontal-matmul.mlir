@@ -100,3 +100,42 @@ func.func @gated_mlp(%x: tensor<1x16x64xf16>) -> tensor<1x16x64xf16> {
   %y = graph.mul %s, %u : tensor<1x16x64xf16>
   func.return %y : tensor<1x16x64xf16>
 }
+
+// -----
+
+// A parallel block (Phi): Q, K, V and the MLP's up projection read one input. Q, K and V
+// merge; the up projection, whose product goes through a GELU, stays apart (its GELU an
+// epilogue, or FFNFusionPass's graph.ffn with the down projection).
+// CHECK-LABEL: func.func @parallel_block
+// CHECK:         %[[QKV:.*]] = graph.matmul %x, %{{.*}} : (tensor<2x8xf32>, tensor<8x24xf32>) -> tensor<2x24xf32>
+// CHECK-NEXT:    graph.split %[[QKV]] {axis = 1, sizes = [8, 8, 8]}
+// CHECK:         %h = graph.matmul %x, %w1 : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+// CHECK-NEXT:    graph.gelu %h
+func.func @parallel_block(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x16xf32>) {
+  %wq = graph.constant dense<0.25> : tensor<8x8xf32>
+  %wk = graph.constant dense<-0.5> : tensor<8x8xf32>
+  %wv = graph.constant dense<0.125> : tensor<8x8xf32>
+  %w1 = graph.constant dense<0.75> : tensor<8x16xf32>
+  %q = graph.matmul %x, %wq : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %k = graph.matmul %x, %wk : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %v = graph.matmul %x, %wv : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %h = graph.matmul %x, %w1 : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+  %a = graph.gelu %h {approximate = "tanh"} : tensor<2x16xf32>
+  func.return %q, %k, %v, %a : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x16xf32>
+}
+
+// -----
+
+// Near-miss: two siblings, one through a ReLU: one plain product is nothing to merge.
+// CHECK-LABEL: func.func @one_plain_sibling
+// CHECK-COUNT-2: graph.matmul %x, %w
+// CHECK-NOT:     graph.split
+// LOG: not applied to graph.matmul %p: the products go through an activation: an MLP's up projection stays apart, its activation an epilogue
+func.func @one_plain_sibling(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x16xf32>) {
+  %wp = graph.constant dense<0.25> : tensor<8x8xf32>
+  %w1 = graph.constant dense<0.75> : tensor<8x16xf32>
+  %p = graph.matmul %x, %wp : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+  %h = graph.matmul %x, %w1 : (tensor<2x8xf32>, tensor<8x16xf32>) -> tensor<2x16xf32>
+  %a = graph.relu %h : tensor<2x16xf32>
+  func.return %p, %a : tensor<2x8xf32>, tensor<2x16xf32>
+}

@@ -1,4 +1,4 @@
-// RUN: afc-opt %s -p 'ub-fusion{chip=Ascend910B1 remarks=true}' 2>&1 | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},ub-fusion{remarks=true}' 2>&1 | filecheck %s
 
 // Ops without a kernel stay library ops, each with its reason, and their consumers still
 // fuse: the indexing ops (opaque) and a flash attention with a softcap, which the

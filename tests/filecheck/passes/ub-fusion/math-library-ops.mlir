@@ -1,5 +1,5 @@
-// RUN: afc-opt %s -p 'ub-fusion{chip=Ascend910B1}' | filecheck %s
-// RUN: afc-opt %s -p 'ub-fusion{chip=Ascend910B1 remarks=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},ub-fusion' | filecheck %s
+// RUN: afc-opt %s -p 'set-target{chip=Ascend910B1},ub-fusion{remarks=true}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARK
 
 // graph_math ops have no vector kernel: the elementwise ones among them (tan) and the
 // search ops (arg_max, top_k) stay outside the kernels as library ops, named with why;
