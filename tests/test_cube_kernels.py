@@ -26,10 +26,9 @@ from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
 from autofusion.lowering import attention_kernel, matmul_kernel
 from autofusion.lowering.matmul_kernel import MatmulTemplate
-from autofusion.lowering.template import GroupParts, NotApplicable
+from autofusion.lowering.template import GroupParts, NotApplicable, group_parts
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 from autofusion.passes.fusion_rule import Refusal
-from autofusion.passes.lower_to_buffer import group_parts
 
 from differential import apply_pipeline, group
 

@@ -25,8 +25,8 @@ from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
 from autofusion.lowering import ffn_kernel
 from autofusion.lowering.index_expr import IntOps
+from autofusion.lowering.template import group_parts
 from autofusion.mlir_io import default_context, module_to_text, parse_module
-from autofusion.passes.lower_to_buffer import group_parts
 from autofusion.passes.ub_fusion import UbFusionPass
 
 from differential import apply_pipeline
