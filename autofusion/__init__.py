@@ -1,10 +1,11 @@
 """afc: an operator auto-fusion compiler for Huawei Ascend NPUs, built on xDSL.
 
 The names below are afc's embedding API (docs/embedding.md); everything else is internal.
-They load on first use, so `import autofusion` stays as cheap as an empty package.
+They load on first use, so `import autofusion` stays as cheap as an empty package, and
+this module imports none of afc's modules: every module of afc and frontends/ loads this
+package first, so an import here would be a cycle. Their types are in __init__.pyi (the
+lazy-loading layout of Scientific Python's SPEC 1), which type checkers read instead.
 """
-
-TYPE_CHECKING = False  # not typing's: importing typing would double the cost of this import
 
 # public name -> module that defines it
 _API: dict[str, str] = {
@@ -57,24 +58,6 @@ __all__ = [
     "parse_module",
     "run_opt",
 ]
-
-if TYPE_CHECKING:
-    from autofusion.codegen import get_all_targets
-    from autofusion.diagnostics import SourceLocation, UserError, op_location
-    from autofusion.dialects import get_all_dialects
-    from autofusion.dialects.buffer import Buffer
-    from autofusion.dialects.graph import Graph
-    from autofusion.mlir_io import default_context, module_to_text, parse_module
-    from autofusion.passes import get_all_passes
-    from autofusion.passes.graph_fusion import GraphFusionPass
-    from autofusion.passes.lower_to_buffer import LowerToBufferPass
-    from autofusion.passes.set_target import SetTargetPass
-    from autofusion.passes.split_fusion import SplitFusionPass
-    from autofusion.passes.ub_fusion import UbFusionPass
-    from autofusion.tools.afc_opt import AfcOptMain, run_opt
-    from autofusion.universe import AFC_UNIVERSE
-
-    __version__: str
 
 
 def __getattr__(name: str) -> object:

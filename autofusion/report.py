@@ -15,7 +15,7 @@ Two traffic figures per kernel and in the totals:
 Works on graph-level IR after ub-fusion (kernels are graph.fusion_groups) and on
 buffer-level IR after lower-to-buffer (kernels are buffer.launches, which carry what
 lower-to-buffer recorded about their group). Graph ops outside kernels are library ops,
-costed as one kernel each, except views (reshapes: cost_model.is_view), which move no
+costed as one kernel each, except views (reshapes: fusion.cost.is_view), which move no
 data and run no kernel: the tensor they produce is their input's bytes.
 """
 
@@ -37,9 +37,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 
-from autofusion.cost_model import is_view, kernel_time, lower_bound_bytes, op_cost, value_bytes
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.graph_base import FusionKind, fusion_kind
+from autofusion.fusion.cost import is_view, kernel_time, lower_bound_bytes, op_cost, value_bytes
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.l2_hint import l2_bypass
 from autofusion.passes.fusion_statistics import describe_op

@@ -19,9 +19,9 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 from autofusion import dtypes
-from autofusion.cost_model import kernel_time
 from autofusion.dialects import buffer
 from autofusion.dialects.buffer_verifier import footprint
+from autofusion.fusion.cost import kernel_time
 from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
 from autofusion.lowering import attention_kernel, matmul_kernel

@@ -8,8 +8,8 @@ from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import Block
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from autofusion.cost_model import is_empty, op_cost
 from autofusion.dialects import graph
+from autofusion.fusion.cost import is_empty, op_cost
 from autofusion.hardware import get_chip
 from autofusion.mlir_io import default_context, parse_module
 

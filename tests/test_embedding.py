@@ -45,6 +45,26 @@ WEIGHTED = """func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
 """
 
 
+def test_the_type_stub_declares_each_public_name_from_its_module() -> None:
+    """__init__.pyi (what type checkers read) and __init__.py's lazy table agree."""
+    import ast
+
+    stub = ast.parse((ROOT / "autofusion" / "__init__.pyi").read_text())
+    declared = {
+        alias.asname: node.module
+        for node in stub.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert declared == autofusion._API
+    annotated = [
+        n.target.id
+        for n in stub.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+    ]
+    assert annotated == ["__version__"]
+
+
 def test_the_public_names_resolve_and_are_listed() -> None:
     assert set(autofusion.__all__) == {"__version__", *autofusion._API}
     for name in autofusion.__all__:

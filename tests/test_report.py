@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autofusion.cost_model import kernel_time, op_cost
+from autofusion.fusion.cost import kernel_time, op_cost
 from autofusion.hardware import get_chip
 from autofusion.interpreter import find_function
 from autofusion.mlir_io import default_context, parse_module

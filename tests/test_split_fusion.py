@@ -9,13 +9,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 from autofusion.dialects import graph
+from autofusion.driver.pipeline import (
+    OPT_LEVELS,
+    CompileOptions,
+    policy_options,
+    split_fusion_stage,
+    ub_fusion_stage,
+)
+from autofusion.fusion.partition import Partitioner
 from autofusion.hardware import get_chip
 from autofusion.interpreter import find_function, random_inputs, run_function
 from autofusion.mlir_io import default_context, module_to_text, parse_module
@@ -30,6 +40,7 @@ from autofusion.passes.rules.split_cost import (
     neighbourhood,
 )
 from autofusion.passes.split_fusion import SplitFusionPass
+from autofusion.passes.ub_fusion import UbFusionPass
 from autofusion.report import build_report
 
 from differential import apply_pipeline
@@ -308,3 +319,33 @@ def test_split_ops_are_what_ub_fusion_fuses() -> None:
     ]
     assert len(with_stats) == 1
     assert any(isinstance(o, graph.AddOp) for o in with_stats[0].block.ops)
+
+
+POLICY_CASE = Path(__file__).parent / "filecheck/passes/split-fusion/policy.mlir"
+
+
+@pytest.mark.parametrize("level", [2, 3])
+def test_the_gate_partitions_with_ub_fusion_policy(
+    level: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At each -O level the cost gate's Partitioner runs under the policy ub-fusion runs
+    under (-O3: 256 ops and 32 inputs), not caps of its own."""
+    seen: dict[str, set[tuple[int, int]]] = {"split": set(), "ub": set()}
+    stage = ["split"]
+    original = Partitioner.__init__
+
+    def recording(self: Partitioner, *args: Any) -> None:
+        original(self, *args)
+        seen[stage[0]].add((self.policy.max_ops, self.policy.max_inputs))
+
+    monkeypatch.setattr(Partitioner, "__init__", recording)
+    options = CompileOptions(opt_level=level)
+    module = parse(POLICY_CASE.read_text())
+    split_fusion_stage(module, options)
+    stage[0] = "ub"
+    ub_fusion_stage(module, options)
+    caps = (OPT_LEVELS[level].max_ops, OPT_LEVELS[level].max_inputs)
+    assert seen == {"split": {caps}, "ub": {caps}}
+    assert SplitFusionPass(**asdict(policy_options(options))).fusion_policy() == (
+        UbFusionPass(**asdict(policy_options(options))).fusion_policy()
+    )

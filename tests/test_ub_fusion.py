@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autofusion.cost_model import kernel_time, op_cost, transfer_efficiency
 from autofusion.dialects import graph
 from autofusion.dialects.target import set_target
+from autofusion.fusion.cost import KernelCost, kernel_time, op_cost, transfer_efficiency
+from autofusion.fusion.partition import FusionPolicy, FusionResult, Partitioner
 from autofusion.hardware import get_chip
 from autofusion.interpreter import find_function, random_inputs, run_function
-from autofusion.lowering.template import KernelCost
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 from autofusion.passes.fusion_switch import FusionSwitch
-from autofusion.passes.ub_fusion import FusionResult, Partitioner, UbFusionPass
+from autofusion.passes.ub_fusion import UbFusionPass
 from autofusion.tools.model_input import load_model
 
 from differential import apply_pipeline, check_pass
@@ -124,8 +124,8 @@ func.func @main(%a: tensor<4x64xf16>) -> tensor<256xf16> {
 def test_a_reduced_row_that_does_not_fit_ub_is_refused() -> None:
     """reduce_max over all of a 256 x 1024 f32 tensor keeps its one 1 MiB row in UB:
     planning refuses it (it would fail at run time), so it stays a library op."""
+    from autofusion.fusion.cost import Refusal
     from autofusion.lowering.row_plan import plan_rows
-    from autofusion.passes.fusion_rule import Refusal
 
     text = """
 func.func @main(%x: tensor<256x1024xf32>) -> tensor<1x1xf32> {
@@ -179,9 +179,8 @@ func.func @main(%x: tensor<4x64xf32>, %i: tensor<4xi32>) -> tensor<4x64xf32> {
 }"""
     module = parse_module(default_context(), text, "m.mlir")
     block = find_function(module).body.block
-    partitioner = Partitioner(
-        block, get_chip("Ascend910B1"), FusionSwitch(), 64, 16, 1, FusionResult()
-    )
+    policy = FusionPolicy(max_ops=64, max_inputs=16, dynamic_size=1, switch=FusionSwitch())
+    partitioner = Partitioner(block, get_chip("Ascend910B1"), policy, FusionResult())
     partitioner.seed()
     exp, relu, _, add = partitioner.ops
     group = partitioner.group_of

@@ -11,8 +11,8 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from autofusion.cost_model import is_view
 from autofusion.dialects import graph
+from autofusion.fusion.cost import is_view
 
 
 def _computes(op: Operation) -> bool:

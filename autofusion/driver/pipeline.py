@@ -8,15 +8,16 @@ depend on the pipeline without depending on each other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
+from autofusion.fusion.partition import FusionResult
 from autofusion.hardware import ChipSpec
+from autofusion.passes.fusion_policy_options import FusionPolicyOptions
 from autofusion.passes.fusion_statistics import FusionStatistics
-from autofusion.passes.ub_fusion import FusionResult
 from autofusion.report import FusionReport
 
 
@@ -93,14 +94,24 @@ def graph_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionStati
     return stats
 
 
+def policy_options(options: CompileOptions) -> FusionPolicyOptions:
+    """The fusion policy of this compile (its -O level's caps): split-fusion's cost gate
+    and ub-fusion get the same, so the gate models the grouping that runs."""
+    level = OPT_LEVELS[options.opt_level]
+    return FusionPolicyOptions(
+        max_ops=level.max_ops,
+        max_inputs=level.max_inputs,
+        dynamic_size=options.dynamic_size,
+        switch_file=options.fusion_switch,
+    )
+
+
 def split_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionStatistics:
     from autofusion.passes.split_fusion import SplitFusionPass
 
     if not OPT_LEVELS[options.opt_level].split_fusion:
         return FusionStatistics()
-    stats = SplitFusionPass(
-        switch_file=options.fusion_switch, dynamic_size=options.dynamic_size
-    ).run(module)
+    stats = SplitFusionPass(**asdict(policy_options(options))).run(module)
     module.verify()
     return stats
 
@@ -108,13 +119,7 @@ def split_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionStati
 def ub_fusion_stage(module: ModuleOp, options: CompileOptions) -> FusionResult:
     from autofusion.passes.ub_fusion import UbFusionPass
 
-    level = OPT_LEVELS[options.opt_level]
-    result = UbFusionPass(
-        max_ops=level.max_ops,
-        max_inputs=level.max_inputs,
-        dynamic_size=options.dynamic_size,
-        switch_file=options.fusion_switch,
-    ).run(module)
+    result = UbFusionPass(**asdict(policy_options(options))).run(module)
     module.verify()
     return result
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerType
@@ -41,8 +41,20 @@ from autofusion.dialects import buffer
 from autofusion.interpreter.index_arith import IndexArithFunctions
 from autofusion.interpreter.vector_loops import LoopNest
 
-if TYPE_CHECKING:
-    from autofusion.interpreter.buffer import BufferFunctions
+
+class CoreStages(Protocol):
+    """What a kernel program asks of the buffer interpreter's functions (BufferFunctions in
+    interpreter/buffer.py, which compiles and runs these programs): which stages the
+    running core runs, and how a cross-core wait yields."""
+
+    def runs_stage_on(self, core: str) -> bool:
+        """Whether the running core runs a buffer.stage of `core` ("aic"/"aiv")."""
+
+    def wait_steps(
+        self, op: buffer.CrossCoreWaitOp | buffer.SyncAllOp
+    ) -> Generator[None, None, None]:
+        """A wait that yields until what it waits for has happened."""
+
 
 Env = dict[SSAValue, Any]
 Step = Callable[[Env], None]
@@ -179,9 +191,7 @@ _REPLACED = (ArithFunctions, IndexArithFunctions)
 class KernelProgram:
     """A kernel body compiled for repeated runs by one interpreter."""
 
-    def __init__(
-        self, interp: Interpreter, functions: BufferFunctions, kernel: buffer.KernelOp
-    ) -> None:
+    def __init__(self, interp: Interpreter, functions: CoreStages, kernel: buffer.KernelOp) -> None:
         """`functions` is the interpreter's BufferFunctions (the running core decides
         which buffer.stage bodies run). Raises _Unsupported for IR it cannot run."""
         self.interp = interp
@@ -189,9 +199,14 @@ class KernelProgram:
         self.impls = interp._impls._impl_dict  # pyright: ignore[reportPrivateUsage]
         self.body = self._body(kernel.body)
 
+    @property
+    def functions_class(self) -> type:
+        """BufferFunctions itself: an op whose impl is one of its own runs as a step here."""
+        return type(self.functions)
+
     @staticmethod
     def compile(
-        interp: Interpreter, functions: BufferFunctions, kernel: buffer.KernelOp
+        interp: Interpreter, functions: CoreStages, kernel: buffer.KernelOp
     ) -> KernelProgram | None:
         """The kernel's program, or None when it holds IR only xDSL's interpreter runs
         (ops with other regions, several blocks, other terminators)."""
@@ -224,7 +239,7 @@ class KernelProgram:
     def _step(self, op: Operation) -> tuple[Step, GenStep | None]:
         if op.successors or op.has_trait(IsTerminator) or type(op) not in self.impls:
             raise _Unsupported()
-        stock = type(self.impls[type(op)][0]) in (ScfFunctions, type(self.functions))
+        stock = type(self.impls[type(op)][0]) in (ScfFunctions, self.functions_class)
         if isinstance(op, scf.ForOp) and stock:
             return self._for(op)
         if isinstance(op, scf.IfOp) and stock:
@@ -395,7 +410,7 @@ class KernelProgram:
 
     def _nest(self, op: scf.ForOp) -> LoopNest | None:
         """The loop as a vectorized nest, when it is a nest of index arith and stores."""
-        stock = type(self.impls[buffer.SetValueOp][0]) is type(self.functions)
+        stock = type(self.impls[buffer.SetValueOp][0]) is self.functions_class
 
         def scalar(inner: Operation) -> Step | None:
             return self._arith(inner) if type(inner) in self.impls else None

@@ -28,6 +28,7 @@ from xdsl.dialects import arith, scf
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import buffer
+from autofusion.interpreter.buffer_refs import Ref
 
 Env = dict[SSAValue, Any]
 Vector = Callable[..., Any]
@@ -179,8 +180,6 @@ class LoopNest:
     """An scf.for nest compiled for `run`; `of` says whether a loop is one."""
 
     def __init__(self, loop: _Loop, depth: int) -> None:
-        from autofusion.interpreter.buffer import Ref
-
         self.loop = loop
         self.depth = depth
         self.ref_type = Ref

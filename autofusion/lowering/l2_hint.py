@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, i64
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
-from autofusion.cost_model import is_view
 from autofusion.dialects import graph
+from autofusion.fusion.cost import is_view
 from autofusion.hardware import ChipSpec
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
 from autofusion import dtypes
 from autofusion.diagnostics import UserError
@@ -20,6 +20,7 @@ from autofusion.dialects.buffer_verifier import (
     footprint,
 )
 from autofusion.dialects.shape_inference import DYN
+from autofusion.fusion.cost import VECTOR_OP_WEIGHT
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
@@ -35,36 +36,6 @@ from autofusion.lowering.template import (
     Plan,
 )
 from autofusion.passes.fusion_rule import Refusal
-
-# float32 vector instructions per element, by graph op (the cost model's vector work).
-# Transcendentals and divisions take several passes of the vector unit; the functions
-# built from basic APIs (sigmoid, tanh, erf, gelu) count the instructions row_kernel.py
-# emits for them.
-VECTOR_OP_WEIGHT: dict[type[Operation], float] = {
-    graph.ExpOp: 2,
-    graph.LogOp: 2,
-    graph.SqrtOp: 2,
-    graph.RsqrtOp: 2,
-    graph.ReciprocalOp: 2,
-    graph.DivOp: 2,
-    graph.SigmoidOp: 5,
-    graph.TanhOp: 8,
-    graph.ErfOp: 18,
-    graph.GeluOp: 22,
-    graph.SiluOp: 6,
-    graph.SwigluOp: 7,
-    graph.SoftmaxOp: 7,
-    graph.LayerNormOp: 9,
-    graph.RmsNormOp: 6,
-    graph.AddLayerNormOp: 10,
-    graph.AddRmsNormOp: 7,
-    graph.LayerNormStatsOp: 5,
-    graph.RmsNormStatsOp: 3,
-    graph.LayerNormApplyOp: 4,
-    graph.RmsNormApplyOp: 2,
-    graph.RopeOp: 6,
-    graph.PowOp: 2,
-}
 
 
 def queue_slots(chip: ChipSpec) -> int:

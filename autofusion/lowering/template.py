@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from typing import ClassVar
 
 from xdsl.builder import Builder
@@ -21,9 +21,9 @@ from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.group_plan import TilingValue, tiling_values
+from autofusion.fusion.cost import KernelCost, Refusal
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
-from autofusion.passes.fusion_rule import Refusal
 
 
 @dataclass(frozen=True)
@@ -44,33 +44,6 @@ class GroupParts:
     ops: list[Operation]
     inputs: list[SSAValue]
     outputs: list[SSAValue]
-
-
-@dataclass
-class KernelCost:
-    """What one kernel moves and computes (cost_model.py turns it into time)."""
-
-    gm_read_bytes: int
-    gm_write_bytes: int
-    vector_work: float  # float32 element operations, weighted per op
-    cube_flops: float
-    transfer_bytes: int  # bytes of one typical GM<->UB transfer (DataCopy efficiency)
-    ub_bytes: int  # UB footprint of the kernel's buffers
-    cube_cores_used: int = 0
-    vector_cores_used: int = 0
-    notes: list[str] = field(default_factory=list)
-    # the part of gm_read/gm_write that reaches HBM when the kernel runs alone on a cold
-    # L2: its own re-reads (and workspace round trips) hit L2 when its traversal keeps
-    # them resident (None: all of it, no reuse modelled). See docs/ub-fusion.md.
-    hbm_read_bytes: int | None = None
-    hbm_write_bytes: int | None = None
-    launches: int = 1  # 0 for a view op: no kernel runs
-
-    @property
-    def hbm_bytes(self) -> int:
-        read = self.gm_read_bytes if self.hbm_read_bytes is None else self.hbm_read_bytes
-        write = self.gm_write_bytes if self.hbm_write_bytes is None else self.hbm_write_bytes
-        return read + write
 
 
 @dataclass

@@ -6,28 +6,21 @@ does. `match` returns None when the anchor op is not an instance of the pattern,
 `Refusal` with the reason when it is but a precondition fails, or a rule-specific match
 object that `rewrite` consumes. Every match and application is counted in the pass's
 `FusionStatistics` under the rule's CANN-style name, so that the switch file, the
-statistics and the logs all speak of the same rules.
+statistics and the logs all speak of the same rules. `Refusal` is the fusion library's
+(autofusion/fusion/cost.py), imported here for the rules and the kernel templates.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import ClassVar, Generic, TypeVar
 
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
+from autofusion.fusion.cost import Refusal
 from autofusion.passes.fusion_statistics import FusionStatistics, describe_op
 from autofusion.passes.fusion_switch import GRAPH_FUSION
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """A candidate that has the pattern's shape but fails a precondition."""
-
-    reason: str
-
 
 MatchT = TypeVar("MatchT")
 

@@ -31,7 +31,7 @@ def split_fusion_rules() -> list[type[FusionRule]]:
 
 def ub_fusion_rule_names() -> list[str]:
     """The UBFusion rule names ub-fusion's switch section may name."""
-    from autofusion.passes.ub_fusion_rules import UB_FUSION_RULE_NAMES
+    from autofusion.fusion.legality import UB_FUSION_RULE_NAMES
 
     return list(UB_FUSION_RULE_NAMES)
 

@@ -5,15 +5,15 @@
 The rewrites (autofusion/passes/rules/norm_split.py, concat_split.py,
 producer_duplicate.py) are math preserving. Each is applied only where the cost model
 says it pays: the kernels ub-fusion would likely form around the candidate are
-estimated with and without the rewrite (rules/split_cost.py), so run it before
-ub-fusion with the same dynamic size and switch file (the chip is the module's target,
-which both read). docs/split-fusion.md
-describes the rules and the criterion.
+estimated with and without the rewrite (rules/split_cost.py) by the fusion library's
+Partitioner under the policy ub-fusion's options make, so run it before ub-fusion
+with the same `max-ops`, `max-inputs`, `dynamic-size` and `switch-file` (the chip is
+the module's target, which both read; `afc compile -O N` passes both the same).
+docs/split-fusion.md describes the rules and the criterion.
 
-Options, as graph-fusion's: `switch-file` (CANN fusion_switch.cfg: its GraphFusion
-section switches the rules, its UBFusion section is what the estimate assumes
-ub-fusion will do), `only`, `stats-file`, `log`; and, as ub-fusion's,
-`dynamic-size`, plus `max-duplicates` (the most copies a split may make of one op).
+Options: ub-fusion's policy options (fusion_policy_options.py; the switch file's
+GraphFusion section also switches these rules); as graph-fusion's, `only`,
+`stats-file`, `log`; and `max-duplicates` (the most copies a split may make of one op).
 """
 
 from __future__ import annotations
@@ -31,27 +31,24 @@ from xdsl.pattern_rewriter import (
 
 from autofusion.diagnostics import UserError
 from autofusion.dialects.target import ReadsTarget, resolve_target
+from autofusion.passes.fusion_policy_options import FusionPolicyOptions
 from autofusion.passes.fusion_statistics import FusionStatistics
 from autofusion.passes.graph_fusion import report
-from autofusion.passes.rule_registry import read_switch, select_rules, split_fusion_rules
+from autofusion.passes.rule_registry import select_rules, split_fusion_rules
 
 
 @dataclass(frozen=True)
-class SplitFusionPass(ReadsTarget, ModulePass):
+class SplitFusionPass(ReadsTarget, FusionPolicyOptions, ModulePass):
     """Cost-gated splits: norm statistics/apply, concat before a cube op, cheap producers."""
 
     name = "split-fusion"
 
-    switch_file: str | None = None
-    """CANN fusion switch file (JSON or `Name:off` lines); its GraphFusion section applies."""
     only: tuple[str, ...] = ()
     """Run just these rules (by name), e.g. only=LayerNormSplitFusionPass."""
     stats_file: str | None = None
     """Write the statistics as fusion_result.json here."""
     log: bool = False
     """Print CANN-format statistics lines (and refusal reasons) to stderr."""
-    dynamic_size: int = 128
-    """The size the cost model assumes for dynamic dimensions (as ub-fusion's)."""
     max_duplicates: int = 4
     """At most this many users per split op: one copy (of a producer or a norm's apply)
     is made per user, so this bounds the code a split duplicates."""
@@ -62,13 +59,11 @@ class SplitFusionPass(ReadsTarget, ModulePass):
 
         if self.max_duplicates < 2:
             raise UserError("max-duplicates must be at least 2")
-        if self.dynamic_size < 1:
-            raise UserError("dynamic-size must be at least 1")
+        policy = self.fusion_policy()
         rules = select_rules(split_fusion_rules(), self.switch_file, self.only)
         settings = CostSettings(
             chip=resolve_target(module, self.name),  # after the options: one line on bad input
-            switch=read_switch(self.switch_file),
-            dynamic_size=self.dynamic_size,
+            policy=policy,
             max_duplicates=self.max_duplicates,
         )
         statistics = FusionStatistics()

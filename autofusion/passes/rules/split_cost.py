@@ -14,9 +14,11 @@ itself, on a bounded neighbourhood of the candidate ("what if"):
    results (they must be written to GM), and a value read back from a path that leaves
    the neighbourhood becomes an opaque op of the values it depends on (so ub-fusion
    cannot merge the two ends of that path: a cycle);
-3. `ub-fusion`'s Partitioner groups the copy, with the pass's chip, dynamic size and
-   UBFusion switches; the estimate is the sum of its kernels' roofline times plus one
-   kernel per library op (cost_model.py), exactly what ub-fusion and the report use;
+3. the fusion library's Partitioner (autofusion/fusion/partition.py), the one ub-fusion
+   runs, groups the copy for the module's target with the same FusionPolicy (caps,
+   dynamic size, UBFusion switches: split-fusion takes ub-fusion's policy options); the
+   estimate is the sum of its kernels' roofline times plus one kernel per library op
+   (fusion/cost.py), exactly what ub-fusion and the report use;
 4. each variant of the rewrite (e.g. one shared norm apply, or one per consumer) is
    applied to another copy and estimated the same way;
 5. the cheapest variant is applied when it saves more than MIN_GAIN_US.
@@ -28,12 +30,11 @@ Each estimate plans at most MAX_OPS ops, so the pass stays linear in the functio
 
 from __future__ import annotations
 
-import functools
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, Region, SSAValue, Use
@@ -49,13 +50,11 @@ from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from autofusion.dialects import graph
 from autofusion.dialects.graph_base import Fusible, FusionKind
+from autofusion.fusion.cost import Refusal, kernel_time, op_cost
+from autofusion.fusion.partition import FusionPolicy, FusionResult, Partitioner
 from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
-from autofusion.passes.fusion_rule import FusionRule, MatchT, Refusal
+from autofusion.passes.fusion_rule import FusionRule, MatchT
 from autofusion.passes.fusion_statistics import FusionStatistics
-from autofusion.passes.fusion_switch import FusionSwitch
-
-if TYPE_CHECKING:
-    from autofusion.passes.ub_fusion import Partitioner
 
 # dataflow edges from the core that the neighbourhood extends over
 RADIUS = 2
@@ -68,18 +67,15 @@ MAX_OPS = 40
 # a rewrite must save at least this much estimated time (0.05 us is about 70 KB of GM
 # traffic on Ascend910B1): smaller gains are within the model's error and grow the IR
 MIN_GAIN_US = 0.05
-# ub-fusion's own defaults for its caps (max-ops, max-inputs)
-UB_MAX_OPS = 64
-UB_MAX_INPUTS = 16
 
 
 @dataclass(frozen=True)
 class CostSettings:
-    """What the estimate plans for: the chip, dynamic sizes, ub-fusion's switches."""
+    """What the estimate plans for: the chip and ub-fusion's policy; and how many copies
+    a split may make."""
 
     chip: ChipSpec = field(default_factory=lambda: get_chip(DEFAULT_CHIP))
-    switch: FusionSwitch = field(default_factory=FusionSwitch)
-    dynamic_size: int = 128
+    policy: FusionPolicy = field(default_factory=FusionPolicy)
     max_duplicates: int = 4
 
 
@@ -319,41 +315,17 @@ def erase_dead(block: Block) -> None:
 # ---- the estimate -----------------------------------------------------------------------
 
 
-@functools.cache
-def _partitioner() -> type[Partitioner]:
-    """ub-fusion's Partitioner without the remarks on pairs it leaves apart (an estimate
-    does not report them). Imported on first use: ub-fusion pulls in the templates."""
-    from autofusion.passes.ub_fusion import Partitioner
-
-    class EstimatingPartitioner(Partitioner):
-        def explain_final(self) -> None:
-            pass
-
-    return EstimatingPartitioner
-
-
 def estimate(block: Block, settings: CostSettings) -> Estimate:
     """ub-fusion's grouping of `block`, costed: kernels' roofline times plus library ops."""
-    from autofusion.cost_model import kernel_time, op_cost
-    from autofusion.passes.ub_fusion import FusionResult
-
     result = FusionResult()
-    part = _partitioner()(
-        block,
-        settings.chip,
-        settings.switch,
-        UB_MAX_OPS,
-        UB_MAX_INPUTS,
-        settings.dynamic_size,
-        result,
-    )
-    part.run()
-    alive = [g for g in part.groups if g.alive]
-    time = sum(g.time_us for g in alive)
+    part = Partitioner(block, settings.chip, settings.policy, result)
+    part.run(explain=False)  # an estimate does not report the pairs it leaves apart
+    kernels = part.kernels()
+    time = sum(g.time_us for g in kernels)
+    dynamic_size = settings.policy.dynamic_size
     for op, _ in result.library_ops:
-        cost = op_cost(op, settings.chip, settings.dynamic_size)
-        time += kernel_time(cost, settings.chip).total_us
-    return Estimate(time, len(alive) + len(result.library_ops))
+        time += kernel_time(op_cost(op, settings.chip, dynamic_size), settings.chip).total_us
+    return Estimate(time, len(kernels) + len(result.library_ops))
 
 
 # ---- split-fusion rules -------------------------------------------------------------------

@@ -1,5 +1,9 @@
 """The cost model: how long a kernel takes on a chip, as a roofline with launch overhead.
 
+What a kernel moves and computes is a `KernelCost` (a kernel template's `cost`, or
+`op_cost` for a library op); `kernel_time` turns it into time. `Refusal` is the answer
+of every legality check of the fusion library and the templates: the reason why not.
+
 For a kernel that reads R and writes W bytes of GM, does V float32 vector element
 operations and F cube FLOPs, on a chip with GM bandwidth B, clock f, and per-core vector
 (v elements/cycle) and cube (c FLOP/cycle) throughput:
@@ -31,7 +35,7 @@ kernel, no bytes, no launch. Cross-kernel L2 reuse is the traffic model's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 from xdsl.dialects.builtin import TensorType
@@ -42,10 +46,74 @@ from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.template import KernelCost
 
 # the transfer size at which tiling loss is measured against (a large DataCopy)
 REFERENCE_TRANSFER = 64 * 1024
+
+# float32 vector instructions per element, by graph op (the cost model's vector work).
+# Transcendentals and divisions take several passes of the vector unit; the functions
+# built from basic APIs (sigmoid, tanh, erf, gelu) count the instructions row_kernel.py
+# emits for them.
+VECTOR_OP_WEIGHT: dict[type[Operation], float] = {
+    graph.ExpOp: 2,
+    graph.LogOp: 2,
+    graph.SqrtOp: 2,
+    graph.RsqrtOp: 2,
+    graph.ReciprocalOp: 2,
+    graph.DivOp: 2,
+    graph.SigmoidOp: 5,
+    graph.TanhOp: 8,
+    graph.ErfOp: 18,
+    graph.GeluOp: 22,
+    graph.SiluOp: 6,
+    graph.SwigluOp: 7,
+    graph.SoftmaxOp: 7,
+    graph.LayerNormOp: 9,
+    graph.RmsNormOp: 6,
+    graph.AddLayerNormOp: 10,
+    graph.AddRmsNormOp: 7,
+    graph.LayerNormStatsOp: 5,
+    graph.RmsNormStatsOp: 3,
+    graph.LayerNormApplyOp: 4,
+    graph.RmsNormApplyOp: 2,
+    graph.RopeOp: 6,
+    graph.PowOp: 2,
+}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a candidate is not taken: a fusion that is illegal or does not pay, a group no
+    template can run, a rewrite whose precondition fails."""
+
+    reason: str
+
+
+@dataclass
+class KernelCost:
+    """What one kernel moves and computes (`kernel_time` turns it into time)."""
+
+    gm_read_bytes: int
+    gm_write_bytes: int
+    vector_work: float  # float32 element operations, weighted per op
+    cube_flops: float
+    transfer_bytes: int  # bytes of one typical GM<->UB transfer (DataCopy efficiency)
+    ub_bytes: int  # UB footprint of the kernel's buffers
+    cube_cores_used: int = 0
+    vector_cores_used: int = 0
+    notes: list[str] = field(default_factory=list)
+    # the part of gm_read/gm_write that reaches HBM when the kernel runs alone on a cold
+    # L2: its own re-reads (and workspace round trips) hit L2 when its traversal keeps
+    # them resident (None: all of it, no reuse modelled). See docs/ub-fusion.md.
+    hbm_read_bytes: int | None = None
+    hbm_write_bytes: int | None = None
+    launches: int = 1  # 0 for a view op: no kernel runs
+
+    @property
+    def hbm_bytes(self) -> int:
+        read = self.gm_read_bytes if self.hbm_read_bytes is None else self.hbm_read_bytes
+        write = self.gm_write_bytes if self.hbm_write_bytes is None else self.hbm_write_bytes
+        return read + write
 
 
 @dataclass(frozen=True)
@@ -167,8 +235,6 @@ def op_cost(op: Operation, chip: ChipSpec, dynamic_size: int = 1) -> KernelCost:
     """One op run as its own kernel: inputs read once, outputs written once. A view op
     (`is_view`) or one on an empty tensor (`is_empty`) is free: no bytes, no work, no
     launch."""
-    from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT
-
     if is_view(op) or is_empty(op):
         return KernelCost(0, 0, 0.0, 0.0, REFERENCE_TRANSFER, 0, launches=0)
     read = sum(value_bytes(v, dynamic_size) for v in op.operands if isinstance(v.type, TensorType))
