@@ -25,7 +25,7 @@ from autofusion.driver.pipeline import (
     split_fusion_stage,
     ub_fusion_stage,
 )
-from autofusion.fusion.partition import Partitioner
+from autofusion.fusion.partition import Partitioner, estimate
 from autofusion.hardware import get_chip
 from autofusion.interpreter import find_function, random_inputs, run_function
 from autofusion.mlir_io import default_context, module_to_text, parse_module
@@ -36,7 +36,6 @@ from autofusion.passes.rules.split_cost import (
     ExternalPathOp,
     Neighbourhood,
     copy_neighbourhood,
-    estimate,
     neighbourhood,
 )
 from autofusion.passes.split_fusion import SplitFusionPass
@@ -272,7 +271,8 @@ func.func @main(%a: tensor<64x64xf32>) -> tensor<64x64xf32> {
     # e5 reads e4, which depends on e2 (through e3)
     assert [v.owner for v in paths[0].operands] == [scratch.copies[ops[2]]]
     assert scratch.copies[ops[5]].operands[0] is paths[0].results[0]
-    t = estimate(scratch.block, CostSettings())
+    settings = CostSettings()
+    t = estimate(scratch.block, settings.chip, settings.policy)
     assert t.time_us > 0 and t.kernels >= 3
 
 

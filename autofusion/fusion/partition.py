@@ -22,7 +22,7 @@ consumer's kernel, stays outside as a free view of its input's bytes.
 
 `FusionPolicy` is everything the grouping is told: ub-fusion runs it, and split-fusion's
 cost gate runs the same Partitioner with the same policy on a neighbourhood ("what
-would ub-fusion do here"), so the gate models the grouping that actually runs.
+would ub-fusion do here", `estimate`), so the gate models the grouping that runs.
 
 Determinism: candidates are ordered by (benefit, op order); nothing depends on hashes.
 """
@@ -37,7 +37,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
 
 from autofusion.dialects import graph
-from autofusion.fusion.cost import Refusal, is_empty, is_view, kernel_time
+from autofusion.fusion.cost import Refusal, is_empty, is_view, kernel_time, op_cost
 from autofusion.fusion.legality import (
     creates_cycle,
     plan_kernel,
@@ -356,3 +356,27 @@ class Partitioner:
         for op in ops:
             self.group_of[op] = keep
         return keep
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Estimated time of the kernels a grouping forms (and of its library ops)."""
+
+    time_us: float
+    kernels: int
+
+    def describe(self) -> str:
+        return f"{self.time_us:.3f} us in {self.kernels} kernels"
+
+
+def estimate(block: Block, chip: ChipSpec, policy: FusionPolicy) -> Estimate:
+    """The grouping of `block` under `policy`, costed: its kernels' roofline times plus
+    one kernel per library op (what split-fusion's cost gate compares)."""
+    result = FusionResult()
+    part = Partitioner(block, chip, policy, result)
+    part.run(explain=False)  # an estimate does not report the pairs it leaves apart
+    kernels = part.kernels()
+    time = sum(g.time_us for g in kernels)
+    for op, _ in result.library_ops:
+        time += kernel_time(op_cost(op, chip, policy.dynamic_size), chip).total_us
+    return Estimate(time, len(kernels) + len(result.library_ops))

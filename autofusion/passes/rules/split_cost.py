@@ -50,8 +50,8 @@ from xdsl.transforms.dead_code_elimination import is_trivially_dead
 
 from autofusion.dialects import graph
 from autofusion.dialects.graph_base import Fusible, FusionKind
-from autofusion.fusion.cost import Refusal, kernel_time, op_cost
-from autofusion.fusion.partition import FusionPolicy, FusionResult, Partitioner
+from autofusion.fusion.cost import Refusal
+from autofusion.fusion.partition import Estimate, FusionPolicy, estimate
 from autofusion.hardware import DEFAULT_CHIP, ChipSpec, get_chip
 from autofusion.passes.fusion_rule import FusionRule, MatchT
 from autofusion.passes.fusion_statistics import FusionStatistics
@@ -77,17 +77,6 @@ class CostSettings:
     chip: ChipSpec = field(default_factory=lambda: get_chip(DEFAULT_CHIP))
     policy: FusionPolicy = field(default_factory=FusionPolicy)
     max_duplicates: int = 4
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Estimated time of the likely kernels of a neighbourhood."""
-
-    time_us: float
-    kernels: int
-
-    def describe(self) -> str:
-        return f"{self.time_us:.3f} us in {self.kernels} kernels"
 
 
 def is_compute_op(op: Operation) -> bool:
@@ -315,19 +304,6 @@ def erase_dead(block: Block) -> None:
 # ---- the estimate -----------------------------------------------------------------------
 
 
-def estimate(block: Block, settings: CostSettings) -> Estimate:
-    """ub-fusion's grouping of `block`, costed: kernels' roofline times plus library ops."""
-    result = FusionResult()
-    part = Partitioner(block, settings.chip, settings.policy, result)
-    part.run(explain=False)  # an estimate does not report the pairs it leaves apart
-    kernels = part.kernels()
-    time = sum(g.time_us for g in kernels)
-    dynamic_size = settings.policy.dynamic_size
-    for op, _ in result.library_ops:
-        time += kernel_time(op_cost(op, settings.chip, dynamic_size), settings.chip).total_us
-    return Estimate(time, len(kernels) + len(result.library_ops))
-
-
 # ---- split-fusion rules -------------------------------------------------------------------
 
 
@@ -395,7 +371,9 @@ class SplitFusionRule(FusionRule[MatchT]):
     def _decide(self, op: Operation, match: MatchT, region: Neighbourhood) -> int | Refusal:
         """The index of the variant to apply, or why none pays."""
         options = self.variants(op, match)
-        before = estimate(copy_neighbourhood(region).block, self.settings)
+        before = estimate(
+            copy_neighbourhood(region).block, self.settings.chip, self.settings.policy
+        )
         best: tuple[float, int, Estimate] | None = None
         for i in range(len(options)):
             scratch = copy_neighbourhood(region)
@@ -411,7 +389,7 @@ class SplitFusionRule(FusionRule[MatchT]):
             with self._estimating():
                 self.rewrite(copy, copied[i], PatternRewriter(copy))
             erase_dead(scratch.block)
-            after = estimate(scratch.block, self.settings)
+            after = estimate(scratch.block, self.settings.chip, self.settings.policy)
             if best is None or after.time_us < best[0]:
                 best = (after.time_us, i, after)
         assert best is not None
