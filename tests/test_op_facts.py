@@ -14,10 +14,12 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import ParseError
 from xdsl.utils.test_value import create_ssa_value
 
+from autofusion.cost_model import op_cost
 from autofusion.diagnostics import LocatedVerifyError, UserError
 from autofusion.dialects import graph
 from autofusion.dialects.op_facts import OperandRole, OpFacts, is_view, reads_through
 from autofusion.dialects.shape_inference import DYN
+from autofusion.hardware import get_chip
 from autofusion.mlir_io import default_context, parse_module
 
 S, H, T, B = (
@@ -204,3 +206,13 @@ def test_views() -> None:
     assert is_view(reshape) and reads_through(reshape)
     assert not is_view(sl) and reads_through(sl)
     assert not is_view(relu) and not reads_through(relu)
+
+
+def test_cost_model_takes_ffn_flops_from_the_op() -> None:
+    """op_cost had no ffn case (0 cube FLOPs, elementwise work): it now costs both
+    projections on the cube cores."""
+    op = _ffn()
+    chip = get_chip("Ascend910B1")
+    cost = op_cost(op, chip)
+    assert cost.cube_flops == op.flops(1).cube > 0
+    assert cost.vector_work == 0 and cost.cube_cores_used == chip.cube_cores

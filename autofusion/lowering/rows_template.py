@@ -8,7 +8,7 @@ from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
 from autofusion import dtypes
 from autofusion.diagnostics import UserError
@@ -19,6 +19,7 @@ from autofusion.dialects.buffer_verifier import (
     QUEUE_SLOTS_PER_POSITION,
     footprint,
 )
+from autofusion.dialects.op_facts import vector_weight
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IntOps, IrOps
@@ -35,36 +36,6 @@ from autofusion.lowering.template import (
     Plan,
 )
 from autofusion.passes.fusion_rule import Refusal
-
-# float32 vector instructions per element, by graph op (the cost model's vector work).
-# Transcendentals and divisions take several passes of the vector unit; the functions
-# built from basic APIs (sigmoid, tanh, erf, gelu) count the instructions row_kernel.py
-# emits for them.
-VECTOR_OP_WEIGHT: dict[type[Operation], float] = {
-    graph.ExpOp: 2,
-    graph.LogOp: 2,
-    graph.SqrtOp: 2,
-    graph.RsqrtOp: 2,
-    graph.ReciprocalOp: 2,
-    graph.DivOp: 2,
-    graph.SigmoidOp: 5,
-    graph.TanhOp: 8,
-    graph.ErfOp: 18,
-    graph.GeluOp: 22,
-    graph.SiluOp: 6,
-    graph.SwigluOp: 7,
-    graph.SoftmaxOp: 7,
-    graph.LayerNormOp: 9,
-    graph.RmsNormOp: 6,
-    graph.AddLayerNormOp: 10,
-    graph.AddRmsNormOp: 7,
-    graph.LayerNormStatsOp: 5,
-    graph.RmsNormStatsOp: 3,
-    graph.LayerNormApplyOp: 4,
-    graph.RmsNormApplyOp: 2,
-    graph.RopeOp: 6,
-    graph.PowOp: 2,
-}
 
 
 def queue_slots(chip: ChipSpec) -> int:
@@ -140,7 +111,7 @@ class RowsTemplate(KernelTemplate):
                 write += rows * (cols if info.kind == "full" else 1) * width
         work = 0.0
         for op in p.ops:
-            weight = VECTOR_OP_WEIGHT.get(type(op), 1.0)
+            weight = vector_weight(op)  # the op states it (op_facts.OpFacts)
             result_shape = concrete(cast(TensorType, op.results[0].type).get_shape(), dims)
             work += weight * (si.num_elements(result_shape) or 0)
         # widening and narrowing casts at the kernel's edges
