@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,7 @@ from autofusion.dialects.op_facts import OperandRole, OpFacts, is_view, reads_th
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import get_chip
 from autofusion.mlir_io import default_context, parse_module
+from autofusion.report import _op_traffic, operand_roles, tensor_key
 
 S, H, T, B = (
     OperandRole.STREAMED,
@@ -216,3 +217,25 @@ def test_cost_model_takes_ffn_flops_from_the_op() -> None:
     cost = op_cost(op, chip)
     assert cost.cube_flops == op.flops(1).cube > 0
     assert cost.vector_work == 0 and cost.cube_cores_used == chip.cube_cores
+
+
+def _roles_by_name(op: Operation, keys: Mapping[object, str]) -> tuple[set[str], set[str]]:
+    traffic = _op_traffic(op, get_chip("Ascend910B1"), 1)
+    return {keys[k] for k in traffic.hot}, {keys[k] for k in traffic.transient}
+
+
+def test_report_roles_of_an_ffn_kernel_come_from_the_op() -> None:
+    op = _ffn()
+    names = dict(zip(op.operands, ("x", "gate", "up", "down", "bias2", "residual")))
+    keys = {tensor_key(v): n for v, n in names.items()}
+    assert _roles_by_name(op, keys) == ({"x", "bias2"}, {"gate", "up", "down"})
+
+
+def test_banded_operand_past_half_the_l2_is_transient() -> None:
+    chip = get_chip("Ascend910B1")
+    rows = chip.l2_bytes // (2 * 4 * 1024) + 1  # A just over half the L2
+    a, b = value([rows, 1024]), value([1024, 64])
+    op = make(graph.MatmulOp, [a, b])
+    assert operand_roles(op, chip, 1) == ([], [a, b])
+    small = make(graph.MatmulOp, [value([64, 1024]), b])
+    assert operand_roles(small, chip, 1) == ([small.operands[0]], [b])
