@@ -153,6 +153,17 @@ def test_ffn_facts() -> None:
     assert op.operand_roles(1) == (B, T, T, T, H, S)
 
 
+def test_ffn_with_a_merged_gate_and_up_weight() -> None:
+    x, merged, down = value([4, 64]), value([64, 256]), value([128, 64])
+    op = graph.FfnOp.from_parts(x, [merged], down, "geglu", bias1=[value([256])])
+    work = op.flops(1)
+    assert work.cube == 2.0 * 4 * (64 * 256 + 128 * 64)
+    # bias1 adds on both halves, gelu (22) and the mul on the intermediate, no epilogue
+    assert work.vector == 4 * (256 + 23 * 128)
+    assert op.operand_reads(1) == (256.0, 4.0, 4.0, 4.0)
+    assert op.operand_roles(1) == (B, T, T, H)
+
+
 def test_flash_attention_facts() -> None:
     # grouped-query attention: 2 query heads share 1 key/value head
     q, k, v = value([1, 2, 16, 32]), value([1, 1, 8, 32]), value([1, 1, 8, 16])

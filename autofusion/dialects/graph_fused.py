@@ -564,7 +564,8 @@ class FfnOp(GraphOp, OpFacts):
         rows, k1, n1, f, n2 = self._sizes(dynamic_size)
         act = self.activation.data
         gate = activation_weight(FFN_GATED.get(act, act)) + (1.0 if self.gated else 0.0)
-        vector = rows * (len(self.bias1) * f + gate * f + self.vector_weight() * n2)
+        bias1 = sum(elements(b, dynamic_size) for b in self.bias1)  # N1 adds per row
+        vector = rows * (bias1 + gate * f + self.vector_weight() * n2)
         return OpWork(2.0 * rows * (k1 * n1 + f * n2), vector)
 
     def operand_reads(self, dynamic_size: int) -> tuple[float, ...]:
