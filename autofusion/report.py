@@ -39,6 +39,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAVal
 
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.graph_base import FusionKind, fusion_kind
+from autofusion.dialects.op_facts import OperandRole, OpFacts, reads_through
 from autofusion.fusion.cost import is_view, kernel_time, lower_bound_bytes, op_cost, value_bytes
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.l2_hint import l2_bypass
@@ -151,27 +152,15 @@ def tensor_key(v: SSAValue) -> SSAValue:
             return v
 
 
-# ops through which a kernel reads part of an input (a column slice: strided reads)
-_VIEW_READS = (graph.ReshapeOp, graph.SliceOp, graph.SplitOp)
-
-
 def read_bytes(v: SSAValue, dynamic_size: int) -> int:
-    """Bytes a kernel reads of its input `v`: all of it, or only the slices its view ops
-    take when every use is one (graph.split / graph.slice read through strides)."""
+    """Bytes a kernel reads of its input `v`: all of it, or only the parts its views and
+    subviews take when every use is one (graph.split / graph.slice read through strides:
+    op_facts.Access)."""
     full = value_bytes(v, dynamic_size)
     users = list(dict.fromkeys(u.operation for u in v.uses))
-    if not users or not all(isinstance(u, _VIEW_READS) for u in users):
+    if not users or not all(reads_through(u) for u in users):
         return full
-    taken = 0
-    for u in users:
-        if isinstance(u, graph.ReshapeOp):
-            taken += read_bytes(u.output, dynamic_size)
-        elif isinstance(u, graph.SplitOp):
-            taken += sum(read_bytes(r, dynamic_size) for r in u.results if r.uses)
-        else:
-            taken += min(
-                value_bytes(u.results[0], dynamic_size), read_bytes(u.results[0], dynamic_size)
-            )
+    taken = sum(read_bytes(r, dynamic_size) for u in users for r in u.results if r.uses)
     return min(full, taken)
 
 
@@ -183,35 +172,40 @@ def _tensors(values: list[SSAValue], dynamic_size: int) -> list[tuple[Hashable, 
     ]
 
 
-def _op_traffic(op: Operation, dynamic_size: int) -> TrafficKernel:
+def _op_traffic(op: Operation, chip: ChipSpec, dynamic_size: int) -> TrafficKernel:
     """One op as its own kernel: every operand read once, every result written once;
-    the roles of its operands as `access_roles` gives them for a kernel of that op
-    (operands smaller than the result, which it broadcasts, are re-read: hot)."""
-    hot: set[Hashable] = set()
-    transient: set[Hashable] = set()
-    out = max(
-        (value_bytes(r, dynamic_size) for r in op.results if isinstance(r.type, TensorType)),
-        default=0,
-    )
-    for i, v in enumerate(op.operands):
-        if not isinstance(v.type, TensorType):
-            continue
-        if isinstance(op, graph.MatmulOp | graph.GemmOp | graph.Conv2dOp):
-            (transient if i == (0 if isinstance(op, graph.Conv2dOp) else 1) else hot).add(
-                tensor_key(v)
-            )
-        elif isinstance(op, graph.FlashAttentionOp):
-            if i > 0:
-                hot.add(tensor_key(v))
-        elif value_bytes(v, dynamic_size) < out:
-            hot.add(tensor_key(v))
+    the roles of its operands as the op states them (`operand_roles`)."""
+    hot, transient = operand_roles(op, chip, dynamic_size)
     return TrafficKernel(
         describe_op(op),
         _merge(_tensors(list(op.operands), dynamic_size)),
         _merge(_tensors(list(op.results), dynamic_size)),
-        hot=frozenset(hot),
-        transient=frozenset(transient),
+        hot=frozenset(tensor_key(v) for v in hot),
+        transient=frozenset(tensor_key(v) for v in transient),
     )
+
+
+def operand_roles(
+    op: Operation, chip: ChipSpec, dynamic_size: int
+) -> tuple[list[SSAValue], list[SSAValue]]:
+    """The operands of `op` re-read throughout (hot) and briefly (transient), by the
+    roles the op states (op_facts.OperandRole): a banded operand (a matmul's A, whose
+    bands every N tile reads again) is hot while it fits the half of L2 the tiling
+    keeps, else only a group's bands are: transient."""
+    hot: list[SSAValue] = []
+    transient: list[SSAValue] = []
+    if not isinstance(op, OpFacts):
+        return hot, transient
+    for v, stated in zip(op.operands, op.operand_roles(dynamic_size)):
+        role = stated
+        if stated is OperandRole.BANDED:
+            fits = value_bytes(v, dynamic_size) <= chip.l2_bytes // 2
+            role = OperandRole.HOT if fits else OperandRole.TRANSIENT
+        if role is OperandRole.HOT:
+            hot.append(v)
+        elif role is OperandRole.TRANSIENT:
+            transient.append(v)
+    return hot, transient
 
 
 def _merge(accesses: list[tuple[Hashable, int]]) -> list[tuple[Hashable, int]]:
@@ -234,7 +228,7 @@ def _unfused(
         gm += cost.gm_read_bytes + cost.gm_write_bytes
         time += kernel_time(cost, chip).total_us
         if cost.launches:
-            traffic.append(_op_traffic(op, dynamic_size))
+            traffic.append(_op_traffic(op, chip, dynamic_size))
     return gm, time, len(traffic), traffic
 
 
@@ -324,39 +318,16 @@ def access_roles(
     plan: object, chip: ChipSpec, dynamic_size: int
 ) -> tuple[list[SSAValue], list[SSAValue]]:
     """The kernel inputs the traffic model treats as re-read throughout the kernel (hot)
-    and re-read briefly (transient), by their role in the kernel's template:
+    and re-read briefly (transient):
 
-    * matmul/gemm: A's bands are read again for every N tile of a group (hot; when A
-      exceeds the half of L2 its tiling keeps, only a group's bands are: transient), B's
-      band by the group's M tiles one after the other (transient); a bias is hot;
-    * conv: the weight is hot, the feature map transient;
-    * flash attention: K, V and the mask are read again for every query block (hot);
-    * ffn: x is read again by every band (hot, or transient past half the L2), each
-      band of W1 and W2 by the M tiles one after the other (transient), biases (hot);
+    * a cube kernel's root op (matmul, gemm, conv, flash attention, ffn): its operands'
+      roles as the op states them (`operand_roles`);
     * vector kernels and cube epilogues: row vectors, per-row tables and scalars (hot).
     """
     from autofusion.lowering.row_plan import RowPlan
 
-    hot: list[SSAValue] = []
-    transient: list[SSAValue] = []
     root = getattr(plan, "root", None)
-    if isinstance(root, graph.MatmulOp | graph.GemmOp):
-        a = root.operands[0]
-        fits = value_bytes(a, dynamic_size) <= chip.l2_bytes // 2
-        (hot if fits else transient).append(a)
-        transient.append(root.operands[1])
-        hot += list(root.operands[2:])
-    elif isinstance(root, graph.Conv2dOp):
-        transient.append(root.operands[0])
-        hot += list(root.operands[1:])
-    elif isinstance(root, graph.FlashAttentionOp):
-        hot += list(root.operands[1:])
-    elif isinstance(root, graph.FfnOp):
-        x = root.input
-        fits = value_bytes(x, dynamic_size) <= chip.l2_bytes // 2
-        (hot if fits else transient).append(x)
-        transient += [*root.weight1, root.weight2]
-        hot += [*root.bias1, *(v for v in (root.bias2,) if v is not None)]
+    hot, transient = operand_roles(root, chip, dynamic_size) if root else ([], [])
     rows = plan if isinstance(plan, RowPlan) else getattr(plan, "rows", None)
     if isinstance(rows, RowPlan):
         for v, info in rows.values.items():
@@ -526,7 +497,7 @@ def _library_entry(op: Operation, chip: ChipSpec, dynamic_size: int) -> KernelEn
     cost = op_cost(op, chip, dynamic_size)
     time = kernel_time(cost, chip).total_us
     gm = cost.gm_read_bytes + cost.gm_write_bytes
-    traffic = _op_traffic(op, dynamic_size)
+    traffic = _op_traffic(op, chip, dynamic_size)
     return KernelEntry(
         describe_op(op),
         "library",

@@ -106,6 +106,20 @@ from autofusion.dialects.graph_vision import VISION_OPS
 
 # the names below are re-exported: `autofusion.dialects.graph` is the dialect's public API
 from autofusion.dialects.group_plan import PLAN_PROPERTIES, verify_plan
+from autofusion.dialects.op_facts import (
+    CONV_ROLES,
+    SOFTMAX_WEIGHT,
+    Access,
+    ContractionFacts,
+    MovementFacts,
+    OperandRole,
+    StreamingFacts,
+    dims,
+    elements,
+    result_elements,
+    uses_per_element,
+    window_macs,
+)
 from autofusion.dialects.shape_inference import ShapeError
 from autofusion.dialects.target import TargetAttr
 
@@ -115,7 +129,7 @@ from autofusion.dialects.target import TargetAttr
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(IRDLOperation, MovementFacts):
     """A constant tensor: dense values, a `dense_resource` blob, or shape only.
 
     A shape-only weight has no values; it lets fusion be planned for models whose
@@ -233,6 +247,7 @@ class ExpOp(FloatUnaryOp):
     """y = e^x (ONNX Exp)."""
 
     name = "graph.exp"
+    VECTOR_WEIGHT: ClassVar[float] = 2
 
 
 @irdl_op_definition
@@ -240,6 +255,7 @@ class LogOp(FloatUnaryOp):
     """y = ln x (ONNX Log)."""
 
     name = "graph.log"
+    VECTOR_WEIGHT: ClassVar[float] = 2
 
 
 @irdl_op_definition
@@ -247,6 +263,7 @@ class SqrtOp(FloatUnaryOp):
     """y = sqrt(x) (ONNX Sqrt)."""
 
     name = "graph.sqrt"
+    VECTOR_WEIGHT: ClassVar[float] = 2
 
 
 @irdl_op_definition
@@ -254,6 +271,7 @@ class RsqrtOp(FloatUnaryOp):
     """y = 1 / sqrt(x) (Ascend C Rsqrt; ONNX has no single op)."""
 
     name = "graph.rsqrt"
+    VECTOR_WEIGHT: ClassVar[float] = 2
 
 
 @irdl_op_definition
@@ -261,6 +279,7 @@ class ReciprocalOp(FloatUnaryOp):
     """y = 1 / x (ONNX Reciprocal)."""
 
     name = "graph.reciprocal"
+    VECTOR_WEIGHT: ClassVar[float] = 2
 
 
 @irdl_op_definition
@@ -275,6 +294,7 @@ class SigmoidOp(FloatUnaryOp):
     """y = 1 / (1 + e^-x) (ONNX Sigmoid)."""
 
     name = "graph.sigmoid"
+    VECTOR_WEIGHT: ClassVar[float] = 5
 
 
 @irdl_op_definition
@@ -282,6 +302,7 @@ class TanhOp(FloatUnaryOp):
     """y = tanh(x) (ONNX Tanh)."""
 
     name = "graph.tanh"
+    VECTOR_WEIGHT: ClassVar[float] = 8
 
 
 @irdl_op_definition
@@ -289,6 +310,7 @@ class ErfOp(FloatUnaryOp):
     """y = erf(x) (ONNX Erf)."""
 
     name = "graph.erf"
+    VECTOR_WEIGHT: ClassVar[float] = 18
 
 
 @irdl_op_definition
@@ -296,6 +318,7 @@ class SiluOp(FloatUnaryOp):
     """y = x * sigmoid(x), also called swish."""
 
     name = "graph.silu"
+    VECTOR_WEIGHT: ClassVar[float] = 6
 
 
 @irdl_op_definition
@@ -336,6 +359,7 @@ class GeluOp(FloatUnaryOp):
     """
 
     name = "graph.gelu"
+    VECTOR_WEIGHT: ClassVar[float] = 22
     approximate = prop_def(StringAttr)
 
     @classmethod
@@ -365,7 +389,7 @@ class ClipOp(UnaryOp):
 
 
 @irdl_op_definition
-class CastOp(GraphOp):
+class CastOp(GraphOp, StreamingFacts):
     """Element type conversion (ONNX Cast); the shape is unchanged.
 
     Float to integer truncates toward zero; float to f16/bf16 rounds to nearest even.
@@ -427,6 +451,7 @@ class DivOp(BinaryOp):
     """z = x / y (ONNX Div; integer division truncates)."""
 
     name = "graph.div"
+    VECTOR_WEIGHT: ClassVar[float] = 2
 
 
 @irdl_op_definition
@@ -434,6 +459,7 @@ class PowOp(BinaryOp):
     """z = x ^ y (ONNX Pow)."""
 
     name = "graph.pow"
+    VECTOR_WEIGHT: ClassVar[float] = 2
     FLOAT_ONLY: ClassVar[bool] = True
 
 
@@ -499,7 +525,7 @@ class GreaterOp(CompareOp):
 
 
 @irdl_op_definition
-class WhereOp(GraphOp):
+class WhereOp(GraphOp, StreamingFacts):
     """z = cond ? x : y with three-way broadcasting (ONNX Where)."""
 
     name = "graph.where"
@@ -556,10 +582,11 @@ class ReduceMinOp(ReduceOp):
 
 
 @irdl_op_definition
-class SoftmaxOp(GraphOp):
+class SoftmaxOp(GraphOp, StreamingFacts):
     """Softmax along one axis (ONNX Softmax-13)."""
 
     name = "graph.softmax"
+    VECTOR_WEIGHT: ClassVar[float] = SOFTMAX_WEIGHT
     input = operand_def(TensorType)
     output = result_def(TensorType)
     axis = prop_def(IntegerAttr)
@@ -602,7 +629,7 @@ def check_activation(p: Props) -> None:
 
 
 @irdl_op_definition
-class MatmulOp(GraphOp):
+class MatmulOp(GraphOp, ContractionFacts):
     """Batched matrix product with broadcast batch dims (ONNX MatMul, numpy matmul).
 
     Graph fusion may give it a bias (broadcast to the output, usually [N]) and an
@@ -638,9 +665,12 @@ class MatmulOp(GraphOp):
         check_activation(p)
         return [tensor(shape, a.element_type)]
 
+    def macs(self, dynamic_size: int) -> float:
+        return float(elements(self.output, dynamic_size)) * dims(self.lhs, dynamic_size)[-1]
+
 
 @irdl_op_definition
-class GemmOp(GraphOp):
+class GemmOp(GraphOp, ContractionFacts):
     """Y = act(alpha * op(A) * op(B) + beta * C) (ONNX Gemm); C broadcasts to [M, N].
 
     The activation epilogue is optional (see ACTIVATIONS).
@@ -681,9 +711,14 @@ class GemmOp(GraphOp):
         check_activation(p)
         return [tensor(shape, a.element_type)]
 
+    def macs(self, dynamic_size: int) -> float:
+        a = dims(self.a, dynamic_size)
+        k = a[0] if self.trans_a.value.data else a[1]
+        return float(elements(self.output, dynamic_size)) * k
+
 
 @irdl_op_definition
-class Conv2dOp(GraphOp):
+class Conv2dOp(GraphOp, ContractionFacts):
     """2-D convolution, NCHW input, weight [M, C/group, kH, kW] (ONNX Conv).
 
     pads are [top, left, bottom, right]. An optional activation epilogue (see
@@ -704,6 +739,10 @@ class Conv2dOp(GraphOp):
     clip_max = opt_prop_def(FloatAttr)
     traits = traits_def(Pure(), Fusible(FusionKind.CUBE))
     FLOAT_ONLY: ClassVar[bool] = True
+    CONTRACTED_ROLES: ClassVar[tuple[OperandRole, OperandRole]] = CONV_ROLES
+
+    def macs(self, dynamic_size: int) -> float:
+        return window_macs(self, self.weight, dynamic_size)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
@@ -738,7 +777,7 @@ class Conv2dOp(GraphOp):
 
 
 @irdl_op_definition
-class BatchNormOp(GraphOp):
+class BatchNormOp(GraphOp, StreamingFacts):
     """Inference batch norm over channel axis 1 (ONNX BatchNormalization, training_mode=0).
 
     y = (x - mean) / sqrt(var + epsilon) * scale + bias
@@ -768,7 +807,7 @@ class BatchNormOp(GraphOp):
 
 
 @irdl_op_definition
-class LayerNormOp(GraphOp):
+class LayerNormOp(GraphOp, StreamingFacts):
     """Layer norm over axes [axis, rank) (ONNX LayerNormalization-17).
 
     y = (x - mean) / sqrt(var + epsilon) * scale + bias; scale and bias have the
@@ -776,6 +815,7 @@ class LayerNormOp(GraphOp):
     """
 
     name = "graph.layer_norm"
+    VECTOR_WEIGHT: ClassVar[float] = 9
     input = operand_def(TensorType)
     scale = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
@@ -791,13 +831,14 @@ class LayerNormOp(GraphOp):
 
 
 @irdl_op_definition
-class RmsNormOp(GraphOp):
+class RmsNormOp(GraphOp, StreamingFacts):
     """RMS norm over axes [axis, rank) (ONNX RMSNormalization-23, the Llama/Qwen form).
 
     y = x / sqrt(mean(x^2) + epsilon) * scale
     """
 
     name = "graph.rms_norm"
+    VECTOR_WEIGHT: ClassVar[float] = 6
     input = operand_def(TensorType)
     scale = operand_def(TensorType)
     output = result_def(TensorType)
@@ -816,7 +857,7 @@ class RmsNormOp(GraphOp):
 # --------------------------------------------------------------------------------------
 
 
-class Pool2dOp(GraphOp, ABC):
+class Pool2dOp(GraphOp, StreamingFacts, ABC):
     """2-D pooling over NCHW; pads are [top, left, bottom, right]."""
 
     input = operand_def(TensorType)
@@ -871,7 +912,7 @@ class AvgPool2dOp(Pool2dOp):
 
 
 @irdl_op_definition
-class GlobalAvgPoolOp(GraphOp):
+class GlobalAvgPoolOp(GraphOp, StreamingFacts):
     """Mean over all spatial dims, keeping them as 1 (ONNX GlobalAveragePool)."""
 
     name = "graph.global_avg_pool"
@@ -895,10 +936,11 @@ class GlobalAvgPoolOp(GraphOp):
 
 
 @irdl_op_definition
-class ReshapeOp(GraphOp):
+class ReshapeOp(GraphOp, MovementFacts):
     """Reshape to `shape` (ONNX Reshape, allowzero=0): 0 copies a dim, -1 is inferred."""
 
     name = "graph.reshape"
+    ACCESS: ClassVar[Access] = Access.VIEW
     input = operand_def(TensorType)
     output = result_def(TensorType)
     shape = prop_def(DenseArrayBase)
@@ -911,7 +953,7 @@ class ReshapeOp(GraphOp):
 
 
 @irdl_op_definition
-class TransposeOp(GraphOp):
+class TransposeOp(GraphOp, MovementFacts):
     """Permute dims: out.shape[i] = in.shape[perm[i]] (ONNX Transpose)."""
 
     name = "graph.transpose"
@@ -927,7 +969,7 @@ class TransposeOp(GraphOp):
 
 
 @irdl_op_definition
-class ConcatOp(GraphOp):
+class ConcatOp(GraphOp, MovementFacts):
     """Concatenate along `axis` (ONNX Concat)."""
 
     name = "graph.concat"
@@ -948,10 +990,11 @@ class ConcatOp(GraphOp):
 
 
 @irdl_op_definition
-class SplitOp(GraphOp):
+class SplitOp(GraphOp, MovementFacts):
     """Split along `axis` into parts of the given `sizes` (ONNX Split)."""
 
     name = "graph.split"
+    ACCESS: ClassVar[Access] = Access.SUBVIEW
     input = operand_def(TensorType)
     outputs = var_result_def(TensorType)
     axis = prop_def(IntegerAttr)
@@ -966,10 +1009,11 @@ class SplitOp(GraphOp):
 
 
 @irdl_op_definition
-class SliceOp(GraphOp):
+class SliceOp(GraphOp, MovementFacts):
     """Strided slice (ONNX Slice): for each axis, python slice start:end:step with clamping."""
 
     name = "graph.slice"
+    ACCESS: ClassVar[Access] = Access.SUBVIEW
     input = operand_def(TensorType)
     output = result_def(TensorType)
     starts = prop_def(DenseArrayBase)
@@ -992,7 +1036,7 @@ class SliceOp(GraphOp):
 
 
 @irdl_op_definition
-class GatherOp(GraphOp):
+class GatherOp(GraphOp, MovementFacts):
     """Take slices of `data` along `axis` at `indices` (ONNX Gather; negative indices wrap).
 
     An embedding lookup is `graph.gather %table, %ids {axis = 0}`.
@@ -1013,9 +1057,19 @@ class GatherOp(GraphOp):
         shape = si.gather(data.get_shape(), idx.get_shape(), p.integer("axis"))
         return [tensor(shape, data.element_type)]
 
+    def operand_reads(self, dynamic_size: int) -> tuple[float, ...]:
+        # each result element copies one data element; each index selects one slice
+        out = result_elements(self, dynamic_size)
+        has_indices = 1.0 if elements(self.indices, dynamic_size) else 0.0
+        return (uses_per_element(out, self.data, dynamic_size), has_indices)
+
+    def operand_roles(self, dynamic_size: int) -> tuple[OperandRole, ...]:
+        data = self.operand_reads(dynamic_size)[0]
+        return (OperandRole.HOT if data > 1 else OperandRole.STREAMED, OperandRole.STREAMED)
+
 
 @irdl_op_definition
-class ExpandOp(GraphOp):
+class ExpandOp(GraphOp, StreamingFacts):
     """Broadcast to `shape` (ONNX Expand); -1 in `shape` stands for a dynamic size."""
 
     name = "graph.expand"
@@ -1034,7 +1088,7 @@ PAD_MODES = ("constant", "reflect", "edge")
 
 
 @irdl_op_definition
-class PadOp(GraphOp):
+class PadOp(GraphOp, MovementFacts):
     """Pad (ONNX Pad): pads = [begin_0, ..., begin_n, end_0, ..., end_n], may be negative."""
 
     name = "graph.pad"

@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion import dtypes
 from autofusion.dialects import shape_inference as si
+from autofusion.dialects.op_facts import OpFacts, StreamingFacts
 from autofusion.dialects.shape_inference import ShapeError
 
 # --------------------------------------------------------------------------------------
@@ -206,12 +207,13 @@ def _coerce_prop(value: Attribute) -> Attribute:
     return value
 
 
-class GraphOp(IRDLOperation, ABC):
+class GraphOp(IRDLOperation, OpFacts, ABC):
     """A graph op: shared custom syntax, operand checks and shape verification.
 
     Subclasses implement `infer`, which computes result types from operand types and
     properties; the verifier checks the declared result types against it, and builders
-    use it so frontends never compute shapes by hand.
+    use it so frontends never compute shapes by hand. Each op answers its facts
+    (op_facts.OpFacts), most by listing its family's (StreamingFacts, MovementFacts).
     """
 
     # ops whose first operand must be floating point
@@ -396,7 +398,7 @@ def infer_norm(types: Sequence[TensorType], p: Props) -> list[TensorType]:
 # --------------------------------------------------------------------------------------
 
 
-class UnaryOp(GraphOp, ABC):
+class UnaryOp(GraphOp, StreamingFacts, ABC):
     """y = f(x) elementwise; y has x's type."""
 
     input = operand_def(TensorType)
@@ -412,7 +414,7 @@ class FloatUnaryOp(UnaryOp, ABC):
     FLOAT_ONLY: ClassVar[bool] = True
 
 
-class BinaryOp(GraphOp, ABC):
+class BinaryOp(GraphOp, StreamingFacts, ABC):
     """z = f(x, y) with numpy broadcasting; operands share an element type."""
 
     lhs = operand_def(TensorType)
@@ -443,7 +445,7 @@ class CompareOp(BinaryOp, ABC):
         return i1
 
 
-class ReduceOp(GraphOp, ABC):
+class ReduceOp(GraphOp, StreamingFacts, ABC):
     """Reduce over `axes` (all axes when empty); `keepdims` keeps them as size 1."""
 
     input = operand_def(TensorType)

@@ -45,6 +45,17 @@ from autofusion.dialects.graph_base import (
     infer_norm,
     tensor,
 )
+from autofusion.dialects.op_facts import (
+    SOFTMAX_WEIGHT,
+    OperandRole,
+    OpFacts,
+    OpWork,
+    StreamingFacts,
+    activation_weight,
+    dims,
+    elements,
+    uses_per_element,
+)
 from autofusion.dialects.shape_inference import DYN, ShapeError
 
 ATTENTION_LAYOUTS = ("BNSD", "BSND")
@@ -58,7 +69,7 @@ def _same_element_type(types: Sequence[TensorType], what: Sequence[str]) -> None
 
 
 @irdl_op_definition
-class FlashAttentionOp(GraphOp):
+class FlashAttentionOp(GraphOp, OpFacts):
     """Scaled dot-product attention in one kernel (CANN FlashAttentionScore).
 
     With layout BNSD, query is [B, Hq, Sq, D], key [B, Hkv, Skv, D], value
@@ -137,9 +148,42 @@ class FlashAttentionOp(GraphOp):
         out = [out[i] for i in order]
         return [tensor(out, types[0].element_type)]
 
+    # ---- facts (op_facts.OpFacts) ----------------------------------------------------
+
+    def _scores(self, dynamic_size: int) -> tuple[int, int, int, int]:
+        """(query rows B*Hq*Sq, Skv, D, Dv) with dynamic dims as `dynamic_size`."""
+        q, key, value = (dims(v, dynamic_size) for v in (self.query, self.key, self.value))
+        skv = key[1] if self.layout.data == "BSND" else key[2]
+        rows = elements(self.query, dynamic_size) // max(q[3], 1)
+        return rows, skv, q[3], value[3]
+
+    def vector_weight(self) -> float:
+        return 0.0  # no epilogue: the softmax works on the scores (flops)
+
+    def flops(self, dynamic_size: int) -> OpWork:
+        """Two GEMMs (q @ k^T, p @ v) and the softmax over the scores."""
+        rows, skv, d, dv = self._scores(dynamic_size)
+        return OpWork(2.0 * rows * skv * (d + dv), SOFTMAX_WEIGHT * rows * skv)
+
+    def operand_reads(self, dynamic_size: int) -> tuple[float, ...]:
+        """Each query element enters a product with every key; each key and value
+        element with every query row of its heads; the mask once per score it
+        broadcasts to."""
+        rows, skv, d, dv = self._scores(dynamic_size)
+        return (
+            uses_per_element(rows * skv * d, self.query, dynamic_size),
+            uses_per_element(rows * skv * d, self.key, dynamic_size),
+            uses_per_element(rows * skv * dv, self.value, dynamic_size),
+            *(uses_per_element(rows * skv, m, dynamic_size) for m in self.operands[3:]),
+        )
+
+    def operand_roles(self, dynamic_size: int) -> tuple[OperandRole, ...]:
+        """K, V and the mask are read again for every query block."""
+        return (OperandRole.STREAMED, *(OperandRole.HOT for _ in self.operands[1:]))
+
 
 @irdl_op_definition
-class RopeOp(GraphOp):
+class RopeOp(GraphOp, StreamingFacts):
     """Rotary position embedding (transformers' apply_rotary_pos_emb).
 
         y = x * cos + rotate(x) * sin
@@ -150,6 +194,7 @@ class RopeOp(GraphOp):
     """
 
     name = "graph.rope"
+    VECTOR_WEIGHT: ClassVar[float] = 6
     input = operand_def(TensorType)
     cos = operand_def(TensorType)
     sin = operand_def(TensorType)
@@ -175,10 +220,11 @@ class RopeOp(GraphOp):
 
 
 @irdl_op_definition
-class SwigluOp(GraphOp):
+class SwigluOp(GraphOp, StreamingFacts):
     """SwiGLU gate: y = silu(gate) * up, with numpy broadcasting (CANN SwiGlu)."""
 
     name = "graph.swiglu"
+    VECTOR_WEIGHT: ClassVar[float] = 7
     gate = operand_def(TensorType)
     up = operand_def(TensorType)
     output = result_def(TensorType)
@@ -193,7 +239,7 @@ class SwigluOp(GraphOp):
         ]
 
 
-class AddNormOp(GraphOp):
+class AddNormOp(GraphOp, StreamingFacts):
     """Residual add followed by a norm; returns the norm and the sum (for the next residual).
 
     Subclasses declare their operands themselves: IRDL orders inherited operand
@@ -220,6 +266,7 @@ class AddLayerNormOp(AddNormOp):
     """sum = x + residual; y = layer_norm(sum, scale, bias) (CANN AddLayerNorm)."""
 
     name = "graph.add_layer_norm"
+    VECTOR_WEIGHT: ClassVar[float] = 10
     input = operand_def(TensorType)
     residual = operand_def(TensorType)
     scale = operand_def(TensorType)
@@ -235,6 +282,7 @@ class AddRmsNormOp(AddNormOp):
     """sum = x + residual; y = rms_norm(sum, scale) (CANN AddRmsNorm)."""
 
     name = "graph.add_rms_norm"
+    VECTOR_WEIGHT: ClassVar[float] = 7
     input = operand_def(TensorType)
     residual = operand_def(TensorType)
     scale = operand_def(TensorType)
@@ -251,7 +299,7 @@ def _stats_shape(x: TensorType, p: Props) -> list[int]:
 
 
 @irdl_op_definition
-class LayerNormStatsOp(GraphOp):
+class LayerNormStatsOp(GraphOp, StreamingFacts):
     """The statistics half of a split layer norm, over axes [axis, rank), kept as size 1.
 
     mean = reduce_mean(x); rstd = 1 / sqrt(reduce_mean((x - mean)^2) + epsilon)
@@ -262,6 +310,7 @@ class LayerNormStatsOp(GraphOp):
     """
 
     name = "graph.layer_norm_stats"
+    VECTOR_WEIGHT: ClassVar[float] = 5
     input = operand_def(TensorType)
     mean = result_def(TensorType)
     rstd = result_def(TensorType)
@@ -278,11 +327,12 @@ class LayerNormStatsOp(GraphOp):
 
 
 @irdl_op_definition
-class RmsNormStatsOp(GraphOp):
+class RmsNormStatsOp(GraphOp, StreamingFacts):
     """The statistics half of a split RMS norm: rstd = 1 / sqrt(mean(x^2) + epsilon),
     in float32 whatever x's float type (as LayerNormStatsOp)."""
 
     name = "graph.rms_norm_stats"
+    VECTOR_WEIGHT: ClassVar[float] = 3
     input = operand_def(TensorType)
     rstd = result_def(TensorType)
     axis = prop_def(IntegerAttr)
@@ -312,11 +362,12 @@ def _check_norm_params(x: TensorType, params: Sequence[TensorType], p: Props) ->
 
 
 @irdl_op_definition
-class LayerNormApplyOp(GraphOp):
+class LayerNormApplyOp(GraphOp, StreamingFacts):
     """The normalize half of a split layer norm: y = (x - mean) * rstd * scale + bias,
     computed in float32 (mean and rstd are float32) and rounded once to x's type."""
 
     name = "graph.layer_norm_apply"
+    VECTOR_WEIGHT: ClassVar[float] = 4
     input = operand_def(TensorType)
     mean = operand_def(TensorType)
     rstd = operand_def(TensorType)
@@ -338,11 +389,12 @@ class LayerNormApplyOp(GraphOp):
 
 
 @irdl_op_definition
-class RmsNormApplyOp(GraphOp):
+class RmsNormApplyOp(GraphOp, StreamingFacts):
     """The normalize half of a split RMS norm: y = x * rstd * scale, computed in float32
     (rstd is float32) and rounded once to x's type."""
 
     name = "graph.rms_norm_apply"
+    VECTOR_WEIGHT: ClassVar[float] = 2
     input = operand_def(TensorType)
     rstd = operand_def(TensorType)
     scale = operand_def(TensorType)
@@ -369,7 +421,7 @@ SEGMENTS = "operandSegmentSizes"
 
 
 @irdl_op_definition
-class FfnOp(GraphOp):
+class FfnOp(GraphOp, OpFacts):
     """A feed-forward block in one op (CANN FFN; torch_npu npu_ffn):
     y = [residual +] act(x @ W1 + b1) @ W2 + b2.
 
@@ -491,6 +543,46 @@ class FfnOp(GraphOp):
                 f"residual {si.fmt(res.get_shape())} differs from the result {si.fmt(out)}"
             )
         return [tensor(out, x.element_type)]
+
+    # ---- facts (op_facts.OpFacts) ----------------------------------------------------
+
+    def _sizes(self, dynamic_size: int) -> tuple[int, int, int, int, int]:
+        """(rows M, K1, N1 summed over weight1, F, N2), dynamic dims as `dynamic_size`."""
+        k1 = dims(self.input, dynamic_size)[-1]
+        rows = elements(self.input, dynamic_size) // max(k1, 1)
+        n1 = sum(dims(w, dynamic_size)[1] for w in self.weight1)
+        f, n2 = dims(self.weight2, dynamic_size)
+        return rows, k1, n1, f, n2
+
+    def vector_weight(self) -> float:
+        """The down projection's epilogue: bias2 and residual adds per result element."""
+        return float(sum(v is not None for v in (self.bias2, self.residual)))
+
+    def flops(self, dynamic_size: int) -> OpWork:
+        """The up (x @ W1) and down (g @ W2) projections; vector work: bias1 adds and the
+        activation (gated: times up) on the intermediate, the epilogue on the result."""
+        rows, k1, n1, f, n2 = self._sizes(dynamic_size)
+        act = self.activation.data
+        gate = activation_weight(FFN_GATED.get(act, act)) + (1.0 if self.gated else 0.0)
+        bias1 = sum(elements(b, dynamic_size) for b in self.bias1)  # N1 adds per row
+        vector = rows * (bias1 + gate * f + self.vector_weight() * n2)
+        return OpWork(2.0 * rows * (k1 * n1 + f * n2), vector)
+
+    def operand_reads(self, dynamic_size: int) -> tuple[float, ...]:
+        """x enters a product with every weight1 column, each weight1 and weight2 element
+        with every row; biases and the residual are read once per row they add to."""
+        rows, _, n1, _, _ = self._sizes(dynamic_size)
+        reads = [float(n1)] + [float(rows)] * (len(self.weight1) + 1 + len(self.bias1))
+        reads += [float(rows)] * (self.bias2 is not None) + [1.0] * (self.residual is not None)
+        return tuple(r if elements(v, dynamic_size) else 0.0 for r, v in zip(reads, self.operands))
+
+    def operand_roles(self, dynamic_size: int) -> tuple[OperandRole, ...]:
+        """x is read again by every band (BANDED), each band of W1 and W2 by the M tiles
+        one after the other (transient), the biases throughout (hot); the residual once."""
+        roles = [OperandRole.BANDED]
+        roles += [OperandRole.TRANSIENT] * (len(self.weight1) + 1)
+        roles += [OperandRole.HOT] * (len(self.bias1) + (self.bias2 is not None))
+        return (*roles, *[OperandRole.STREAMED] * (self.residual is not None))
 
 
 FUSED_OPS = [

@@ -26,6 +26,7 @@ from xdsl.traits import Pure
 from autofusion import dtypes
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph_base import Fusible, FusionKind, GraphOp, Props, tensor
+from autofusion.dialects.op_facts import StreamingFacts
 from autofusion.dialects.shape_inference import DYN, ShapeError
 
 SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
@@ -43,7 +44,7 @@ def _same_type(a: TensorType, b: TensorType, what: str) -> None:
 
 
 @irdl_op_definition
-class GatherElementsOp(GraphOp):
+class GatherElementsOp(GraphOp, StreamingFacts):
     """out[i][j][k] = data[indices[i][j][k]][j][k] for axis 0, and so on for the other
     axes (ONNX GatherElements-13). The result has the shape of `indices`."""
 
@@ -68,7 +69,7 @@ class GatherElementsOp(GraphOp):
         return [tensor(ix, data.element_type)]
 
 
-class ScatterOp(GraphOp, ABC):
+class ScatterOp(GraphOp, StreamingFacts, ABC):
     """A copy of `data` with some elements or slices combined with `updates` by the
     reduction: none (replace), add, mul, max or min."""
 
@@ -139,7 +140,7 @@ class ScatterNDOp(ScatterOp):
 
 
 @irdl_op_definition
-class OneHotOp(GraphOp):
+class OneHotOp(GraphOp, StreamingFacts):
     """out[..., j, ...] = values[1] if j == indices[...] (mod depth) else values[0], with
     the new axis of size `depth` inserted at `axis` (ONNX OneHot-11; an index outside
     [-depth, depth) gives an all-off row). `values` is [off, on]."""
@@ -171,7 +172,7 @@ class OneHotOp(GraphOp):
 
 
 @irdl_op_definition
-class ReverseSequenceOp(GraphOp):
+class ReverseSequenceOp(GraphOp, StreamingFacts):
     """Reverse the first sequence_lens[b] elements along `time_axis` of each batch entry b
     along `batch_axis`; the rest are copied (ONNX ReverseSequence-10)."""
 
@@ -200,7 +201,7 @@ class ReverseSequenceOp(GraphOp):
 
 
 @irdl_op_definition
-class CompressOp(GraphOp):
+class CompressOp(GraphOp, StreamingFacts):
     """The slices of `input` along `axis` where `condition` (1-D i1) is true; without
     `axis`, the elements of the flattened input (ONNX Compress-11). The selected dim is
     dynamic: the condition's values decide it."""
@@ -226,7 +227,7 @@ class CompressOp(GraphOp):
 
 
 @irdl_op_definition
-class NonZeroOp(GraphOp):
+class NonZeroOp(GraphOp, StreamingFacts):
     """The indices of the non-zero elements, [rank, n] in row-major order (ONNX NonZero-13);
     n is dynamic."""
 
@@ -241,7 +242,7 @@ class NonZeroOp(GraphOp):
 
 
 @irdl_op_definition
-class UniqueOp(GraphOp):
+class UniqueOp(GraphOp, StreamingFacts):
     """The unique elements (or slices along `axis`) of the input, sorted ascending or in
     order of first occurrence, with the index of each first occurrence, the inverse
     indices (input position -> unique entry) and the counts (ONNX Unique-11). The

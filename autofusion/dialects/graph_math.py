@@ -39,6 +39,7 @@ from autofusion.dialects.graph_base import (
     UnaryOp,
     tensor,
 )
+from autofusion.dialects.op_facts import StreamingFacts
 from autofusion.dialects.shape_inference import ShapeError
 
 
@@ -169,7 +170,7 @@ class BitwiseNotOp(UnaryOp):
         return [types[0]]
 
 
-class FloatTestOp(GraphOp, ABC):
+class FloatTestOp(GraphOp, StreamingFacts, ABC):
     """y = a property of each floating-point x, as i1."""
 
     input = operand_def(TensorType)
@@ -365,7 +366,7 @@ class ReduceProdOp(ReduceOp):
         return super().infer(types, p)
 
 
-class ArgReduceOp(GraphOp, ABC):
+class ArgReduceOp(GraphOp, StreamingFacts, ABC):
     """The i64 index of the extreme value along `axis` (the first one, or the last when
     `select_last_index`); `keepdims` keeps the axis as size 1."""
 
@@ -407,7 +408,7 @@ class ArgMinOp(ArgReduceOp):
 
 
 @irdl_op_definition
-class HardmaxOp(GraphOp):
+class HardmaxOp(GraphOp, StreamingFacts):
     """1 at the first maximum along `axis`, 0 elsewhere (ONNX Hardmax-13).
 
     %y = graph.hardmax %x {axis = -1} : tensor<2x3xf32>
@@ -427,7 +428,7 @@ class HardmaxOp(GraphOp):
 
 
 @irdl_op_definition
-class TopKOp(GraphOp):
+class TopKOp(GraphOp, StreamingFacts):
     """The `k` largest (or smallest) values along `axis` and their i64 indices (ONNX
     TopK-11/24). Results are sorted, largest (smallest) first; equal values keep their
     order of index. With `sorted` false ONNX allows any order; afc still sorts.
@@ -463,7 +464,7 @@ class TopKOp(GraphOp):
         return [tensor(shape, x.element_type), tensor(shape, i64)]
 
 
-class ScanOp(GraphOp, ABC):
+class ScanOp(GraphOp, StreamingFacts, ABC):
     """A running reduction along `axis`: y[i] combines x[0..i] (x[0..i) when `exclusive`;
     from the end when `reverse`); y has x's type."""
 

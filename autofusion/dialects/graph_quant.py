@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, f32, i32
 from xdsl.ir import Attribute
@@ -21,6 +22,15 @@ from xdsl.traits import Pure
 from autofusion import dtypes
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph_base import Fusible, FusionKind, GraphOp, Props, tensor
+from autofusion.dialects.op_facts import (
+    CONV_ROLES,
+    ContractionFacts,
+    OperandRole,
+    StreamingFacts,
+    dims,
+    elements,
+    window_macs,
+)
 from autofusion.dialects.shape_inference import ShapeError
 
 DYN = si.DYN
@@ -76,7 +86,7 @@ def check_quant_params(types: Sequence[TensorType], p: Props, quantized: Attribu
         )
 
 
-class LinearQuantOp(GraphOp, ABC):
+class LinearQuantOp(GraphOp, StreamingFacts, ABC):
     """(De)quantization of `input` with a per-tensor, per-axis or blocked scale and zero
     point (see `check_quant_params`)."""
 
@@ -122,7 +132,7 @@ class DequantizeLinearOp(LinearQuantOp):
 
 
 @irdl_op_definition
-class DynamicQuantizeLinearOp(GraphOp):
+class DynamicQuantizeLinearOp(GraphOp, StreamingFacts):
     """ui8 quantization of an f32 tensor over its range widened to include 0 (ONNX
     DynamicQuantizeLinear-11): scale = (max - min) / 255, zero_point = round(-min / scale);
     results y, scale, zero_point."""
@@ -178,7 +188,7 @@ def _check_scale(scale: TensorType, zp: TensorType, what: str) -> None:
 
 
 @irdl_op_definition
-class MatmulIntegerOp(GraphOp):
+class MatmulIntegerOp(GraphOp, ContractionFacts):
     """(A - a_zero_point) @ (B - b_zero_point) accumulated exactly in i32 (ONNX
     MatMulInteger-10); a zero point is per tensor, per row of A or per column of B."""
 
@@ -197,9 +207,12 @@ class MatmulIntegerOp(GraphOp):
         check_zero_point(types[3], types[1], -1, "b_zero_point")
         return [tensor(shape, i32)]
 
+    def macs(self, dynamic_size: int) -> float:
+        return float(elements(self.output, dynamic_size)) * dims(self.lhs, dynamic_size)[-1]
+
 
 @irdl_op_definition
-class QLinearMatmulOp(GraphOp):
+class QLinearMatmulOp(GraphOp, ContractionFacts):
     """Quantized matmul (ONNX QLinearMatMul-21): the exact i32 product of the
     zero-point-shifted operands, scaled by a_scale * b_scale / y_scale and quantized to
     y_zero_point's type. Operands: a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp."""
@@ -215,6 +228,10 @@ class QLinearMatmulOp(GraphOp):
     output_zero_point = operand_def(TensorType)
     output = result_def(TensorType)
     traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+    CONTRACTED: ClassVar[tuple[int, int]] = (0, 3)
+
+    def macs(self, dynamic_size: int) -> float:
+        return float(elements(self.output, dynamic_size)) * dims(self.lhs, dynamic_size)[-1]
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
@@ -258,13 +275,17 @@ def _check_conv_zero_points(x: TensorType, xzp: TensorType, w: TensorType, wzp: 
         raise ShapeError(f"w_zero_point {si.fmt(shape)} is neither a scalar nor {m} values")
 
 
-class IntegerConvOp(GraphOp, ABC):
+class IntegerConvOp(GraphOp, ContractionFacts, ABC):
     """A 2-D integer convolution with graph.conv2d's window properties."""
 
     strides = prop_def(DenseArrayBase)
     pads = prop_def(DenseArrayBase)
     dilations = prop_def(DenseArrayBase)
     group = prop_def(IntegerAttr)
+    CONTRACTED_ROLES: ClassVar[tuple[OperandRole, OperandRole]] = CONV_ROLES
+
+    def macs(self, dynamic_size: int) -> float:
+        return window_macs(self, self.operands[self.CONTRACTED[1]], dynamic_size)
 
 
 @irdl_op_definition
@@ -307,6 +328,7 @@ class QLinearConvOp(IntegerConvOp):
     bias = operand_def(TensorType)
     output = result_def(TensorType)
     traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+    CONTRACTED: ClassVar[tuple[int, int]] = (0, 3)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:

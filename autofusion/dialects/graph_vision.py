@@ -33,6 +33,15 @@ from xdsl.traits import Pure
 from autofusion import dtypes
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph_base import Fusible, FusionKind, GraphOp, Props, tensor
+from autofusion.dialects.op_facts import (
+    CONV_ROLES,
+    ContractionFacts,
+    OperandRole,
+    StreamingFacts,
+    dims,
+    elements,
+    window_macs,
+)
 from autofusion.dialects.shape_inference import ShapeError
 
 DYN = si.DYN
@@ -82,7 +91,7 @@ def _per_dim(values: Sequence[object] | None, rank: int, what: str) -> None:
 
 
 @irdl_op_definition
-class ResizeOp(GraphOp):
+class ResizeOp(GraphOp, StreamingFacts):
     """Resample every axis of the input (ONNX Resize-19, Upsample-10 as nearest/asymmetric).
 
     `scales` (one per axis) drive the coordinate transform; `sizes` is the output shape
@@ -209,7 +218,7 @@ def conv_transpose_shape(
 
 
 @irdl_op_definition
-class ConvTransposeOp(GraphOp):
+class ConvTransposeOp(GraphOp, ContractionFacts):
     """N-D transposed convolution, input [N, C, D...], weight [C, M/group, k...] (ONNX
     ConvTranspose-11 with explicit pads [begin..., end...]; output_shape and auto_pad are
     resolved to pads at import). y = col2im(W^T x) + bias."""
@@ -227,6 +236,13 @@ class ConvTransposeOp(GraphOp):
     # the conv kernel template is a forward conv2d: no template takes this op yet
     traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
     FLOAT_ONLY: ClassVar[bool] = True
+    CONTRACTED_ROLES: ClassVar[tuple[OperandRole, OperandRole]] = CONV_ROLES
+
+    def macs(self, dynamic_size: int) -> float:
+        """Each input element is multiplied into weight[c, :, ...]'s (M/group x window)
+        taps."""
+        w = dims(self.weight, dynamic_size)
+        return float(elements(self.input, dynamic_size)) * (si.num_elements(w[1:]) or 0)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
@@ -275,7 +291,7 @@ def _split(d: int, k: int, what: str) -> int:
 
 
 @irdl_op_definition
-class DepthToSpaceOp(GraphOp):
+class DepthToSpaceOp(GraphOp, StreamingFacts):
     """Move channel blocks into b x b spatial blocks (ONNX DepthToSpace-13):
     [N, C, H, W] -> [N, C/b^2, H*b, W*b]; DCR takes depth as (b, b, C'), CRD as (C', b, b)."""
 
@@ -295,7 +311,7 @@ class DepthToSpaceOp(GraphOp):
 
 
 @irdl_op_definition
-class SpaceToDepthOp(GraphOp):
+class SpaceToDepthOp(GraphOp, StreamingFacts):
     """Move b x b spatial blocks into channels (ONNX SpaceToDepth-13, mode of -28):
     [N, C, H, W] -> [N, C*b^2, H/b, W/b]; DCR puts depth as (b, b, C), CRD as (C, b, b)."""
 
@@ -323,7 +339,7 @@ GRID_PADDINGS = ("zeros", "border", "reflection")
 
 
 @irdl_op_definition
-class GridSampleOp(GraphOp):
+class GridSampleOp(GraphOp, StreamingFacts):
     """Sample the input at grid locations (ONNX GridSample-20): input [N, C, D...], grid
     [N, out..., r] of normalized coordinates in [-1, 1], innermost spatial axis first;
     result [N, C, out...]. Modes linear, nearest (half to even) and cubic (a = -0.75);
@@ -381,7 +397,7 @@ def unpooled_shape(x: Sequence[int], p: Props) -> tuple[int, ...]:
 
 
 @irdl_op_definition
-class MaxUnpoolOp(GraphOp):
+class MaxUnpoolOp(GraphOp, StreamingFacts):
     """Scatter the values of a max pooling back to where they came from (ONNX
     MaxUnpool-11): zeros of the unpooled shape with y.flat[indices] = x, padded with zeros
     at the end of each axis to `output_shape` when that is given."""
@@ -420,7 +436,7 @@ class MaxUnpoolOp(GraphOp):
 
 
 @irdl_op_definition
-class DeformConv2dOp(GraphOp):
+class DeformConv2dOp(GraphOp, ContractionFacts):
     """Deformable 2-D convolution (ONNX DeformConv-19): input [N, C, H, W], weight
     [M, C/group, kH, kW], offset [N, G*2*kH*kW, oH, oW] ((dy, dx) per tap and offset
     group G), bias [M], mask broadcasting to [N, G*kH*kW, oH, oW]. Each tap reads the
@@ -441,6 +457,11 @@ class DeformConv2dOp(GraphOp):
     offset_group = prop_def(IntegerAttr)
     traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
     FLOAT_ONLY: ClassVar[bool] = True
+    CONTRACTED_ROLES: ClassVar[tuple[OperandRole, OperandRole]] = CONV_ROLES
+
+    def macs(self, dynamic_size: int) -> float:
+        """conv2d's multiply-adds (the bilinear sampling of the taps is not counted)."""
+        return window_macs(self, self.weight, dynamic_size)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
@@ -476,7 +497,7 @@ ROI_COORDINATE_MODES = ("half_pixel", "output_half_pixel")
 
 
 @irdl_op_definition
-class RoiAlignOp(GraphOp):
+class RoiAlignOp(GraphOp, StreamingFacts):
     """Pool each region of interest to output_height x output_width bins (ONNX
     RoiAlign-16): input [N, C, H, W], rois [R, 4] as (x1, y1, x2, y2) scaled by
     spatial_scale, batch_indices [R]; result [R, C, oH, oW]. Each bin averages (avg) or

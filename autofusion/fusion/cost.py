@@ -44,6 +44,7 @@ from xdsl.ir import Operation, SSAValue
 from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
+from autofusion.dialects.op_facts import OpFacts, OpWork, is_view
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 
@@ -186,40 +187,11 @@ def value_bytes(v: SSAValue, dynamic_size: int) -> int:
     return (si.num_elements(shape) or 0) * dtypes.byte_width(t.element_type)
 
 
-def _elements(v: SSAValue, dynamic_size: int) -> int:
-    shape = [dynamic_size if d == DYN else d for d in cast(TensorType, v.type).get_shape()]
-    return si.num_elements(shape) or 0
-
-
-def _dims(v: SSAValue, dynamic_size: int) -> list[int]:
-    return [dynamic_size if d == DYN else d for d in cast(TensorType, v.type).get_shape()]
-
-
-def cube_flops(op: Operation, dynamic_size: int) -> float:
-    """2·M·N·K of a matmul, gemm, conv (implicit GEMM) or attention (two GEMMs)."""
-    out = _elements(op.results[0], dynamic_size)
-    if isinstance(op, graph.MatmulOp):
-        return 2.0 * out * _dims(op.lhs, dynamic_size)[-1]
-    if isinstance(op, graph.GemmOp):
-        a = _dims(op.a, dynamic_size)
-        kdim = a[0] if graph.Props(op.properties, op.name).flag("trans_a") else a[1]
-        return 2.0 * out * kdim
-    if isinstance(op, graph.Conv2dOp):
-        w = _dims(op.weight, dynamic_size)
-        return 2.0 * out * w[1] * w[2] * w[3]
-    if isinstance(op, graph.FlashAttentionOp):
-        q, key, value = (_dims(v, dynamic_size) for v in (op.query, op.key, op.value))
-        bsnd = graph.Props(op.properties, op.name).text("layout") == "BSND"
-        skv = key[1] if bsnd else key[2]
-        rows = _elements(op.query, dynamic_size) // max(q[3], 1)
-        return 2.0 * rows * skv * (q[3] + value[3])
-    return 0.0
-
-
-def is_view(op: Operation) -> bool:
-    """Whether `op` only reinterprets its input's bytes (a reshape: graph tensors are
-    contiguous, so any reshape is a view). Views cost nothing and run no kernel."""
-    return isinstance(op, graph.ReshapeOp)
+def work(op: Operation, dynamic_size: int) -> OpWork:
+    """The cube FLOPs (2·M·N·K of a matmul, gemm, conv, attention's two GEMMs, ffn's two
+    projections) and vector work of `op`, as the op states them (op_facts.OpFacts); none
+    for an op outside the graph dialect's facts."""
+    return op.flops(dynamic_size) if isinstance(op, OpFacts) else OpWork(0.0, 0.0)
 
 
 def is_empty(op: Operation) -> bool:
@@ -239,19 +211,14 @@ def op_cost(op: Operation, chip: ChipSpec, dynamic_size: int = 1) -> KernelCost:
         return KernelCost(0, 0, 0.0, 0.0, REFERENCE_TRANSFER, 0, launches=0)
     read = sum(value_bytes(v, dynamic_size) for v in op.operands if isinstance(v.type, TensorType))
     write = sum(value_bytes(v, dynamic_size) for v in op.results if isinstance(v.type, TensorType))
-    flops = cube_flops(op, dynamic_size)
-    kind = graph.fusion_kind(op)
-    work = 0.0
-    if not flops and kind != graph.FusionKind.INJECTIVE:
-        work = VECTOR_OP_WEIGHT.get(type(op), 1.0) * sum(
-            _elements(v, dynamic_size) for v in op.results if isinstance(v.type, TensorType)
-        )
-    cube = kind == graph.FusionKind.CUBE
+    done = work(op, dynamic_size)
+    # a cube op's epilogue runs in its cube kernel's pipeline: its time is the cube's
+    cube = bool(done.cube) or graph.fusion_kind(op) == graph.FusionKind.CUBE
     return KernelCost(
         gm_read_bytes=read,
         gm_write_bytes=write,
-        vector_work=work,
-        cube_flops=flops,
+        vector_work=0.0 if done.cube else done.vector,
+        cube_flops=done.cube,
         transfer_bytes=REFERENCE_TRANSFER,
         ub_bytes=0,
         cube_cores_used=chip.cube_cores if cube else 0,

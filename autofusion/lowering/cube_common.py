@@ -31,6 +31,7 @@ from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.buffer_verifier import footprint
+from autofusion.dialects.op_facts import vector_weight
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
@@ -44,7 +45,7 @@ from autofusion.lowering.row_plan import (
     _budget,
     _plan_for_split,
 )
-from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT, queue_slots
+from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import GroupParts, NotApplicable
 from autofusion.passes.fusion_rule import Refusal
 
@@ -63,7 +64,6 @@ CUBE_ROOTS: tuple[type[Operation], ...] = (
 # the apply normalizes the view's columns (its axis is the view's split: checked by the
 # row plan, _row_apply_ok)
 EPILOGUE_OPS = (*(t for t in ELEMENTWISE if t is not graph.RopeOp), *ROW_APPLIES)
-ACTIVATION_WEIGHT = {"relu": 1.0, "clip": 2.0, "gelu": 22.0, "gelu_tanh": 22.0}
 
 
 def elt(v: SSAValue) -> Attribute:
@@ -266,12 +266,8 @@ def epilogue_work(plan: RowPlan | None, root: Operation, elements: int) -> float
         return 0.0
     work = 0.0
     for op in plan.ops:
-        if op is root:
-            name, _, _ = activation_of(root)
-            work += ACTIVATION_WEIGHT.get(name or "", 6.0 if name else 0.0) * elements
-            work += elements * sum(1 for v in op.operands[2:])  # bias add
-        else:
-            work += VECTOR_OP_WEIGHT.get(type(op), 1.0) * elements
+        # the root's weight is its epilogue's: activation and bias adds (op_facts)
+        work += vector_weight(op) * elements
     for v in (*plan.inputs, *plan.outputs):
         if dtypes.type_name(elt(v)) != "f32":
             work += elements  # widening / narrowing casts

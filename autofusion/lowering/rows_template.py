@@ -19,6 +19,7 @@ from autofusion.dialects.buffer_verifier import (
     QUEUE_SLOTS_PER_POSITION,
     footprint,
 )
+from autofusion.dialects.op_facts import vector_weight
 from autofusion.dialects.shape_inference import DYN
 from autofusion.fusion.cost import VECTOR_OP_WEIGHT
 from autofusion.hardware import ChipSpec
@@ -111,7 +112,7 @@ class RowsTemplate(KernelTemplate):
                 write += rows * (cols if info.kind == "full" else 1) * width
         work = 0.0
         for op in p.ops:
-            weight = VECTOR_OP_WEIGHT.get(type(op), 1.0)
+            weight = vector_weight(op)  # the op states it (op_facts.OpFacts)
             result_shape = concrete(cast(TensorType, op.results[0].type).get_shape(), dims)
             work += weight * (si.num_elements(result_shape) or 0)
         # widening and narrowing casts at the kernel's edges
