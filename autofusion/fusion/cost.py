@@ -51,36 +51,6 @@ from autofusion.hardware import ChipSpec
 # the transfer size at which tiling loss is measured against (a large DataCopy)
 REFERENCE_TRANSFER = 64 * 1024
 
-# float32 vector instructions per element, by graph op (the cost model's vector work).
-# Transcendentals and divisions take several passes of the vector unit; the functions
-# built from basic APIs (sigmoid, tanh, erf, gelu) count the instructions row_kernel.py
-# emits for them.
-VECTOR_OP_WEIGHT: dict[type[Operation], float] = {
-    graph.ExpOp: 2,
-    graph.LogOp: 2,
-    graph.SqrtOp: 2,
-    graph.RsqrtOp: 2,
-    graph.ReciprocalOp: 2,
-    graph.DivOp: 2,
-    graph.SigmoidOp: 5,
-    graph.TanhOp: 8,
-    graph.ErfOp: 18,
-    graph.GeluOp: 22,
-    graph.SiluOp: 6,
-    graph.SwigluOp: 7,
-    graph.SoftmaxOp: 7,
-    graph.LayerNormOp: 9,
-    graph.RmsNormOp: 6,
-    graph.AddLayerNormOp: 10,
-    graph.AddRmsNormOp: 7,
-    graph.LayerNormStatsOp: 5,
-    graph.RmsNormStatsOp: 3,
-    graph.LayerNormApplyOp: 4,
-    graph.RmsNormApplyOp: 2,
-    graph.RopeOp: 6,
-    graph.PowOp: 2,
-}
-
 
 @dataclass(frozen=True)
 class Refusal:

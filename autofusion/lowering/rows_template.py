@@ -21,7 +21,6 @@ from autofusion.dialects.buffer_verifier import (
 )
 from autofusion.dialects.op_facts import vector_weight
 from autofusion.dialects.shape_inference import DYN
-from autofusion.fusion.cost import VECTOR_OP_WEIGHT
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
