@@ -13,8 +13,10 @@ Two traffic figures per kernel and in the totals:
   with dead dirty data written back too.
 
 Works on graph-level IR after ub-fusion (kernels are graph.fusion_groups) and on
-buffer-level IR after lower-to-buffer (kernels are buffer.launches, which carry what
-lower-to-buffer recorded about their group). Graph ops outside kernels are library ops,
+buffer-level IR after lower-to-buffer (kernels are buffer.launches). A kernel's template,
+time and UB footprint are its plan's (the group's properties, kept on its launch as
+`afc.plan`: dialects/group_plan.py); its ops, GM bytes and traffic come from the group's
+ops (at buffer level, what lower-to-buffer recorded of them as `afc.report`). Graph ops outside kernels are library ops,
 costed as one kernel each, except views (reshapes: cost_model.is_view), which move no
 data and run no kernel: the tensor they produce is their input's bytes.
 """
