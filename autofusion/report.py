@@ -13,8 +13,10 @@ Two traffic figures per kernel and in the totals:
   with dead dirty data written back too.
 
 Works on graph-level IR after ub-fusion (kernels are graph.fusion_groups) and on
-buffer-level IR after lower-to-buffer (kernels are buffer.launches, which carry what
-lower-to-buffer recorded about their group). Graph ops outside kernels are library ops,
+buffer-level IR after lower-to-buffer (kernels are buffer.launches). A kernel's template,
+time and UB footprint are its plan's (the group's properties, kept on its launch as
+`afc.plan`: dialects/group_plan.py); its ops, GM bytes and traffic come from the group's
+ops (at buffer level, what lower-to-buffer recorded of them as `afc.report`). Graph ops outside kernels are library ops,
 costed as one kernel each, except views (reshapes: fusion.cost.is_view), which move no
 data and run no kernel: the tensor they produce is their input's bytes.
 """
@@ -37,8 +39,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAValue
 
+from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.graph_base import FusionKind, fusion_kind
+from autofusion.dialects.group_plan import PLAN_ATTR, tiling_values
 from autofusion.dialects.op_facts import OperandRole, OpFacts, reads_through
 from autofusion.fusion.cost import is_view, kernel_time, lower_bound_bytes, op_cost, value_bytes
 from autofusion.hardware import ChipSpec
@@ -240,7 +244,9 @@ def group_entry(
     chosen: tuple[KernelTemplate, Plan] | Refusal | None = None,
 ) -> KernelEntry:
     """Cost a fusion group with its plan: `chosen` (what lower-to-buffer carries out), else
-    the plan its properties give (lowering/template.py's `carry_out`)."""
+    the plan its properties give (lowering/template.py's `carry_out`: the template's
+    analysis at the recorded tiling, no search). The time and the UB footprint are the
+    plan's (`cost_us`, `footprint`) when it records them."""
     from autofusion.lowering.template import carry_out, group_parts
     from autofusion.passes.fusion_rule import Refusal
 
@@ -300,14 +306,23 @@ def group_entry(
         ops=[describe_op(o) for o in ops],
         gm_read_bytes=cost.gm_read_bytes,
         gm_write_bytes=cost.gm_write_bytes,
-        ub_bytes=cost.ub_bytes,
-        time_us=kernel_time(cost, chip).total_us,
+        ub_bytes=_planned_ub(group, cost.ub_bytes),
+        time_us=group.cost_us.value.data
+        if group.cost_us is not None
+        else kernel_time(cost, chip).total_us,
         unfused_gm_bytes=unfused_gm,
         unfused_time_us=unfused_time,
         unfused_kernels=unfused_count,
         traffic=traffic,
         unfused_traffic=unfused_traffic,
     )
+
+
+def _planned_ub(group: graph.FusionGroupOp, estimate: int) -> int:
+    """UB bytes of the group's kernel: its plan's footprint, else the cost's estimate."""
+    if group.footprint is None:
+        return estimate
+    return tiling_values(group.footprint).get("ub", estimate)
 
 
 # row-plan kinds of inputs that a vector kernel reads again for every tile
@@ -388,7 +403,8 @@ def entry_attribute(
     inputs: list[SSAValue] | None = None,
     outputs: list[SSAValue] | None = None,
 ) -> DictionaryAttr:
-    """The entry as an attribute, so a launch keeps it after its group is gone. The
+    """The entry as an attribute, so a launch keeps it after its group is gone: what its
+    plan (the launch's `afc.plan`: template, time, UB footprint) does not hold. The
     traffic refers to tensors by their place among the launch's `inputs` and `outputs`
     (graph-level values, as the group saw them)."""
     refs: dict[Hashable, str] = {}
@@ -400,12 +416,9 @@ def entry_attribute(
     fused = [entry.traffic] if entry.traffic is not None else []
     return DictionaryAttr(
         {
-            "template": StringAttr(entry.template),
             "ops": ArrayAttr([StringAttr(o) for o in entry.ops]),
             "gm_read_bytes": graph.int_attr(entry.gm_read_bytes),
             "gm_write_bytes": graph.int_attr(entry.gm_write_bytes),
-            "ub_bytes": graph.int_attr(entry.ub_bytes),
-            "time_us": graph.float_attr(entry.time_us),
             "unfused_gm_bytes": graph.int_attr(entry.unfused_gm_bytes),
             "unfused_time_us": graph.float_attr(entry.unfused_time_us),
             "unfused_kernels": graph.int_attr(entry.unfused_kernels),
@@ -453,11 +466,16 @@ def _decode(attr: Attribute, launch: buffer.LaunchOp, name: str) -> list[Traffic
 
 
 def _from_attribute(
-    name: str, attr: Attribute, launch: buffer.LaunchOp, kernel: buffer.KernelOp | None
+    name: str, launch: buffer.LaunchOp, kernel: buffer.KernelOp | None
 ) -> KernelEntry:
-    """The entry lower-to-buffer recorded on `launch`; the inputs its `kernel` reads past
-    L2 (its `l2_bypass` attribute, what codegen emits) go to the traffic model."""
-    d = cast(DictionaryAttr, attr).data
+    """The entry of `launch`: its plan (template, time, UB footprint) and what
+    lower-to-buffer recorded of its group's ops; the inputs its `kernel` reads past L2
+    (its `l2_bypass` attribute, what codegen emits) go to the traffic model."""
+    d = cast(DictionaryAttr, launch.attributes[REPORT_ATTR]).data
+    plan = cast(DictionaryAttr, launch.attributes[PLAN_ATTR]).data
+    missing = [k for k in ("template", "footprint", "cost_us") if k not in plan]
+    if missing:
+        raise UserError(f"the launch of {name} has a plan without {', '.join(missing)}", launch)
 
     def integer(key: str) -> int:
         return cast(IntegerAttr, d[key]).value.data
@@ -474,12 +492,12 @@ def _from_attribute(
     return KernelEntry(
         name=name,
         kind="fused",
-        template=cast(StringAttr, d["template"]).data,
+        template=cast(StringAttr, plan["template"]).data,
         ops=[cast(StringAttr, o).data for o in cast(ArrayAttr[Attribute], d["ops"]).data],
         gm_read_bytes=integer("gm_read_bytes"),
         gm_write_bytes=integer("gm_write_bytes"),
-        ub_bytes=integer("ub_bytes"),
-        time_us=real("time_us"),
+        ub_bytes=tiling_values(cast(DictionaryAttr, plan["footprint"])).get("ub", 0),
+        time_us=cast(FloatAttr, plan["cost_us"]).value.data,
         unfused_gm_bytes=integer("unfused_gm_bytes"),
         unfused_time_us=real("unfused_time_us"),
         unfused_kernels=integer("unfused_kernels") if "unfused_kernels" in d else 1,
@@ -542,11 +560,9 @@ def build_report(module: ModuleOp, chip: ChipSpec, dynamic_size: int = 128) -> F
                 for inner in op.block.ops:
                     if isinstance(inner, graph.ConstantOp) and _is_weight(inner):
                         bound_values.append(inner.result)
-            elif isinstance(op, buffer.LaunchOp) and REPORT_ATTR in op.attributes:
+            elif isinstance(op, buffer.LaunchOp) and {REPORT_ATTR, PLAN_ATTR} <= set(op.attributes):
                 name = op.kernel.string_value()
-                report.kernels.append(
-                    _from_attribute(name, op.attributes[REPORT_ATTR], op, kernels.get(name))
-                )
+                report.kernels.append(_from_attribute(name, op, kernels.get(name)))
             elif is_view(op):
                 report.view_ops += 1
             elif op.dialect_name() == "graph" and any(

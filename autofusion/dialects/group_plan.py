@@ -9,6 +9,8 @@
 bytes the kernel's buffers take in each on-chip space at that tiling, `cost_us` the cost
 model's time for it and `reason` why the group is one kernel. The verifier rejects a plan
 for another chip than the module's target, or whose footprint overflows the target.
+lower-to-buffer keeps the plan on the group's launch (`afc.plan`), where the report reads
+the template, the cost and the UB footprint.
 """
 
 from __future__ import annotations
@@ -20,6 +22,10 @@ from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects.target import TARGET_KEY, TargetAttr
+
+# the attribute on a buffer.launch that keeps its group's plan (lower-to-buffer), which the
+# report reads
+PLAN_ATTR = "afc.plan"
 
 # the properties of a planned group, in print order
 PLAN_PROPERTIES = ("target", "template", "tiling", "footprint", "cost_us", "reason")

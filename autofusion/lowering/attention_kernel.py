@@ -40,9 +40,9 @@ Tiling (static bounds `choose_attention_tiles`, runtime values `attention_tiling
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.builder import Builder
@@ -54,6 +54,7 @@ from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.buffer_verifier import footprint
+from autofusion.dialects.group_plan import TilingValue
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
@@ -85,6 +86,7 @@ from autofusion.lowering.cube_common import (
 )
 from autofusion.lowering.index_expr import IndexOps, IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
+from autofusion.lowering.recorded_tiling import EPILOGUE_TILE, overflow, take_row_tile, take_tiles
 from autofusion.lowering.row_kernel import Loc, RowKernel
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.rows_template import queue_slots
@@ -229,7 +231,9 @@ def cube_bytes(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> dict[str,
     }
 
 
-def plan_attention(parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal:
+def plan_attention(
+    parts: GroupParts, chip: ChipSpec, tiling: Mapping[str, TilingValue] | None = None
+) -> AttentionPlan | Refusal:
     found = split_group(parts, graph.FlashAttentionOp, "flash attention")
     if isinstance(found, Refusal):
         return found
@@ -288,6 +292,8 @@ def plan_attention(parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal
         f"L0A/L0B/L0C/L1 of {chip.name} cannot hold a 16-row query block with a 32-key block "
         f"of head dims {d}/{dv}"
     )
+    if tiling is not None:
+        return _at_recorded_tiles(plan, tiling, chip)
     for tq in Q_CANDIDATES:
         if sq != DYN and tq > max(FRACTAL, round_up(sq, FRACTAL)):
             continue
@@ -308,6 +314,32 @@ def plan_attention(parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal
             plan.candidates.append(t)
     if not plan.candidates:
         return last
+    return plan
+
+
+def _at_recorded_tiles(
+    plan: AttentionPlan, tiling: Mapping[str, TilingValue], chip: ChipSpec
+) -> AttentionPlan | Refusal:
+    """The analysed plan (no tiles yet) with a recorded tiling's query/key blocks and
+    epilogue tile, when they fit L0/L1 and leave the epilogue its UB."""
+    t = take_tiles(AttentionTiles, tiling, "attention", [EPILOGUE_TILE])
+    if isinstance(t, Refusal):
+        return t
+    if t.tq % FRACTAL or t.tkv % 32:
+        return Refusal(f"attention tiles tq, tkv must be multiples of {FRACTAL} and 32")
+    why = overflow(cube_bytes(plan, t, chip), chip)
+    if why is not None:
+        return why
+    root, parts = plan.root, plan.parts
+    rows = _epilogue_for(plan, t, chip, root, plan.raw, plan.epilogue, parts, plan.bsnd)
+    if isinstance(rows, Refusal):
+        return rows
+    why = take_row_tile(rows, tiling, EPILOGUE_TILE)
+    if why is not None:
+        return why
+    plan.rows = rows
+    plan.dv_stride = round_up(plan.value_dim, rows.align_elems)
+    plan.candidates = [t]
     return plan
 
 
@@ -432,6 +464,19 @@ class AttentionTemplate(KernelTemplate):
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal:
         return plan_attention(parts, chip)
+
+    def at_tiling(
+        self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec
+    ) -> AttentionPlan | Refusal:
+        return plan_attention(parts, chip, tiling)
+
+    def tiling(self, plan: Plan) -> dict[str, TilingValue]:
+        p = cast(AttentionPlan, plan)
+        return {**asdict(p.tiles), EPILOGUE_TILE: p.rows.max_tile_elems}
+
+    def footprint(self, plan: Plan, chip: ChipSpec) -> dict[str, int]:
+        p = cast(AttentionPlan, plan)
+        return {**cube_bytes(p, p.tiles, chip), "ub": self.cost(p, chip).ub_bytes}
 
     def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
         p = cast(AttentionPlan, plan)

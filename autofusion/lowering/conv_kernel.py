@@ -77,8 +77,8 @@ For a pixel tile [p0, p0+ncols) the staged input rows are [a, a+h) with
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.builder import Builder
@@ -87,6 +87,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, f32, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import buffer, graph
+from autofusion.dialects.group_plan import TilingValue
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering import matmul_kernel
@@ -128,6 +129,13 @@ from autofusion.lowering.cube_common import (
 )
 from autofusion.lowering.index_expr import IndexOps, IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
+from autofusion.lowering.recorded_tiling import (
+    EPILOGUE_TILE,
+    fractal_refusal,
+    overflow,
+    take_row_tile,
+    take_tiles,
+)
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.rows_template import queue_slots
@@ -429,7 +437,9 @@ def _geometry(op: graph.Conv2dOp) -> ConvGeometry | Refusal:
     )
 
 
-def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
+def plan_conv(
+    parts: GroupParts, chip: ChipSpec, tiling: Mapping[str, TilingValue] | None = None
+) -> ConvPlan | Refusal:
     found = split_group(parts, graph.Conv2dOp, "conv")
     if isinstance(found, Refusal):
         return found
@@ -498,7 +508,10 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
             "the conv's weight rows (Cin/group*kh*kw) or input rows (W) are not 32-byte "
             "multiples and the chip has no DataCopyPad"
         )
-    tiles = choose_conv_tiles(g, chip, w, max_cols, whole_k, explicit, local)
+    if tiling is None:
+        tiles = choose_conv_tiles(g, chip, w, max_cols, whole_k, explicit, local)
+    else:
+        tiles = _recorded_conv_tiles(tiling, g, rows, max_cols, chip, w)
     if isinstance(tiles, Refusal):
         return tiles
     return ConvPlan(
@@ -515,6 +528,63 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
         rows,
         raw,
     )
+
+
+def conv_footprint(g: ConvGeometry, t: ConvTiles, w: int) -> dict[str, int]:
+    """Bytes of L0A/L0B/L0C/L1 the tiles take (double-buffered stages): the bounds
+    `choose_conv_tiles` keeps within the chip."""
+    return {
+        "l0a": 2 * t.tm * t.tk * w,
+        "l0b": 2 * t.tk * t.tn * w,
+        "l0c": t.c_depth * t.tm * t.tn * 4,
+        "l1": 2 * t.tm * t.kst(g) * w + 2 * t.b1_elems(g) * w,
+    }
+
+
+def _recorded_conv_tiles(
+    tiling: Mapping[str, TilingValue],
+    g: ConvGeometry,
+    rows: RowPlan | None,
+    max_cols: int | None,
+    chip: ChipSpec,
+    w: int,
+) -> ConvTiles | Refusal:
+    """The conv tiles a recorded tiling gives, when they fit the chip and keep the
+    im2col mode and stage rows the analysis derives (`choose_conv_tiles`' rules)."""
+    t = take_tiles(ConvTiles, tiling, "conv", [EPILOGUE_TILE] if rows is not None else [])
+    if isinstance(t, Refusal):
+        return t
+    explicit = not chip.l0c_to_ub and not g.pointwise
+    local = chip.l0c_to_ub and not g.pointwise
+    why = fractal_refusal("conv", tm=t.tm, tn=t.tn, tk=t.tk)
+    if (t.explicit, t.local) != (explicit, local):
+        why = why or Refusal(
+            f"the conv tiling's explicit/local must be {str(explicit).lower()}/{str(local).lower()} (the chip and the "
+            "conv's geometry decide where X_col is built)"
+        )
+    if t.h_stage != g.stage_rows(t.tn):
+        why = why or Refusal(
+            f"the conv tiling's h_stage must be {g.stage_rows(t.tn)} for tn = {t.tn}"
+        )
+    if t.cstep > g.cg:
+        why = why or Refusal(f"the conv tiling's cstep exceeds the {g.cg} channels per group")
+    unit = 32 // math.gcd(g.taps * w, 32)
+    if not chip.data_copy_pad and t.cstep < g.cg and t.cstep % unit:
+        why = why or Refusal(
+            f"the conv tiling's cstep must be all {g.cg} channels or a multiple of {unit} "
+            "(whole 32-byte weight rows: the chip has no DataCopyPad)"
+        )
+    if local and g.local_ub(t.tn, t.cstep, w) > chip.ub_bytes // 2:
+        why = why or Refusal("the conv tiling's X_col block exceeds half the UB")
+    why = why or overflow(conv_footprint(g, t, w), chip)
+    if rows is not None:
+        why = why or take_row_tile(rows, tiling, EPILOGUE_TILE)
+        max_cols = (
+            max_epilogue_cols(rows) if max_cols is None else min(max_cols, max_epilogue_cols(rows))
+        )
+    if why is None and max_cols is not None and t.tn > max_cols:
+        why = Refusal(f"the conv tiling's tn = {t.tn} exceeds the {max_cols} columns UB holds")
+    return why or t
 
 
 def _im2col_cols(
@@ -537,6 +607,22 @@ class ConvTemplate(KernelTemplate):
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
         return plan_conv(parts, chip)
+
+    def at_tiling(
+        self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec
+    ) -> ConvPlan | Refusal:
+        return plan_conv(parts, chip, tiling)
+
+    def tiling(self, plan: Plan) -> dict[str, TilingValue]:
+        p = cast(ConvPlan, plan)
+        rows = {EPILOGUE_TILE: p.rows.max_tile_elems} if p.rows is not None else {}
+        return {**asdict(p.tiles), **rows}
+
+    def footprint(self, plan: Plan, chip: ChipSpec) -> dict[str, int]:
+        p = cast(ConvPlan, plan)
+        w = width(p.in_elt)
+        cube = conv_footprint(p.geometry, p.tiles, w)
+        return {**cube, "ub": self.cost(p, chip).ub_bytes}
 
     def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
         p = cast(ConvPlan, plan)

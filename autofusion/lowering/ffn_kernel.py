@@ -55,8 +55,8 @@ elsewhere graph.ffn stays a library op (CANN's FFN is an Atlas A2/A3 op too).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.builder import Builder
@@ -69,6 +69,7 @@ from autofusion.dialects import buffer, graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.buffer_verifier import footprint
 from autofusion.dialects.graph_fused import FFN_GATED
+from autofusion.dialects.group_plan import TilingValue
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
@@ -94,6 +95,7 @@ from autofusion.lowering.cube_common import (
 )
 from autofusion.lowering.index_expr import IndexOps, IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
+from autofusion.lowering.recorded_tiling import fractal_refusal, overflow, take_row_tile, take_tiles
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan, _plan_for_split
 from autofusion.lowering.rows_template import queue_slots
@@ -163,6 +165,41 @@ def choose_ffn_tiles(chip: ChipSpec, w: int, parts: int) -> FfnTiles | Refusal:
                     if bf >= tn and l1_bytes(tm, tn, tk * step, bf, w, parts) <= chip.l1_bytes:
                         return FfnTiles(tm, tn, tk, step, bf)
     return Refusal(f"L0/L1 of {chip.name} cannot hold the ffn's 16x16 tiles of {w}-byte data")
+
+
+def ffn_footprint(t: FfnTiles, w: int, parts: int) -> dict[str, int]:
+    """Bytes of L0A/L0B/L0C/L1 the tiles take: the bounds `choose_ffn_tiles` keeps."""
+    return {
+        "l0a": 2 * t.tm * t.tk * w,
+        "l0b": 2 * t.tk * t.tn * w,
+        "l0c": parts * t.tm * t.tn * 4,
+        "l1": l1_bytes(t.tm, t.tn, t.kl1, t.bf, w, parts),
+    }
+
+
+# the tiling keys of the vector passes' row tiles (elements): activation, final, first
+ACT_TILE, OUT_TILE, INIT_TILE = "act_tile_elems", "out_tile_elems", "init_tile_elems"
+
+
+def _recorded_ffn_tiles(
+    tiling: Mapping[str, TilingValue],
+    row_plans: Mapping[str, RowPlan],
+    chip: ChipSpec,
+    w: int,
+    parts: int,
+) -> FfnTiles | Refusal:
+    """The ffn tiles and the vector passes' row tiles a recorded tiling gives, when they
+    are fractals, the band holds a column tile, and they fit L0/L1 and UB."""
+    t = take_tiles(FfnTiles, tiling, "ffn", list(row_plans))
+    if isinstance(t, Refusal):
+        return t
+    why = fractal_refusal("ffn", tm=t.tm, tn=t.tn, tk=t.tk)
+    if t.bf < t.tn:
+        why = why or Refusal(f"the ffn tiling's band bf = {t.bf} is narrower than tn = {t.tn}")
+    why = why or overflow(ffn_footprint(t, w, parts), chip)
+    for key, rows in row_plans.items():
+        why = why or take_row_tile(rows, tiling, key)
+    return why or t
 
 
 @dataclass
@@ -403,7 +440,9 @@ def _init_plan(
     return plan, res, out
 
 
-def plan_ffn(parts: GroupParts, chip: ChipSpec) -> FfnPlan | Refusal:
+def plan_ffn(
+    parts: GroupParts, chip: ChipSpec, tiling: Mapping[str, TilingValue] | None = None
+) -> FfnPlan | Refusal:
     roots = [op for op in parts.ops if isinstance(op, graph.FfnOp)]
     if not roots:
         return NotApplicable("no graph.ffn in the group")
@@ -452,9 +491,17 @@ def plan_ffn(parts: GroupParts, chip: ChipSpec) -> FfnPlan | Refusal:
         return Refusal("the activation's buffers do not fit UB for even 16 columns")
     out_rows, acc, down, b2, y = out
     parts_count = 2 if root.gated else 1
-    tiles = choose_ffn_tiles(chip, w, parts_count)
+    if tiling is None:
+        tiles = choose_ffn_tiles(chip, w, parts_count)
+    else:
+        row_plans = {ACT_TILE: act_rows, OUT_TILE: out_rows}
+        if init is not None:
+            row_plans[INIT_TILE] = init[0]
+        tiles = _recorded_ffn_tiles(tiling, row_plans, chip, w, parts_count)
     if isinstance(tiles, Refusal):
         return tiles
+    if max_epilogue_cols(act_rows) < FRACTAL:  # a recorded activation tile
+        return Refusal("the tiling's activation tile holds not even 16 columns")
     return FfnPlan(
         parts,
         root,
@@ -486,6 +533,22 @@ class FfnTemplate(KernelTemplate):
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> FfnPlan | Refusal:
         return plan_ffn(parts, chip)
+
+    def at_tiling(
+        self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec
+    ) -> FfnPlan | Refusal:
+        return plan_ffn(parts, chip, tiling)
+
+    def tiling(self, plan: Plan) -> dict[str, TilingValue]:
+        p = cast(FfnPlan, plan)
+        rows = {ACT_TILE: p.act_rows, OUT_TILE: p.out_rows, INIT_TILE: p.init_rows}
+        tiles = {k: r.max_tile_elems for k, r in rows.items() if r is not None}
+        return {**asdict(p.tiles), **tiles}
+
+    def footprint(self, plan: Plan, chip: ChipSpec) -> dict[str, int]:
+        p = cast(FfnPlan, plan)
+        cube = ffn_footprint(p.tiles, width(p.in_elt), p.parts_count)
+        return {**cube, "ub": self.cost(p, chip).ub_bytes}
 
     def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
         p = cast(FfnPlan, plan)

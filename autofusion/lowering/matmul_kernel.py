@@ -46,7 +46,7 @@ A, and B streams from HBM once, whenever A fits). HBM reads are then about
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import ClassVar, Generic, TypeVar, cast
 
 from xdsl.builder import Builder
@@ -96,6 +96,13 @@ from autofusion.lowering.cube_common import (
 )
 from autofusion.lowering.index_expr import IndexOps, IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index, tiling_function
+from autofusion.lowering.recorded_tiling import (
+    EPILOGUE_TILE,
+    fractal_refusal,
+    overflow,
+    take_row_tile,
+    take_tiles,
+)
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.template import (
@@ -172,6 +179,26 @@ def choose_tiles(chip: ChipSpec, w: int, max_cols: int | None) -> CubeTiles | Re
     if max_cols is not None and max_cols < FRACTAL:
         return Refusal("the epilogue's buffers do not fit UB for even 16 columns of output")
     return Refusal(f"L0A/L0B/L0C of {chip.name} cannot hold a 16x16 fractal tile of {w}-byte data")
+
+
+def recorded_cube_tiles(
+    tiling: Mapping[str, TilingValue], rows: RowPlan | None, w: int, chip: ChipSpec
+) -> CubeTiles | Refusal:
+    """The cube tiles (and the epilogue's row tile) a recorded tiling gives, when they
+    are fractals that fit L0A/L0B/L0C/L1 and the epilogue's UB columns."""
+    tiles = take_tiles(CubeTiles, tiling, "matmul", [EPILOGUE_TILE] if rows is not None else [])
+    if isinstance(tiles, Refusal):
+        return tiles
+    why = fractal_refusal("matmul", tm=tiles.tm, tn=tiles.tn, tk=tiles.tk)
+    why = why or overflow(tiles_footprint(tiles, w), chip)
+    if rows is not None:
+        why = why or take_row_tile(rows, tiling, EPILOGUE_TILE)
+        if why is None and tiles.tn > max_epilogue_cols(rows):
+            why = Refusal(
+                f"the tiling's tn = {tiles.tn} exceeds the {max_epilogue_cols(rows)} columns "
+                "of the epilogue's UB tile"
+            )
+    return why or tiles
 
 
 @dataclass
@@ -310,7 +337,9 @@ def _batch_pattern(operand: tuple[int, ...], batch: tuple[int, ...]) -> tuple[in
     return tuple(out)
 
 
-def plan_matmul(parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
+def plan_matmul(
+    parts: GroupParts, chip: ChipSpec, tiling: Mapping[str, TilingValue] | None = None
+) -> MatmulPlan | Refusal:
     found = split_group(parts, (graph.MatmulOp, graph.GemmOp), "matmul")
     if isinstance(found, Refusal):
         return found
@@ -369,7 +398,10 @@ def plan_matmul(parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
         why = _aligned_operands(root, a, b)
         if why is not None:
             return why
-    tiles = choose_tiles(chip, w, max_cols)
+    if tiling is None:
+        tiles = choose_tiles(chip, w, max_cols)
+    else:
+        tiles = recorded_cube_tiles(tiling, rows, w, chip)
     if isinstance(tiles, Refusal):
         return tiles
     return MatmulPlan(
@@ -418,27 +450,19 @@ class MatmulTemplate(KernelTemplate):
     def plan(self, parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
         return plan_matmul(parts, chip)
 
-    def footprint(self, plan: Plan) -> dict[str, int]:
-        p = cast(MatmulPlan, plan)
-        return tiles_footprint(p.tiles, width(p.in_elt))
-
-    def retile(
-        self, plan: Plan, tiling: Mapping[str, TilingValue], chip: ChipSpec
+    def at_tiling(
+        self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec
     ) -> MatmulPlan | Refusal:
+        return plan_matmul(parts, chip, tiling)
+
+    def tiling(self, plan: Plan) -> dict[str, TilingValue]:
         p = cast(MatmulPlan, plan)
-        fields = set(CubeTiles.__dataclass_fields__)
-        if set(tiling) != fields or any(isinstance(v, bool) or v < 1 for v in tiling.values()):
-            return Refusal(f"a matmul tiling is positive {', '.join(sorted(fields))}")
-        tiles = CubeTiles(**{k: int(v) for k, v in tiling.items()})
-        if any(t % FRACTAL for t in (tiles.tm, tiles.tn, tiles.tk)):
-            return Refusal(f"matmul tiles tm, tn, tk must be multiples of {FRACTAL}")
-        for space, used in tiles_footprint(tiles, width(p.in_elt)).items():
-            capacity = chip.capacity(space)
-            if capacity is not None and used > capacity:
-                return Refusal(
-                    f"the tiling needs {used} bytes of {space.upper()}, {chip.name} has {capacity}"
-                )
-        return replace(p, tiles=tiles)
+        rows = {EPILOGUE_TILE: p.rows.max_tile_elems} if p.rows is not None else {}
+        return {**asdict(p.tiles), **rows}
+
+    def footprint(self, plan: Plan, chip: ChipSpec) -> dict[str, int]:
+        p = cast(MatmulPlan, plan)
+        return {**tiles_footprint(p.tiles, width(p.in_elt)), "ub": epilogue_ub(p.rows)}
 
     def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
         p = cast(MatmulPlan, plan)

@@ -363,11 +363,14 @@ def plan_rows(
     ub_bytes: int,
     queue_slots: int = 8,
     data_copy_pad: bool = True,
+    split: int | None = None,
 ) -> RowPlan | Refusal:
     """Plan a vector kernel for `ops` (in program order) or say why it cannot be one.
 
     `queue_slots` is the chip's limit of TQue buffers per position (VECIN, VECOUT);
     without `data_copy_pad` (Ascend910, 310P) every transfer must be a 32-byte multiple.
+    `split`: the rows x columns view to take (a recorded plan's) instead of the first
+    that fits.
     """
     found_views = _view_chains(ops, inputs, outputs)
     if isinstance(found_views, Refusal):
@@ -406,6 +409,10 @@ def plan_rows(
         anchor = max((_shape(v) for v in outputs), key=len)
         candidates = list(range(len(anchor))) or [0]
     last: Refusal = Refusal("no rows x columns view fits every value")
+    if split is not None:
+        if split not in candidates:
+            return Refusal(f"the group has no rows x columns view split at dim {split}")
+        candidates = [split]
     for split in candidates:
         plan = _plan_for_split(
             ops, inputs, outputs, anchor, split, bool(reductions), ub_bytes, queue_slots

@@ -3,7 +3,7 @@ row_kernel.py emits, row_tiling.py tiles)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import cast
 
 from xdsl.builder import Builder
@@ -19,11 +19,13 @@ from autofusion.dialects.buffer_verifier import (
     QUEUE_SLOTS_PER_POSITION,
     footprint,
 )
+from autofusion.dialects.group_plan import TilingValue
 from autofusion.dialects.op_facts import vector_weight
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
+from autofusion.lowering.recorded_tiling import take_row_tile
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan, plan_rows
 from autofusion.lowering.row_tiling import rows_tiling
@@ -36,6 +38,9 @@ from autofusion.lowering.template import (
     Plan,
 )
 from autofusion.passes.fusion_rule import Refusal
+
+# the tiling key of the rows kernel's tile (elements), next to its view's `split`
+TILE = "tile_elems"
 
 
 def queue_slots(chip: ChipSpec) -> int:
@@ -52,6 +57,22 @@ class RowsTemplate(KernelTemplate):
     name = "rows"
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> RowPlan | Refusal:
+        return self._analyse(parts, chip, None)
+
+    def at_tiling(
+        self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec
+    ) -> RowPlan | Refusal:
+        keys = {"split", TILE}
+        if set(tiling) != keys or any(isinstance(v, bool) for v in tiling.values()):
+            return Refusal(f"a rows tiling has integers {', '.join(sorted(keys))}")
+        plan = self._analyse(parts, chip, int(tiling["split"]))
+        if isinstance(plan, Refusal):
+            return plan
+        return take_row_tile(plan, tiling, TILE) or plan
+
+    def _analyse(self, parts: GroupParts, chip: ChipSpec, split: int | None) -> RowPlan | Refusal:
+        """The row plan of the group's body: its rows x columns view (`split`, else the
+        first that fits) and the largest tile its buffers fit in UB."""
         if any(o in parts.inputs for o in parts.outputs):
             return Refusal("the group yields one of its inputs unchanged")
         plan = plan_rows(
@@ -61,10 +82,20 @@ class RowsTemplate(KernelTemplate):
             chip.ub_bytes,
             queue_slots(chip),
             chip.data_copy_pad,
+            split,
         )
         if isinstance(plan, RowPlan):
             plan.parts = parts
         return plan
+
+    def tiling(self, plan: Plan) -> dict[str, TilingValue]:
+        p = cast(RowPlan, plan)
+        return {"split": p.split, TILE: p.max_tile_elems}
+
+    def footprint(self, plan: Plan, chip: ChipSpec) -> dict[str, int]:
+        from autofusion.lowering.cube_common import epilogue_ub  # it imports this module
+
+        return {"ub": epilogue_ub(cast(RowPlan, plan))}
 
     def read_once(self, plan: Plan, chip: ChipSpec) -> list[SSAValue]:
         """Inputs whose rows are the output's, streamed once tile by tile."""

@@ -3,13 +3,18 @@
 A template decides whether a group of graph ops can be one kernel (`plan`, with the
 reason when not), what that kernel costs (`cost`, for ub-fusion's decisions), and builds
 it (`lower`: the buffer.kernel, its host tiling function, and the host-side values the
-launch needs). `plan_group` is the one place a group is planned: ub-fusion plans there and
+launch needs). Planning is two steps: the analysis of the group's body (roles of its ops,
+shapes), then the choice of a tiling (a search over the chip's candidates); `plan` does
+both, `at_tiling` the analysis only, taking a recorded tiling (`tiling`) instead of the
+search. `plan_group` is the one place a group is planned: ub-fusion plans there and
 writes the plan on the group (dialects/group_plan.py); lower-to-buffer carries that plan
-out (`carry_out`) and plans only a group that has none (hand-written IR).
+out (`carry_out`: `at_tiling`, never the search) and plans only a group that has no
+tiling (hand-written IR).
 """
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
@@ -17,10 +22,13 @@ from typing import ClassVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import func
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Attribute, Operation, SSAValue
 
+from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
-from autofusion.dialects.group_plan import TilingValue, tiling_values
+from autofusion.dialects.group_plan import TilingValue, tiling_attribute, tiling_values
+from autofusion.dialects.target import TargetAttr
 from autofusion.fusion.cost import KernelCost, Refusal
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
@@ -104,23 +112,24 @@ class KernelTemplate(ABC):
         return 0
 
     def tiling(self, plan: Plan) -> dict[str, TilingValue]:
-        """The plan's tiling decisions (the group's `tiling` property): the fields of its
-        `tiles`, when it has them."""
+        """Every tiling decision of the plan (the group's `tiling` property, what `at_tiling`
+        takes back): the fields of its `tiles`, when it has them."""
         tiles = getattr(plan, "tiles", None)
         return asdict(tiles) if is_dataclass(tiles) and not isinstance(tiles, type) else {}
 
-    def footprint(self, plan: Plan) -> dict[str, int]:
-        """Bytes the kernel's buffers take per on-chip space at the plan's tiling (the
-        group's `footprint` property, checked against the target by the verifier); empty
-        when the template sizes its buffers to fit while it builds the kernel."""
-        return {}
-
-    def retile(
-        self, plan: Plan, tiling: Mapping[str, TilingValue], chip: ChipSpec
+    @abstractmethod
+    def at_tiling(
+        self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec
     ) -> Plan | Refusal:
-        """The plan with another tiling (a hand-edited group's), or why it cannot take it.
-        Only the template's own tiling unless a template says so."""
-        return Refusal(f"the {self.name} template takes only the tiling it plans")
+        """The group's plan at `tiling` (a planned group's `tiling` property): the same
+        analysis of the body as `plan` (roles of the ops, shapes), with the tiling taken
+        instead of searched; a tiling that is incomplete or does not fit the chip is a
+        refusal saying why."""
+
+    @abstractmethod
+    def footprint(self, plan: Plan, chip: ChipSpec) -> dict[str, int]:
+        """Bytes the kernel's buffers take per on-chip space at the plan's tiling (the
+        group's `footprint` property, checked against the target by the verifier)."""
 
     @abstractmethod
     def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
@@ -186,18 +195,48 @@ def plan_group(
     return first or Refusal("no kernel template")
 
 
+def settle(template: KernelTemplate, plan: Plan, chip: ChipSpec) -> Plan:
+    """The plan at the tiling its kernel is built with. A template sizes its vector
+    buffers from a per-value budget and, as it emits the kernel, shrinks the tiles until
+    the emitted buffers (a few working ones more) fit UB; building the kernel once when
+    the plan is written records that tiling, so lower-to-buffer carries it out as is. A
+    kernel that fits no tile is left to lower-to-buffer, which names it in its error."""
+    with contextlib.suppress(UserError):  # lower-to-buffer names the kernel and the group
+        template.lower(plan, "settle", chip)
+    return plan
+
+
+def plan_properties(
+    template: KernelTemplate, plan: Plan, chip: ChipSpec, cost_us: float, reason: str
+) -> dict[str, Attribute]:
+    """The plan as a fusion group's properties (dialects/group_plan.py): what ub-fusion
+    writes on a group and lower-to-buffer keeps on its launch."""
+    return {
+        "target": TargetAttr(chip.name),
+        "template": StringAttr(template.name),
+        "tiling": tiling_attribute(template.tiling(plan)),
+        "footprint": tiling_attribute(template.footprint(plan, chip)),
+        "cost_us": graph.float_attr(round(cost_us, 4)),
+        "reason": StringAttr(reason),
+    }
+
+
 def carry_out(group: graph.FusionGroupOp, chip: ChipSpec) -> tuple[KernelTemplate, Plan] | Refusal:
     """The group's plan as its properties give it: its template's analysis of the body at
-    its recorded tiling. A group without a plan (hand-written IR) is planned here, once."""
+    its recorded tiling, with no search. A group without a tiling (hand-written IR) is
+    planned here, once (by its template when it names one)."""
     parts = group_parts(group)
-    if group.template is None:
-        return plan_group(parts, chip)
-    chosen = plan_group(parts, chip, group.template.data)
-    if isinstance(chosen, Refusal) or group.tiling is None:
-        return chosen
-    template, plan = chosen
-    tiling = tiling_values(group.tiling)
-    if tiling == template.tiling(plan):
-        return template, plan
-    planned = template.retile(plan, tiling, chip)
-    return planned if isinstance(planned, Refusal) else (template, planned)
+    name = group.template.data if group.template is not None else None
+    if group.tiling is None:
+        return plan_group(parts, chip, name)
+    chosen = [t for t in templates() if t.name == name]
+    if not chosen:
+        known = ", ".join(t.name for t in templates())
+        return Refusal(
+            f"a tiling with no kernel template (known: {known})"
+            if name is None
+            else f"no kernel template '{name}' (known: {known})"
+        )
+    template = chosen[0]
+    plan = template.at_tiling(parts, tiling_values(group.tiling), chip)
+    return plan if isinstance(plan, Refusal) else (template, plan)

@@ -3,12 +3,17 @@
     afc-opt model.mlir -p 'set-target{chip=Ascend910B1},ub-fusion,lower-to-buffer'
 
 The group's plan (its properties, written by ub-fusion: template and tiling) is carried
-out by that kernel template (autofusion/lowering/template.py); a group without a plan
-(hand-written IR) is planned once by the same planning function ub-fusion uses. At the group's place the host code reads the runtime dims, calls the
-kernel's tiling function (`@<kernel>_tiling`, the C++ TilingFunc in Ascend C terms) and
-launches the kernel on the group's tensors. The kernels are for the module's target
-(autofusion/dialects/target.py), the chip ub-fusion planned the groups for. Ops outside fusion groups stay graph ops
-(library ops). A group no template can lower is an error naming what stops it.
+out by that kernel template (autofusion/lowering/template.py): the template analyses the
+group's body and takes the recorded tiling, with no search; a tiling that does not fit is
+an error naming the group. A group without a tiling (hand-written IR) is planned once, by
+the planning function ub-fusion uses, and its plan completed on it. At the group's place
+the host code reads the runtime dims, calls the kernel's tiling function
+(`@<kernel>_tiling`, the C++ TilingFunc in Ascend C terms) and launches the kernel on the
+group's tensors; the launch keeps the group's plan (`afc.plan`) and what the report needs
+of the group's ops (`afc.report`). The kernels are for the module's target
+(autofusion/dialects/target.py), the chip ub-fusion planned the groups for. Ops outside
+fusion groups stay graph ops (library ops). A group no template can lower is an error
+naming what stops it.
 """
 
 from __future__ import annotations
@@ -19,18 +24,25 @@ from typing import cast
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.dialects.builtin import DictionaryAttr, IndexType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from autofusion.cost_model import kernel_time
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
+from autofusion.dialects.group_plan import PLAN_ATTR, PLAN_PROPERTIES, tiling_values
 from autofusion.dialects.target import ReadsTarget, resolve_target
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.l2_hint import bypass_attribute, l2_bypass
-from autofusion.lowering.template import carry_out
+from autofusion.lowering.template import (
+    KernelTemplate,
+    Plan,
+    carry_out,
+    plan_properties,
+)
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.fusion_statistics import describe_op
 from autofusion.report import REPORT_ATTR, entry_attribute, group_entry
@@ -56,6 +68,23 @@ class LowerToBufferPass(ReadsTarget, ModulePass):
                     op.body.block.add_op(new)
 
 
+def complete_plan(
+    group: graph.FusionGroupOp,
+    template: KernelTemplate,
+    plan: Plan,
+    chip: ChipSpec,
+    dynamic_size: int,
+) -> None:
+    """Write on `group` the parts of its plan its properties lack (a hand-written group
+    planned here), from the plan as lowered, so its launch keeps the whole plan."""
+    if all(key in group.properties for key in PLAN_PROPERTIES):
+        return
+    cost = kernel_time(template.cost(plan, chip, [dynamic_size] * 16), chip).total_us
+    reason = "planned by lower-to-buffer: the group had no tiling"
+    for key, value in plan_properties(template, plan, chip, cost, reason).items():
+        group.properties.setdefault(key, value)
+
+
 def lower_group(
     group: graph.FusionGroupOp, name: str, chip: ChipSpec, dynamic_size: int = 128
 ) -> list[Operation]:
@@ -66,13 +95,24 @@ def lower_group(
             f"cannot lower fusion group {name} ({describe_op(group)}): {chosen.reason}", group
         )
     template, plan = chosen
-    entry = group_entry(group, name, chip, dynamic_size, chosen)
     try:
         lowered = template.lower(plan, name, chip)
     except UserError as e:
         if e.location is not None:
             raise
         raise UserError(e.message, group) from e  # a template's refusal is about the group
+    recorded = tiling_values(group.tiling) if group.tiling is not None else None
+    if recorded is not None and template.tiling(plan) != recorded:
+        fitted = ", ".join(
+            f"{k} = {v}" for k, v in sorted(template.tiling(plan).items()) if recorded.get(k) != v
+        )
+        raise UserError(
+            f"cannot lower fusion group {name} ({describe_op(group)}): its buffers as emitted "
+            f"exceed the {chip.name} UB at its tiling; they fit at {fitted}",
+            group,
+        )
+    complete_plan(group, template, plan, chip, dynamic_size)
+    entry = group_entry(group, name, chip, dynamic_size, chosen)
     bypass = l2_bypass(group, template, plan, chip)
     if bypass:
         indices = [i for i, v in enumerate(lowered.kernel_inputs) if v in bypass]
@@ -103,6 +143,7 @@ def lower_group(
         [r.type for r in group.outputs],
     )
     launch.location = group.location
+    launch.attributes[PLAN_ATTR] = DictionaryAttr(dict(group.properties))
     launch.attributes[REPORT_ATTR] = entry_attribute(entry, launch_inputs, list(group.outputs))
     b.insert(launch)
     for old, new in zip(group.outputs, launch.outputs):

@@ -25,12 +25,11 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from autofusion.dialects import graph
-from autofusion.dialects.group_plan import tiling_attribute
-from autofusion.dialects.target import ReadsTarget, TargetAttr, resolve_target
+from autofusion.dialects.target import ReadsTarget, resolve_target
 from autofusion.fusion.legality import AUTOMATIC_UB_FUSION, UB_FUSION_RULES
 from autofusion.fusion.partition import FusionResult, Group, Partitioner, is_streamed
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.template import KernelTemplate, Plan
+from autofusion.lowering.template import KernelTemplate, Plan, plan_properties, settle
 from autofusion.passes.fusion_policy_options import FusionPolicyOptions
 from autofusion.passes.fusion_statistics import describe_op
 from autofusion.passes.fusion_switch import UB_FUSION
@@ -145,17 +144,7 @@ def _plan_properties(g: Group, chip: ChipSpec) -> dict[str, Attribute]:
     else:
         reason = f"{len(g.ops)} ops in one {template.name} kernel save {round(g.benefit_us, 4)} us"
         reason += f" ({', '.join(g.rules)})" if g.rules else ""
-    props: dict[str, Attribute] = {
-        "target": TargetAttr(chip.name),
-        "template": StringAttr(template.name),
-        "tiling": tiling_attribute(template.tiling(plan)),
-        "cost_us": graph.float_attr(round(g.time_us, 4)),
-        "reason": StringAttr(reason),
-    }
-    footprint = template.footprint(plan)
-    if footprint:
-        props["footprint"] = tiling_attribute(footprint)
-    return props
+    return plan_properties(template, plan, chip, g.time_us, reason)
 
 
 @dataclass(frozen=True)
@@ -184,6 +173,9 @@ class UbFusionPass(ReadsTarget, FusionPolicyOptions, ModulePass):
             part = Partitioner(block, chip, policy, result)
             part.run()
             alive = part.kernels()
+            for g in alive:  # the plan at the tiling its kernel is built with
+                g.plan = settle(cast(KernelTemplate, g.template), cast(Plan, g.plan), chip)
+                g.time_us = part.time(cast(KernelTemplate, g.template), g.plan)
             result.groups.extend(alive)
             outline(block, alive, chip)
         self._statistics(result)
