@@ -200,7 +200,7 @@ def encode(values: np.ndarray, name: str) -> np.ndarray:
     at = np.minimum(np.searchsorted(keys, bits), len(keys) - 1)
     bad = (keys[at] != bits) & ~nan
     if bad.any():
-        raise ValueError(f"{v[bad][0]!r} is not a value of {name}")
+        raise ValueError(f"{float(v[bad][0])} is not a value of {name}")
     out = codes[at].astype(np.uint8)
     if name == E8M0:
         return np.where(nan, 0xFF, out).astype(np.uint8).reshape(np.shape(values))
