@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from autofusion import dtypes, narrow_types
-from autofusion.diagnostics import LocatedVerifyError
+from autofusion.diagnostics import LocatedVerifyError, UserError
 from autofusion.mlir_io import default_context, parse_module
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -216,9 +216,7 @@ def test_arithmetic_on_a_narrow_type_is_refused_by_the_verifier() -> None:
       %y = graph.neg %x : tensor<4xi4>
       func.return %y : tensor<4xi4>
     }"""
-    with pytest.raises(
-        LocatedVerifyError, match=r"f.mlir:3:7: .*graph\.neg has no arithmetic on i4"
-    ):
+    with pytest.raises(LocatedVerifyError, match=r"f.mlir:3:7: .*graph\.neg does not take i4"):
         parse_module(default_context(), text, "f.mlir")
 
 
@@ -245,3 +243,32 @@ func.func @main(%x: tensor<4x64xf32>) -> tensor<4x64xf32> {
     assert "| graph.cast @ b | library | graph.cast @ b |" in report
     assert c.check is not None and c.check["ok"], c.check
     assert any(k["what"].startswith("ONNX Runtime") and k["ok"] for k in c.check["comparisons"])
+
+
+def test_data_movement_on_float8_runs_and_other_ops_are_refused() -> None:
+    """Identity, Reshape, Squeeze and Transpose move float8 values as ONNX's reference does;
+    Concat is refused naming the node, the op and the type."""
+    e4m3 = TensorProto.FLOAT8E4M3FN
+    shape = helper.make_tensor("shape", TensorProto.INT64, [3], [4, 1, 2])
+    nodes = [
+        helper.make_node("Identity", ["x"], ["i"]),
+        helper.make_node("Reshape", ["i", "shape"], ["r"]),
+        helper.make_node("Squeeze", ["r"], ["s"]),
+        helper.make_node("Transpose", ["s"], ["y"], perm=[1, 0]),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", e4m3, [2, 4])],
+        [helper.make_tensor_value_info("y", e4m3, [2, 4])],
+        [shape],
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    x = np.float32([[0.5, -1.0, 448, 3.0], [0.125, -0.0, 2.0, 6.0]])
+    want = ReferenceEvaluator(model).run(None, {"x": x.astype(TYPES["f8E4M3FN"][0])})[0]
+    got = run_function(import_onnx_model(default_context(), model, "m"), {"x": x})["y"]
+    np.testing.assert_array_equal(got, _plain(want))
+    model.graph.node.append(helper.make_node("Concat", ["y", "y"], ["c"], name="cat", axis=0))
+    model.graph.output.append(helper.make_tensor_value_info("c", e4m3, [4, 4]))
+    with pytest.raises(UserError, match=r"^node 'cat' \(Concat-13\): .* does not take f8E4M3FN"):
+        import_onnx_model(default_context(), model, "m")

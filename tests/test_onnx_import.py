@@ -621,7 +621,7 @@ def test_arithmetic_on_float8_is_refused_naming_the_node_and_type() -> None:
     e5m2 = TensorProto.FLOAT8E5M2
     m = make_model([node], [vi("x", e5m2, [2])], [vi("y", e5m2, [2])], opset=21)
     assert error_of(m).startswith(
-        "node 'add8' (Add-14): 'graph.add': graph.add has no arithmetic on f8E5M2"
+        "node 'add8' (Add-14): 'graph.add': graph.add does not take f8E5M2"
     )
 
 

@@ -179,8 +179,8 @@ def check_no_narrow_types(op_name: str, types: Sequence[TensorType]) -> None:
     for t in types:
         if dtypes.is_narrow(t.element_type):
             raise ShapeError(
-                f"{op_name} has no arithmetic on {t.element_type} (a storage-only type: "
-                "cast or dequantize it first)"
+                f"{op_name} does not take {t.element_type}, a storage-only type (only "
+                "casts, (de)quantization, reshapes and transposes do): cast or dequantize it"
             )
 
 

@@ -1,10 +1,10 @@
 // RUN: afc-opt %s --split-input-file --verify-diagnostics
 
-// The storage-only types are refused by every op with arithmetic, naming the op and the
-// type; a cast's round_mode must be one of ONNX's.
+// The storage-only types are refused by every op but casts, (de)quantization, reshapes
+// and transposes, naming the op and the type; a cast's round_mode must be one of ONNX's.
 
 func.func @add_float8(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
-  // expected-error @+1 {{'graph.add': graph.add has no arithmetic on f8E4M3FN (a storage-only type: cast or dequantize it first)}}
+  // expected-error @+1 {{'graph.add': graph.add does not take f8E4M3FN, a storage-only type (only casts, (de)quantization, reshapes and transposes do): cast or dequantize it}}
   %0 = graph.add %x, %x : tensor<4xf8E4M3FN>
   func.return %0 : tensor<4xf8E4M3FN>
 }
@@ -12,7 +12,7 @@ func.func @add_float8(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
 // -----
 
 func.func @matmul_int4(%a: tensor<2x4xi4>, %b: tensor<4x3xi4>) -> tensor<2x3xi4> {
-  // expected-error @+1 {{'graph.matmul': graph.matmul has no arithmetic on i4}}
+  // expected-error @+1 {{'graph.matmul': graph.matmul does not take i4}}
   %0 = graph.matmul %a, %b : (tensor<2x4xi4>, tensor<4x3xi4>) -> tensor<2x3xi4>
   func.return %0 : tensor<2x3xi4>
 }
@@ -20,7 +20,7 @@ func.func @matmul_int4(%a: tensor<2x4xi4>, %b: tensor<4x3xi4>) -> tensor<2x3xi4>
 // -----
 
 func.func @compare_result(%x: tensor<4xf4E2M1FN>) -> tensor<4xi1> {
-  // expected-error @+1 {{'graph.equal': graph.equal has no arithmetic on f4E2M1FN}}
+  // expected-error @+1 {{'graph.equal': graph.equal does not take f4E2M1FN}}
   %0 = graph.equal %x, %x : (tensor<4xf4E2M1FN>, tensor<4xf4E2M1FN>) -> tensor<4xi1>
   func.return %0 : tensor<4xi1>
 }
