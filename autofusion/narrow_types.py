@@ -14,25 +14,24 @@ packing of sub-byte types is onnx.numpy_helper's business at import and export.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 
 @dataclass(frozen=True)
 class FloatFormat:
-    """A small binary float format: `mantissa` bits, exponent `bias`, largest finite value
-    and what it has instead of IEEE's infinities and NaNs."""
+    """A small binary float format: its width, `mantissa` bits, exponent `bias`, largest
+    finite value and what it has instead of IEEE's infinities and NaNs."""
 
+    bits: int
     mantissa: int
     bias: int
     max: float
     has_inf: bool  # E5M2 only: overflow without saturation gives +-inf
-    nan_code: int | None  # the (positive) NaN's code; None: the format has no NaN
+    nan_code: int | None  # the (positive) NaN's code; None: no NaN, overflow clamps (E2M1)
     signed_nan: bool  # NaN keeps its sign (E4M3FN, E5M2); FNUZ's one NaN is 0x80
     negative_zero: bool  # FNUZ formats have no -0: it becomes +0
-    always_saturate: bool = False  # E2M1 has no inf/NaN: out of range clamps, NaN -> 0
-    codes: int = field(default=256)
 
     @property
     def min_exponent(self) -> int:
@@ -42,11 +41,11 @@ class FloatFormat:
 
 # MLIR type name -> format (https://onnx.ai/onnx/technical/float8.html, float4.html)
 FLOAT_FORMATS: dict[str, FloatFormat] = {
-    "f8E4M3FN": FloatFormat(3, 7, 448.0, False, 0x7F, True, True),
-    "f8E4M3FNUZ": FloatFormat(3, 8, 240.0, False, 0x80, False, False),
-    "f8E5M2": FloatFormat(2, 15, 57344.0, True, 0x7E, True, True),
-    "f8E5M2FNUZ": FloatFormat(2, 16, 57344.0, False, 0x80, False, False),
-    "f4E2M1FN": FloatFormat(1, 1, 6.0, False, None, False, True, True, 16),
+    "f8E4M3FN": FloatFormat(8, 3, 7, 448.0, False, 0x7F, True, True),
+    "f8E4M3FNUZ": FloatFormat(8, 3, 8, 240.0, False, 0x80, False, False),
+    "f8E5M2": FloatFormat(8, 2, 15, 57344.0, True, 0x7E, True, True),
+    "f8E5M2FNUZ": FloatFormat(8, 2, 16, 57344.0, False, 0x80, False, False),
+    "f4E2M1FN": FloatFormat(4, 1, 1, 6.0, False, None, False, True),
 }
 E8M0 = "f8E8M0FNU"
 # MLIR integer type name -> (bits, signed)
@@ -57,7 +56,7 @@ SMALL_INTEGERS: dict[str, tuple[int, bool]] = {
     "ui2": (2, False),
 }
 BITS: dict[str, int] = {
-    **{name: 4 if name == "f4E2M1FN" else 8 for name in FLOAT_FORMATS},
+    **{name: fmt.bits for name, fmt in FLOAT_FORMATS.items()},
     E8M0: 8,
     **{name: bits for name, (bits, _) in SMALL_INTEGERS.items()},
 }
@@ -76,7 +75,7 @@ def round_float(x: np.ndarray, name: str, saturate: bool = True) -> np.ndarray:
         quantum = np.ldexp(1.0, exponent - fmt.mantissa)
         r = np.rint(a / quantum) * quantum  # exact: a / quantum only shifts the exponent
         over = np.isinf(a) | (r > fmt.max)
-        if saturate or fmt.always_saturate:
+        if saturate or fmt.nan_code is None:
             r = np.where(over, fmt.max, r)
         else:
             r = np.where(over, np.inf if fmt.has_inf else np.nan, r)
@@ -92,7 +91,10 @@ def round_float(x: np.ndarray, name: str, saturate: bool = True) -> np.ndarray:
 
 def round_e8m0(x: np.ndarray, saturate: bool = True, round_mode: str = "up") -> np.ndarray:
     """`x` as float8 E8M0 values (powers of two, NaN), as float32; onnx.numpy_helper's
-    `to_float8e8m0`: the float32 exponent rounded by `round_mode`, the sign ignored."""
+    `to_float8e8m0`: the float32 exponent rounded by `round_mode`, the sign ignored.
+    Where the Cast spec's table differs from that reference (inf saturates to NaN, not to
+    the largest value; 0 without saturation is 2**-127, not NaN), the reference's result
+    is taken: it is what ONNX's backend cases hold."""
     bits = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
     exponent = ((bits >> 23) & 0xFF).astype(np.int64)
     special = exponent == 0xFF
@@ -149,8 +151,8 @@ def _value_table(name: str) -> np.ndarray:
         values[:255] = np.ldexp(1.0, np.arange(255) - 127)  # code 255 is NaN
         return values
     fmt = FLOAT_FORMATS[name]
-    bits = 4 if fmt.codes == 16 else 8
-    codes = np.arange(fmt.codes)
+    bits = fmt.bits
+    codes = np.arange(1 << bits)
     sign = np.where(codes >> (bits - 1) == 1, -1.0, 1.0)
     e_field = (codes >> fmt.mantissa) & ((1 << (bits - 1 - fmt.mantissa)) - 1)
     m_field = codes & ((1 << fmt.mantissa) - 1)
