@@ -166,8 +166,11 @@ def is_integer(element_type: Attribute) -> bool:
 
 
 def is_narrow(element_type: Attribute) -> bool:
-    """A storage-only type: float8, float4, a 4- or 2-bit integer."""
-    return is_supported(element_type) and type_name(element_type) in NARROW
+    """A storage-only type: float8, float4, a 4- or 2-bit integer (every graph op's
+    verifier asks, so this is two type checks)."""
+    if isinstance(element_type, IntegerType):
+        return element_type.width.data in (2, 4)
+    return type(element_type) in _NARROW_FLOATS
 
 
 def is_narrow_float(element_type: Attribute) -> bool:
