@@ -47,7 +47,7 @@ def OP(op_type: str) -> str:
 
 
 # element types the graph dialect has no home for
-NO_HOME = r"element type (STRING|FLOAT8E\w+|FLOAT4E2M1|U?INT[24]|COMPLEX\d+)\b"
+NO_HOME = r"element type (STRING|COMPLEX\d+)\b"
 # cases written at an opset before 13
 OLD_OPSET = r"afc imports opsets 13 to"
 # sequence and optional values
@@ -58,10 +58,8 @@ NO_DEFAULT_DOMAIN = r"the model imports no default-domain \(ai\.onnx\) opset"
 # Case-name pattern (fullmatch; the first matching one applies) -> the reason afc
 # refuses those cases (a regex its UserError matches). Remove an entry when its cases pass.
 REFUSED: dict[str, str] = {
-    # element types without a home, sequences and optionals
-    r"test_cast(like)?_.*(FLOAT8|FLOAT4|INT4|INT2|e8m0).*": NO_HOME,
+    # element types without a home (strings), sequences and optionals
     r"test_(equal_string|regex|string).*": NO_HOME,
-    r"test_(de)?quantizelinear_(e4m3fn|e5m2|float4e2m1|u?int[24])(_.*)?": NO_HOME,
     r"test_(identity|sequence_map|optional_get_element|optional_has_element)_.*": NOT_A_TENSOR
     + "|"
     + OP("Optional(GetElement|HasElement)"),
@@ -162,8 +160,17 @@ def _arrays(values: list) -> list[np.ndarray]:
             out.append(holder)
         else:
             out.append(np.asarray(v))
-    # bf16 (ml_dtypes) values are float32 holding bf16 values in afc (autofusion.dtypes)
-    return [v.astype(np.float32) if v.dtype.name == "bfloat16" else v for v in out]
+    # ml_dtypes values (bf16, float8, float4, int4, int2) are held as float32 or int8/uint8
+    # in afc (autofusion.dtypes, autofusion.narrow_types)
+    return [_plain(v) for v in out]
+
+
+def _plain(v: np.ndarray) -> np.ndarray:
+    if v.dtype.type.__module__ != "ml_dtypes":
+        return v
+    if "int" in v.dtype.name:
+        return v.astype(np.uint8 if v.dtype.name.startswith("u") else np.int8)
+    return v.astype(np.float32)
 
 
 @functools.cache

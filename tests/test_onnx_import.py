@@ -601,8 +601,7 @@ def test_integer_types_against_onnxruntime(elem: int, name: str, dtype: type) ->
     ("elem", "where"),
     [
         (TensorProto.STRING, "input 'x'"),
-        (TensorProto.FLOAT8E4M3FN, "input 'x'"),
-        (TensorProto.UINT4, "input 'x'"),
+        (TensorProto.FLOAT6E2M3, "input 'x'"),
         (TensorProto.COMPLEX64, "input 'x'"),
     ],
 )
@@ -617,24 +616,26 @@ def test_element_types_without_a_home_are_refused(elem: int, where: str) -> None
     assert error_of(m).startswith(f"{where} has element type {name}, which afc does not support")
 
 
-def test_cast_to_float8_is_refused_naming_the_node() -> None:
-    node = helper.make_node("Cast", ["x"], ["y"], name="to_fp8", to=TensorProto.FLOAT8E5M2)
-    m = make_model([node], [vi("x", F, [2])], [vi("y", TensorProto.FLOAT8E5M2, [2])], opset=21)
+def test_arithmetic_on_float8_is_refused_naming_the_node_and_type() -> None:
+    node = helper.make_node("Add", ["x", "x"], ["y"], name="add8")
+    e5m2 = TensorProto.FLOAT8E5M2
+    m = make_model([node], [vi("x", e5m2, [2])], [vi("y", e5m2, [2])], opset=21)
     assert error_of(m).startswith(
-        "node 'to_fp8' (Cast-21): the cast target has element type FLOAT8E5M2, which afc does not"
+        "node 'add8' (Add-14): 'graph.add': graph.add does not take f8E5M2"
     )
 
 
-def test_float8_initializer_is_refused_naming_it() -> None:
-    w = helper.make_tensor("w8", TensorProto.FLOAT8E4M3FN, [2], [1.0, 2.0])
+def test_float8_initializer_is_imported_and_cast() -> None:
+    w = helper.make_tensor("w8", TensorProto.FLOAT8E4M3FN, [3], [1.0, 2.0, 500.0])
     m = make_model(
         [helper.make_node("Cast", ["w8"], ["y"], to=TensorProto.FLOAT)],
         [],
-        [vi("y", F, [2])],
+        [vi("y", F, [3])],
         [w],
         opset=21,
     )
-    assert error_of(m).startswith("initializer 'w8' has element type FLOAT8E4M3FN")
+    # make_tensor saturates 500 to E4M3FN's largest value, 448
+    np.testing.assert_array_equal(run_function(do_import(m), {})["y"], [1.0, 2.0, 448.0])
 
 
 def test_version_tables_cover_every_converter_and_version() -> None:

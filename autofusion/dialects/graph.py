@@ -122,6 +122,7 @@ from autofusion.dialects.op_facts import (
 )
 from autofusion.dialects.shape_inference import ShapeError
 from autofusion.dialects.target import TargetAttr
+from autofusion.narrow_types import ROUND_MODES
 
 # --------------------------------------------------------------------------------------
 # Constants
@@ -216,7 +217,7 @@ def _has_non_finite(value: Attribute) -> bool:
     if not isinstance(value, DenseIntOrFPElementsAttr):
         return False
     t = cast(TensorType, value.type)
-    if not dtypes.is_float(t.element_type):
+    if not (dtypes.is_float(t.element_type) or dtypes.is_narrow_float(t.element_type)):
         return False
     from autofusion import resources
 
@@ -393,22 +394,35 @@ class CastOp(GraphOp, StreamingFacts):
     """Element type conversion (ONNX Cast); the shape is unchanged.
 
     Float to integer truncates toward zero; float to f16/bf16 rounds to nearest even.
+    To a float8 type, `saturate = false` gives inf/NaN out of range (default: clamp to
+    the largest finite value); to f8E8M0FNU, `round_mode` is up (default), down or
+    nearest (ONNX Cast-19/24; autofusion/narrow_types.py).
     """
 
     name = "graph.cast"
     input = operand_def(TensorType)
     output = result_def(TensorType)
+    saturate = opt_prop_def(IntegerAttr)
+    round_mode = opt_prop_def(StringAttr)
     traits = traits_def(Pure(), Fusible(FusionKind.ELEMENTWISE))
+    NARROW_TYPES: ClassVar[bool] = True
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
         # the target element type is the result's own; only the shape is inferred
+        if p.has("saturate"):
+            p.flag("saturate")
+        if p.has("round_mode") and p.text("round_mode") not in ROUND_MODES:
+            raise ShapeError(
+                f"round_mode '{p.text('round_mode')}' is not one of {', '.join(ROUND_MODES)}"
+            )
         return [types[0]]
 
     def verify_(self) -> None:
         try:
             x = _tensor(self.input.type, "operand")
             y = _tensor(self.output.type, "result")
+            self.infer([x], Props(self.properties, self.name))
         except ShapeError as e:
             raise VerifyException(f"'graph.cast': {e}") from e
         if not si.shapes_compatible(x.get_shape(), y.get_shape()):
@@ -943,6 +957,7 @@ class ReshapeOp(GraphOp, MovementFacts):
     ACCESS: ClassVar[Access] = Access.VIEW
     input = operand_def(TensorType)
     output = result_def(TensorType)
+    NARROW_TYPES: ClassVar[bool] = True  # data movement only
     shape = prop_def(DenseArrayBase)
     traits = traits_def(Pure(), Fusible(FusionKind.INJECTIVE))
 
@@ -959,6 +974,7 @@ class TransposeOp(GraphOp, MovementFacts):
     name = "graph.transpose"
     input = operand_def(TensorType)
     output = result_def(TensorType)
+    NARROW_TYPES: ClassVar[bool] = True  # data movement only
     perm = prop_def(DenseArrayBase)
     traits = traits_def(Pure(), Fusible(FusionKind.INJECTIVE))
 

@@ -175,6 +175,16 @@ def _tensor(t: Attribute, what: str) -> TensorType:
     return cast(TensorType, t)
 
 
+def check_no_narrow_types(op_name: str, types: Sequence[TensorType]) -> None:
+    """Refuse a storage-only element type for an op with arithmetic (see dtypes.NARROW)."""
+    for t in types:
+        if dtypes.is_narrow(t.element_type):
+            raise ShapeError(
+                f"{op_name} does not take {t.element_type}, a storage-only type (only "
+                "casts, (de)quantization, reshapes and transposes do): cast or dequantize it"
+            )
+
+
 def tensor(shape: Sequence[int], element_type: Attribute) -> TensorType:
     return TensorType(element_type, list(shape))
 
@@ -218,6 +228,9 @@ class GraphOp(IRDLOperation, OpFacts, ABC):
 
     # ops whose first operand must be floating point
     FLOAT_ONLY: ClassVar[bool] = False
+    # ops that take the storage-only types (float8, float4, int4, int2: casts,
+    # quantization, data movement); no other op has arithmetic on them
+    NARROW_TYPES: ClassVar[bool] = False
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
@@ -248,8 +261,9 @@ class GraphOp(IRDLOperation, OpFacts, ABC):
     def verify_(self) -> None:
         try:
             types = [_tensor(o.type, f"operand #{i}") for i, o in enumerate(self.operands)]
-            for i, r in enumerate(self.results):
-                _tensor(r.type, f"result #{i}")
+            results = [_tensor(r.type, f"result #{i}") for i, r in enumerate(self.results)]
+            if not self.NARROW_TYPES:
+                check_no_narrow_types(self.name, [*types, *results])
             if self.FLOAT_ONLY:
                 for t in types[:1]:
                     if not dtypes.is_float(t.element_type):

@@ -16,7 +16,14 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, TensorType, f32, i32
 from xdsl.ir import Attribute
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
 from xdsl.traits import Pure
 
 from autofusion import dtypes
@@ -35,8 +42,10 @@ from autofusion.dialects.shape_inference import ShapeError
 
 DYN = si.DYN
 
-# element types of quantized tensors, and those a matmul/conv on them takes
-QUANTIZED = ("i8", "ui8", "i16", "ui16")
+# element types of quantized tensors (the float8, float4 and 4/2-bit ones from
+# QuantizeLinear-19/21/23/25), and those a matmul/conv on them takes
+FLOAT8 = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ")
+QUANTIZED = ("i8", "ui8", "i16", "ui16", "i4", "ui4", "i2", "ui2", *FLOAT8, "f4E2M1FN")
 INTEGER_OPERANDS = ("i8", "ui8")
 SCALES = ("f32", "f16", "bf16")
 
@@ -68,7 +77,8 @@ def check_quant_params(types: Sequence[TensorType], p: Props, quantized: Attribu
     _require(types[1], SCALES, "scale")
     if types[2].element_type != quantized:
         raise ShapeError(f"zero point has element type {types[2].element_type}, not {quantized}")
-    if not si.shapes_compatible(scale, zp):
+    one = [si.num_elements(s) == 1 and len(s) <= 1 for s in (scale, zp)]
+    if not all(one) and not si.shapes_compatible(scale, zp):  # a scalar and [1] agree
         raise ShapeError(f"scale {si.fmt(scale)} and zero point {si.fmt(zp)} differ in shape")
     block = p.integer("block_size")
     if block < 0:
@@ -97,20 +107,26 @@ class LinearQuantOp(GraphOp, StreamingFacts, ABC):
     axis = prop_def(IntegerAttr)
     block_size = prop_def(IntegerAttr)
     traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+    NARROW_TYPES: ClassVar[bool] = True
 
 
 @irdl_op_definition
 class QuantizeLinearOp(LinearQuantOp):
     """y = saturate(round_half_even(x / scale) + zero_point), in the zero point's type
-    (ONNX QuantizeLinear-21 for integer outputs; the division is in the scale's type).
+    (ONNX QuantizeLinear-25; the division is in the scale's type). A float8 result is
+    x / scale cast with `saturate` (default true; the zero point is zero), a float4 one
+    x / scale + zero_point cast (saturating).
     Example: `%y = graph.quantize_linear %x, %s, %z {axis = 1 : i64, block_size = 0 : i64}
     : (tensor<2x3xf32>, tensor<f32>, tensor<ui8>) -> tensor<2x3xui8>`
     """
 
     name = "graph.quantize_linear"
+    saturate = opt_prop_def(IntegerAttr)
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        if p.has("saturate"):
+            p.flag("saturate")
         _require(types[0], (*SCALES, "i32"), "input")
         _require(types[2], QUANTIZED, "zero point")
         check_quant_params(types, p, types[2].element_type)
@@ -119,8 +135,8 @@ class QuantizeLinearOp(LinearQuantOp):
 
 @irdl_op_definition
 class DequantizeLinearOp(LinearQuantOp):
-    """y = (x - zero_point) * scale, in the scale's type (ONNX DequantizeLinear-21 for
-    integer inputs; an i32 input has a zero zero point)."""
+    """y = (x - zero_point) * scale, in the scale's type (ONNX DequantizeLinear-25; an i32
+    input has a zero zero point, a float8 or float4 one's zero point is ignored)."""
 
     name = "graph.dequantize_linear"
 

@@ -72,7 +72,7 @@ def coerce_input(name: str, value: np.ndarray, expected: Attribute) -> np.ndarra
         raise UserError(f"input '{name}' has shape {si.fmt(arr.shape)}, expected {si.fmt(want)}")
     elt = t.element_type
     kind = arr.dtype.kind
-    if dtypes.is_float(elt):
+    if dtypes.is_float(elt) or dtypes.is_narrow_float(elt):
         ok = kind in "fiu"
     elif dtypes.type_name(elt) == "i1":
         ok = kind == "b"

@@ -27,7 +27,7 @@ from xdsl.interpreter import (
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import InterpretationError
 
-from autofusion import dtypes, resources
+from autofusion import dtypes, narrow_types, resources
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import Props
@@ -396,6 +396,12 @@ class GraphFunctions(InterpreterFunctions):
         target = cast(TensorType, op.output.type).element_type
         # float -> int truncates toward zero; float -> bool is x != 0
         source = cast(TensorType, op.input.type).element_type
+        if dtypes.is_narrow(target):  # saturate and round_mode: autofusion/narrow_types.py
+            p = _props(op)
+            saturate = p.flag("saturate") if p.has("saturate") else True
+            mode = p.text("round_mode") if p.has("round_mode") else "up"
+            narrow = narrow_types.to_narrow(x, dtypes.type_name(target), saturate, mode)
+            return (_result(op, narrow),)
         if dtypes.is_float(source) and dtypes.is_integer(target):
             x = np.trunc(x)
         return (_result(op, _quiet(lambda: x)),)

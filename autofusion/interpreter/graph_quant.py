@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
 from xdsl.ir import Operation, SSAValue
 
-from autofusion import dtypes
+from autofusion import dtypes, narrow_types
 from autofusion.dialects import graph_quant as gq
 from autofusion.interpreter.graph import Array, _props, _quiet, _result, conv2d
 
@@ -35,16 +35,28 @@ def broadcast_param(param: Array, x_shape: tuple[int, ...], axis: int, block: in
     return np.take(np.repeat(param, block, axis=axis), np.arange(x_shape[axis]), axis=axis)
 
 
-def saturate(q: Array, dtype: np.dtype) -> Array:
-    """Round half to even and clip to `dtype`'s range."""
+def saturate(q: Array, dtype: np.dtype, bits: int | None = None) -> Array:
+    """Round half to even and clip to the range of `dtype` (or of its low `bits`: i4 ...)."""
     info = np.iinfo(dtype)
-    return np.clip(np.rint(q), info.min, info.max).astype(dtype)
+    low, high = int(info.min), int(info.max)
+    if bits is not None:
+        low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if low < 0 else (0, (1 << bits) - 1)
+    return np.clip(np.rint(q), low, high).astype(dtype)
 
 
-def quantize(x: Array, scale: Array, zero_point: Array, scale_type: TensorType) -> Array:
-    """saturate(round(x / scale) + zero_point); the division rounded to the scale's type."""
-    ratio = dtypes.to_storage(_quiet(lambda: x / scale), scale_type.element_type)
-    return saturate(np.rint(ratio.astype(np.float64)) + zero_point, zero_point.dtype)
+def quantize(x: Array, scale: Array, zero_point: Array, op: gq.QuantizeLinearOp) -> Array:
+    """saturate(round(x / scale) + zero_point); the division rounded to the scale's type.
+    A float8 result is x / scale cast (saturating unless `saturate` is false), a float4
+    one x / scale + zero_point cast, as ONNX's reference QuantizeLinear does."""
+    ratio = dtypes.to_storage(_quiet(lambda: x / scale), _elt(op.scale).element_type)
+    name = dtypes.type_name(_elt(op.output).element_type)
+    if name in narrow_types.FLOAT_FORMATS:
+        p = _props(op)
+        keep = p.flag("saturate") if p.has("saturate") else True
+        shifted = ratio + zero_point if name == "f4E2M1FN" else ratio
+        return narrow_types.to_narrow(shifted, name, saturate=keep)
+    bits = narrow_types.BITS.get(name)
+    return saturate(np.rint(ratio.astype(np.float64)) + zero_point, zero_point.dtype, bits)
 
 
 def _params(op: Operation, args: PythonValues) -> tuple[Array, Array, Array]:
@@ -128,14 +140,17 @@ class GraphQuantFunctions(InterpreterFunctions):
         self, i: Interpreter, op: gq.QuantizeLinearOp, args: PythonValues
     ) -> PythonValues:
         x, scale, zp = _params(op, args)
-        return (_result(op, quantize(x, scale, zp, _elt(op.scale))),)
+        return (_result(op, quantize(x, scale, zp, op)),)
 
     @impl(gq.DequantizeLinearOp)
     def run_dequantize_linear(
         self, i: Interpreter, op: gq.DequantizeLinearOp, args: PythonValues
     ) -> PythonValues:
         x, scale, zp = _params(op, args)
-        shifted = (x.astype(np.int64) - zp.astype(np.int64)).astype(np.float32)
+        if dtypes.is_narrow_float(_elt(op.input).element_type):  # no zero point
+            shifted = x.astype(np.float32)
+        else:
+            shifted = (x.astype(np.int64) - zp.astype(np.int64)).astype(np.float32)
         return (_result(op, shifted * scale.astype(np.float32)),)
 
     @impl(gq.DynamicQuantizeLinearOp)

@@ -74,8 +74,35 @@ def _require_onnx() -> ModuleType:
     return onnx
 
 
+# the first opset whose Cast takes each storage-only type (https://onnx.ai/onnx/operators/)
+TYPE_OPSETS = {
+    "f8E4M3FN": 19,
+    "f8E4M3FNUZ": 19,
+    "f8E5M2": 19,
+    "f8E5M2FNUZ": 19,
+    "i4": 21,
+    "ui4": 21,
+    "f4E2M1FN": 23,
+    "f8E8M0FNU": 24,
+    "i2": 25,
+    "ui2": 25,
+}
+
+
+def _opsets_of_types(module: ModuleOp) -> set[int]:
+    """The opsets the storage-only element types in `module` need."""
+    needed = {0}
+    for op in module.walk():
+        for v in (*op.operands, *op.results):
+            t = v.type
+            if isinstance(t, TensorType) and dtypes.is_narrow(t.element_type):
+                needed.add(TYPE_OPSETS[dtypes.type_name(t.element_type)])
+    return needed
+
+
 def choose_opset(module: ModuleOp, opset: int | None = None) -> int:
-    """The requested `opset`, else the module's `graph.opset`, else 17; range-checked.
+    """The requested `opset`, else the module's `graph.opset`, else 17 (or the first opset
+    with the storage-only types the module uses); range-checked.
 
     An imported model below opset 11 is exported at 11 (the oldest opset the exporter
     speaks), which every runtime that runs the original also runs.
@@ -89,7 +116,7 @@ def choose_opset(module: ModuleOp, opset: int | None = None) -> int:
             raise UserError(f"module attribute {OPSET_ATTR} must be an integer, got {attr}")
         chosen = max(attr.value.data, MIN_OPSET)
     else:
-        chosen = DEFAULT_OPSET
+        chosen = max(DEFAULT_OPSET, *_opsets_of_types(module))
     newest = onnx.defs.onnx_opset_version()
     if not MIN_OPSET <= chosen <= newest:
         raise UserError(f"ONNX export supports opsets {MIN_OPSET} to {newest}, not {chosen}")

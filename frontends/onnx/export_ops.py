@@ -40,7 +40,7 @@ from onnx import TensorProto, helper
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Operation
 
-from autofusion import dtypes
+from autofusion import dtypes, narrow_types
 from autofusion.dialects import graph
 from autofusion.dialects import graph_indexing as gi
 from autofusion.dialects import shape_inference as si
@@ -73,6 +73,17 @@ _ELEMS: dict[str, tuple[int, str]] = {
     "ui16": (TensorProto.UINT16, "tensor(uint16)"),
     "ui8": (TensorProto.UINT8, "tensor(uint8)"),
     "i1": (TensorProto.BOOL, "tensor(bool)"),
+    # storage-only types (autofusion/narrow_types.py)
+    "f8E4M3FN": (TensorProto.FLOAT8E4M3FN, "tensor(float8e4m3fn)"),
+    "f8E4M3FNUZ": (TensorProto.FLOAT8E4M3FNUZ, "tensor(float8e4m3fnuz)"),
+    "f8E5M2": (TensorProto.FLOAT8E5M2, "tensor(float8e5m2)"),
+    "f8E5M2FNUZ": (TensorProto.FLOAT8E5M2FNUZ, "tensor(float8e5m2fnuz)"),
+    "f8E8M0FNU": (TensorProto.FLOAT8E8M0, "tensor(float8e8m0)"),
+    "f4E2M1FN": (TensorProto.FLOAT4E2M1, "tensor(float4e2m1)"),
+    "i4": (TensorProto.INT4, "tensor(int4)"),
+    "ui4": (TensorProto.UINT4, "tensor(uint4)"),
+    "i2": (TensorProto.INT2, "tensor(int2)"),
+    "ui2": (TensorProto.UINT2, "tensor(uint2)"),
 }
 _NAME_OF_ELEM = {onnx_type: name for name, (onnx_type, _) in _ELEMS.items()}
 _NAME_OF_SCHEMA_TYPE = {schema: name for name, (_, schema) in _ELEMS.items()}
@@ -95,14 +106,20 @@ def onnx_shape(t: TensorType) -> Shape:
 
 
 def tensor_proto(name: str, values: np.ndarray, elem: int) -> TensorProto:
-    """A tensor with little-endian raw data (bf16 as its raw bits, i1 as bytes)."""
-    mlir_type = dtypes.ELEMENT_TYPES[_NAME_OF_ELEM[elem]]
+    """A tensor with little-endian raw data (bf16 as its raw bits, i1 as bytes, the
+    storage-only types as their codes, packed two or four to a byte when sub-byte)."""
+    type_name = _NAME_OF_ELEM[elem]
+    mlir_type = dtypes.ELEMENT_TYPES[type_name]
     arr = dtypes.to_storage(np.asarray(values), mlir_type)
     t = TensorProto()
     t.name = name
     t.data_type = elem
     t.dims.extend(arr.shape)
-    t.raw_data = dtypes.to_bytes(arr, mlir_type)
+    if type_name in narrow_types.BITS:
+        codes = narrow_types.codes_of(arr, type_name)
+        t.raw_data = narrow_types.pack(codes, narrow_types.BITS[type_name])
+    else:
+        t.raw_data = dtypes.to_bytes(arr, mlir_type)
     return t
 
 
@@ -530,8 +547,16 @@ def emit_clip(e: Emitter) -> None:
 
 
 def emit_cast(e: Emitter) -> None:
-    # Cast-13 (Cast-19 adds only float8 saturation); float -> int truncates in ONNX Runtime
-    e.nodes("Cast", e.inputs, e.outputs, to=e.out_elem())
+    # Cast-13; float -> int truncates in ONNX Runtime. saturate (Cast-19) and round_mode
+    # (Cast-24) when the graph.cast has them (float8 and E8M0 targets)
+    attrs: dict[str, object] = {}
+    if e.props.has("saturate"):
+        attrs["saturate"] = int(e.props.flag("saturate"))
+    if e.props.has("round_mode"):
+        if e.opset < 24:
+            raise NotExportable(f"Cast's round_mode needs opset 24, not {e.opset}")
+        attrs["round_mode"] = e.props.text("round_mode")
+    e.nodes("Cast", e.inputs, e.outputs, to=e.out_elem(), **attrs)
 
 
 def rsqrt(e: Emitter) -> None:

@@ -18,13 +18,16 @@ if TYPE_CHECKING:
 
 
 def _linear(op_type: str) -> Emit:
-    """QuantizeLinear/DequantizeLinear: axis, and block_size (from opset 21) when blocked."""
+    """QuantizeLinear/DequantizeLinear: axis, saturate when given, and block_size (from
+    opset 21) when blocked."""
 
     def emit(e: Emitter) -> None:
         from frontends.onnx.export_ops import NotExportable
 
         block = e.props.integer("block_size")
         attrs = {"axis": e.props.integer("axis")}
+        if e.props.has("saturate"):  # a float8 QuantizeLinear's (opset 19 on)
+            attrs["saturate"] = int(e.props.flag("saturate"))
         if block:
             if e.opset < 21:
                 raise NotExportable(f"blocked {op_type} needs opset 21, not {e.opset}")

@@ -92,6 +92,17 @@ ELEMENT_TYPES: dict[int, Attribute] = {
     TensorProto.UINT16: dtypes.ui16,
     TensorProto.UINT8: dtypes.ui8,
     TensorProto.BOOL: i1,
+    # storage-only types (autofusion/narrow_types.py): casts and quantization only
+    TensorProto.FLOAT8E4M3FN: dtypes.f8E4M3FN,
+    TensorProto.FLOAT8E4M3FNUZ: dtypes.f8E4M3FNUZ,
+    TensorProto.FLOAT8E5M2: dtypes.f8E5M2,
+    TensorProto.FLOAT8E5M2FNUZ: dtypes.f8E5M2FNUZ,
+    TensorProto.FLOAT8E8M0: dtypes.f8E8M0FNU,
+    TensorProto.FLOAT4E2M1: dtypes.f4E2M1FN,
+    TensorProto.INT4: dtypes.i4,
+    TensorProto.UINT4: dtypes.ui4,
+    TensorProto.INT2: dtypes.i2,
+    TensorProto.UINT2: dtypes.ui2,
 }
 
 # ONNX TypeProto kinds other than tensors, as named in diagnostics
@@ -142,6 +153,14 @@ def element_type(onnx_type: int, what: str) -> Attribute:
         known = ", ".join(TensorProto.DataType.Name(t) for t in ELEMENT_TYPES)
         raise UserError(f"{what} has element type {name}, which afc does not support ({known})")
     return ELEMENT_TYPES[onnx_type]
+
+
+def plain_array(array: np.ndarray, elt: Attribute) -> np.ndarray:
+    """An array onnx.numpy_helper gives in an ml_dtypes type (bfloat16, float8, int4, ...)
+    as plain numpy holding the same values: float32 for floats, int8/uint8 for integers."""
+    if dtypes.is_float(elt) or dtypes.is_narrow_float(elt):
+        return array.astype(np.float32)
+    return array.astype(dtypes.storage_dtype(elt))
 
 
 # --------------------------------------------------------------------------------------
@@ -798,8 +817,8 @@ class Importer:
             raise UserError(
                 f"initializer '{t.name}' holds {array.size} values for shape {list(expected)}"
             )
-        if dtypes.type_name(elt) == "bf16":
-            array = np.asarray(array).astype(np.float32)
+        if dtypes.type_name(elt) == "bf16" or dtypes.is_narrow(elt):
+            array = plain_array(np.asarray(array), elt)
         return Const(dtypes.to_storage(array, elt).reshape(expected), elt, t.name, t.name)
 
     def materialize(self, v: Value, node: Node | None) -> SSAValue:

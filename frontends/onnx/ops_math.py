@@ -12,10 +12,14 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import f32
+from xdsl.ir import Attribute
 
+from autofusion import dtypes
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph, graph_math
+from autofusion.dialects import graph_quant as gq
 from autofusion.dialects import shape_inference as si
+from autofusion.narrow_types import E8M0, ROUND_MODES
 from frontends.onnx.importer import (
     Const,
     Converter,
@@ -657,31 +661,38 @@ def cast_to(node: Node, x: Value, elt: object) -> Value:
     return node.emit1(graph.CastOp, [x], result_types=[graph.tensor(x.shape, elt)])  # type: ignore[arg-type]
 
 
-def _float8_only_attrs(node: Node) -> None:
-    """Read Cast's saturate (version 19 on) and round_mode (24 on): they only change casts
-    to float8 types, which `element_type` refuses."""
-    if node.version >= 19:
-        node.attr("saturate", 1)
-    if node.version >= 24:
-        node.attr("round_mode", "up")
+def _cast(node: Node, x: Value, elt: Attribute) -> Value:
+    """Cast-13..25 of `x` to `elt`: saturate (version 19 on) concerns float8 and E8M0
+    targets, round_mode (24 on) E8M0 ones; a non-default one becomes the graph.cast's."""
+    saturate = int(node.attr("saturate", 1)) if node.version >= 19 else 1
+    mode = str(node.attr("round_mode", "up")) if node.version >= 24 else "up"
+    if mode not in ROUND_MODES:
+        raise node.reject("round_mode", mode, ", ".join(ROUND_MODES))
+    name = dtypes.type_name(elt)
+    props: dict[str, object] = {}
+    if not saturate and (name in gq.FLOAT8 or name == E8M0):
+        props["saturate"] = False
+    if mode != "up" and name == E8M0:
+        props["round_mode"] = mode
+    if not props:
+        return cast_to(node, x, elt)
+    return node.emit1(graph.CastOp, [x], props, [graph.tensor(x.shape, elt)])
 
 
 @register(CONVERTERS, "Cast")
 def convert_cast(node: Node) -> list[Value]:
-    """Cast-13 to a supported element type (float to integer truncates). Cast-19's
-    saturate and Cast-24's round_mode only apply to float8 targets, which afc refuses."""
+    """Cast-13..25 to a supported element type (float to integer truncates; to float8,
+    float4 and 4/2-bit integers as autofusion/narrow_types.py says)."""
     to = int(node.attr("to"))
-    _float8_only_attrs(node)
     try:
         elt = element_type(to, "the cast target")
     except UserError as e:
         raise node.error(e.message) from e
-    return [cast_to(node, node.input(0), elt)]
+    return [_cast(node, node.input(0), elt)]
 
 
 @register(CONVERTERS, "CastLike")
 def convert_cast_like(node: Node) -> list[Value]:
-    """CastLike-15: cast to the element type of the second input (saturate and
+    """CastLike-15..25: cast to the element type of the second input (saturate and
     round_mode as in Cast)."""
-    _float8_only_attrs(node)
-    return [cast_to(node, node.input(0), node.input(1).elt)]
+    return [_cast(node, node.input(0), node.input(1).elt)]

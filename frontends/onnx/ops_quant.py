@@ -3,8 +3,8 @@ DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv
 
 Each becomes its graph op (autofusion/dialects/graph_quant.py) on real integer tensors;
 an omitted zero point becomes a zero constant of the quantized type (for QuantizeLinear
-the type output_dtype names, uint8 by default). The float8, 4-bit and 2-bit types are
-refused by the importer naming the type. Operator versions are cited as
+the type output_dtype names, uint8 by default). The float8, float4, 4-bit and 2-bit
+types are storage-only types of the graph dialect (autofusion/narrow_types.py). Operator versions are cited as
 `Op-<since_version>` from https://onnx.ai/onnx/operators/.
 """
 
@@ -33,8 +33,8 @@ from frontends.onnx.ops_math import _drop_unit_dim, conv_window
 CONVERTERS: dict[str, Converter] = {}
 
 # The operator versions (since_version, reached from opset 13 on) each converter
-# implements; a later version only adds element types (float8, 4-bit, 2-bit, float6,
-# which afc refuses by name) unless the converter says otherwise.
+# implements; a later version only adds element types (float6, which afc refuses by
+# name) unless the converter says otherwise.
 VERSIONS: OpVersions = {
     "QuantizeLinear": (13, 19, 21, 23, 24, 25, 28),
     "DequantizeLinear": (13, 19, 21, 23, 24, 25, 28),
@@ -57,6 +57,7 @@ def _zero_point(node: Node, i: int, elt: Attribute, shape: tuple[int, ...] = ())
 
 
 def _quant_props(node: Node) -> dict[str, object]:
+    """axis and block_size, the properties every linear (de)quantization has."""
     return {"axis": int(node.attr("axis", 1)), "block_size": int(node.attr("block_size", 0))}
 
 
@@ -78,11 +79,20 @@ def _check_type_attr(node: Node, name: str, want: Attribute) -> None:
         raise node.reject(name, int(node.attr(name)), f"only the scale's type {want}")
 
 
+def _check_float8_zero_point(node: Node, zp: Value | None, elt: Attribute) -> None:
+    """A float8 zero point must be zero (QuantizeLinear-19 on): a constant one is checked."""
+    if dtypes.type_name(elt) not in gq.FLOAT8 or not isinstance(zp, Const):
+        return
+    if np.any(zp.array != 0):
+        raise node.error(f"a {elt} zero point must be zero (input #2)")
+
+
 @register(CONVERTERS, "QuantizeLinear")
 def convert_quantize_linear(node: Node) -> list[Value]:
-    """QuantizeLinear-13..28 to an integer type; `saturate` only concerns float8 outputs."""
+    """QuantizeLinear-13..28 to an integer, float8 or float4 type; `saturate` (version 19
+    on) only concerns float8 outputs."""
     x, scale = node.input(0), node.input(1)
-    node.attr("saturate", 1)
+    saturate = int(node.attr("saturate", 1))
     _check_type_attr(node, "precision", scale.type.element_type)
     zp = node.opt_input(2)
     elt = _type_attr(node, "output_dtype")
@@ -90,15 +100,20 @@ def convert_quantize_linear(node: Node) -> list[Value]:
         raise node.reject("output_dtype", int(node.attr("output_dtype")), f"zero point {zp.type}")
     if elt is None:
         elt = dtypes.ui8 if zp is None else zp.type.element_type
+    _check_float8_zero_point(node, zp, elt)
     zp = zp if zp is not None else _zero_point(node, 2, elt, scale.shape)
-    return node.emit(gq.QuantizeLinearOp, [x, scale, zp], _quant_props(node))
+    props = _quant_props(node)
+    if dtypes.type_name(elt) in gq.FLOAT8 and not saturate:
+        props["saturate"] = False
+    return node.emit(gq.QuantizeLinearOp, [x, scale, zp], props)
 
 
 @register(CONVERTERS, "DequantizeLinear")
 def convert_dequantize_linear(node: Node) -> list[Value]:
-    """DequantizeLinear-13..28 from an integer type."""
+    """DequantizeLinear-13..28 from an integer, float8 or float4 type."""
     x, scale = node.input(0), node.input(1)
     _check_type_attr(node, "output_dtype", scale.type.element_type)
+    _check_float8_zero_point(node, node.opt_input(2), x.type.element_type)
     zp = _zero_point(node, 2, x.type.element_type, scale.shape)
     return node.emit(gq.DequantizeLinearOp, [x, scale, zp], _quant_props(node))
 

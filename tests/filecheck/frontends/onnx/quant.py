@@ -1,7 +1,8 @@
 # RUN: %python %s %t
 # RUN: afc import %t/qdq.onnx | filecheck %s --check-prefix=QDQ
 # RUN: afc import %t/mmi.onnx | filecheck %s --check-prefix=MMI
-# RUN: not afc import %t/f8.onnx 2>&1 | filecheck %s --check-prefix=F8
+# RUN: afc import %t/f8.onnx | filecheck %s --check-prefix=F8
+# RUN: not afc import %t/f6.onnx 2>&1 | filecheck %s --check-prefix=F6
 
 # Quantization operators through `afc import`: real integer tensors, zero points as operands.
 import sys
@@ -61,16 +62,37 @@ save(
     [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
 )
 
-# A float8 output type is refused naming the node, the attribute and the type.
-# F8: error: node 'q8' (QuantizeLinear-21): attribute output_dtype has element type FLOAT8E4M3FN, which afc does not support
+# A float8 output without saturation: the zero point is a zero of the output type and
+# saturate = false is the op's property.
+# F8:       %[[Z:.*]] = graph.constant dense<0.000000e+00> : tensor<f8E4M3FN>
+# F8:       graph.quantize_linear %x, %{{.*}}, %[[Z]] {axis = 1, block_size = 0, saturate = false} : (tensor<4xf32>, tensor<f32>, tensor<f8E4M3FN>) -> tensor<4xf8E4M3FN>
 save(
     "f8",
     [
         helper.make_node(
-            "QuantizeLinear", ["x", "s"], ["y"], name="q8", output_dtype=TensorProto.FLOAT8E4M3FN
+            "QuantizeLinear",
+            ["x", "s"],
+            ["y"],
+            name="q8",
+            output_dtype=TensorProto.FLOAT8E4M3FN,
+            saturate=0,
         )
     ],
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, None)],
+    [init("s", np.float32(0.5))],
+)
+
+# A float6 output type is refused naming the node, the attribute and the type.
+# F6: error: node 'q6' (QuantizeLinear-21): attribute output_dtype has element type FLOAT6E2M3, which afc does not support
+save(
+    "f6",
+    [
+        helper.make_node(
+            "QuantizeLinear", ["x", "s"], ["y"], name="q6", output_dtype=TensorProto.FLOAT6E2M3
+        )
+    ],
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT6E2M3, None)],
     [init("s", np.float32(0.5))],
 )
