@@ -20,15 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("autofusion", "frontends")
 
 REMAINING: list[frozenset[str]] = [
-    # the buffer dialect's ops and its whole-kernel verifier (with the Mmad and Ascend C rules)
-    frozenset(
-        {
-            "autofusion.dialects.ascendc_rules",
-            "autofusion.dialects.buffer",
-            "autofusion.dialects.buffer_verifier",
-            "autofusion.dialects.mmad_rules",
-        }
-    ),
     # the buffer interpreter and its compiled kernel programs (they call its op impls)
     frozenset(
         {

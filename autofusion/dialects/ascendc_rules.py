@@ -24,7 +24,7 @@ from autofusion.codegen.cpp_scalar import describe_location
 from autofusion.diagnostics import LocatedVerifyError, op_location
 
 if TYPE_CHECKING:
-    from autofusion.dialects.buffer import CopyOp, KernelOp
+    from autofusion.dialects.buffer_ops import CopyOp, KernelOpBase
     from autofusion.hardware import ChipSpec
 
 # Mmad's (A, B, C) element types on A2 (ascend.md 2.10)
@@ -46,7 +46,7 @@ def element_name(value: SSAValue) -> str:
 def layout_key(root: SSAValue) -> SSAValue:
     """What a matrix layout belongs to: a queue for its slots (the tensor AllocTensor
     returns and the one DeQue returns are the same buffer), else the buffer."""
-    from autofusion.dialects.buffer import DequeOp, QueueAllocOp
+    from autofusion.dialects.buffer_ops import DequeOp, QueueAllocOp
 
     owner = root.owner
     if isinstance(owner, QueueAllocOp | DequeOp):
@@ -56,7 +56,7 @@ def layout_key(root: SSAValue) -> SSAValue:
 
 def root_of(value: SSAValue) -> SSAValue:
     """The buffer a (chain of) buffer.view(s) points into."""
-    from autofusion.dialects.buffer import ViewOp
+    from autofusion.dialects.buffer_ops import ViewOp
 
     while isinstance(value.owner, ViewOp):
         value = value.owner.base
@@ -67,7 +67,7 @@ def _fail(op: Operation, message: str) -> NoReturn:
     raise LocatedVerifyError(message, op_location(op))
 
 
-def verify_ascendc_rules(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+def verify_ascendc_rules(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
     """Every rule below, on every op of `kernel`."""
     _check_placement(kernel, name, chip)
     _check_masks(kernel)
@@ -76,14 +76,14 @@ def verify_ascendc_rules(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
         _check_op(op, chip)
 
 
-def _check_placement(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+def _check_placement(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
     """bf16 only where the chip has it; workspaces and allocations at the kernel's top
     level (TPipe::InitBuffer runs in Init); no host ops inside."""
-    from autofusion.dialects.buffer import (
+    from autofusion.dialects.buffer_ops import (
         AllocBufOp,
         AllocQueueOp,
         DimOp,
-        KernelOp,
+        KernelOpBase,
         LaunchOp,
         WorkspaceOp,
     )
@@ -92,7 +92,7 @@ def _check_placement(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
     for op in kernel.walk():
         if op is kernel:
             continue
-        if isinstance(op, func.ReturnOp | LaunchOp | DimOp | KernelOp):
+        if isinstance(op, func.ReturnOp | LaunchOp | DimOp | KernelOpBase):
             _fail(op, f"{where(op)} cannot appear inside a buffer.kernel")
         if not chip.bf16 and any(
             isinstance(v.type, MemRefType) and element_name(v) == "bf16"
@@ -109,10 +109,10 @@ def _check_placement(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
             )
 
 
-def _check_masks(kernel: KernelOp) -> None:
+def _check_masks(kernel: KernelOpBase) -> None:
     """Compare writes a bitmask (ascend.md 2.8): the IR's byte-per-element mask may be
     read only by Select, which reads the same bitmask."""
-    from autofusion.dialects.buffer import VCompareOp, ViewOp, VSelectOp
+    from autofusion.dialects.buffer_ops import VCompareOp, ViewOp, VSelectOp
 
     masks = {root_of(op.dst) for op in kernel.walk() if isinstance(op, VCompareOp)}
     if not masks:
@@ -132,9 +132,9 @@ def _check_masks(kernel: KernelOp) -> None:
             )
 
 
-def co2_buffers(kernel: KernelOp) -> set[SSAValue]:
+def co2_buffers(kernel: KernelOpBase) -> set[SSAValue]:
     """The layout keys of the UB buffers an l0c -> ub (CO1 -> CO2) copy fills."""
-    from autofusion.dialects.buffer import CopyOp
+    from autofusion.dialects.buffer_ops import CopyOp
 
     return {
         layout_key(root_of(op.dest))
@@ -143,11 +143,11 @@ def co2_buffers(kernel: KernelOp) -> set[SSAValue]:
     }
 
 
-def _check_co2_buffers(kernel: KernelOp) -> None:
+def _check_co2_buffers(kernel: KernelOpBase) -> None:
     """A UB buffer an l0c -> ub copy writes holds Nz fractals in Ascend C (CO1 -> CO2
     moves whole 16x16 fractals): only a ub -> ub copy may read it (printed as the
     Nz -> ND reorder), and only such copies may write it."""
-    from autofusion.dialects.buffer import CopyOp, EnqueOp, QueueFreeOp, ViewOp
+    from autofusion.dialects.buffer_ops import CopyOp, EnqueOp, QueueFreeOp, ViewOp
 
     keys = co2_buffers(kernel)
     if not keys:
@@ -215,7 +215,7 @@ TYPED_OPERANDS: dict[str, tuple[Callable[[Operation], str], tuple[str, ...]]] = 
 
 def _check_op(op: Operation, chip: ChipSpec) -> None:
     """The element types the op's Ascend C API takes, and the op's own limits."""
-    from autofusion.dialects.buffer import CopyOp, MmadOp, VCastOp, VCompareOp
+    from autofusion.dialects.buffer_ops import CopyOp, MmadOp, VCastOp, VCompareOp
 
     typed = TYPED_OPERANDS.get(op.name)
     if typed is not None:
