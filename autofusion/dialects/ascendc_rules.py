@@ -63,7 +63,18 @@ def root_of(value: SSAValue) -> SSAValue:
     return value
 
 
-def _fail(op: Operation, message: str) -> NoReturn:
+def view_offset(value: SSAValue) -> list[SSAValue]:
+    """The offsets (elements) of the views from the root to `value`."""
+    from autofusion.dialects.buffer_ops import ViewOp
+
+    offsets: list[SSAValue] = []
+    while isinstance(value.owner, ViewOp):
+        offsets.append(value.owner.offset)
+        value = value.owner.base
+    return offsets
+
+
+def fail(op: Operation, message: str) -> NoReturn:
     raise LocatedVerifyError(message, op_location(op))
 
 
@@ -93,16 +104,16 @@ def _check_placement(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
         if op is kernel:
             continue
         if isinstance(op, func.ReturnOp | LaunchOp | DimOp | KernelOpBase):
-            _fail(op, f"{where(op)} cannot appear inside a buffer.kernel")
+            fail(op, f"{where(op)} cannot appear inside a buffer.kernel")
         if not chip.bf16 and any(
             isinstance(v.type, MemRefType) and element_name(v) == "bf16"
             for v in (*op.operands, *op.results)
         ):
-            _fail(op, f"{name}: {where(op)} uses bf16, which {chip.name} does not have")
+            fail(op, f"{name}: {where(op)} uses bf16, which {chip.name} does not have")
         if isinstance(op, WorkspaceOp) and op.parent is not top:
-            _fail(op, f"{where(op)}: a workspace is declared at the kernel's top level")
+            fail(op, f"{where(op)}: a workspace is declared at the kernel's top level")
         if isinstance(op, AllocQueueOp | AllocBufOp) and op.parent is not top:
-            _fail(
+            fail(
                 op,
                 f"{where(op)}: buffers are allocated once, at the kernel's top level "
                 "(TPipe::InitBuffer in Init)",
@@ -125,7 +136,7 @@ def _check_masks(kernel: KernelOpBase) -> None:
                 continue
             if isinstance(op, VSelectOp) and i == 1:
                 continue
-            _fail(
+            fail(
                 op,
                 f"{where(op)} reads a buffer.vcompare mask: Ascend C's Compare "
                 "writes a bitmask that only Select can read",
@@ -163,7 +174,7 @@ def _check_co2_buffers(kernel: KernelOpBase) -> None:
                 or (op.path == ("ub", "ub") and v is op.source)
             ):
                 continue
-            _fail(
+            fail(
                 op,
                 f"{where(op)} uses a UB buffer an l0c -> ub copy fills: CO1 -> CO2 leaves "
                 "Nz fractals there, which only a ub -> ub copy can read (as rows)",
@@ -177,7 +188,7 @@ def require_types(op: Operation, api_name: str, values: list[SSAValue]) -> None:
     """`values` share one element type, one that the Ascend C API `api_name` accepts."""
     names = {element_name(v) for v in values}
     if len(names) != 1:
-        _fail(
+        fail(
             op,
             f"{where(op)}: {api_name} needs operands of one element type, got "
             f"{', '.join(sorted(names))}",
@@ -185,7 +196,7 @@ def require_types(op: Operation, api_name: str, values: list[SSAValue]) -> None:
     (elt,) = names
     allowed = VECTOR_TYPES.get(api_name)
     if allowed is not None and elt not in allowed:
-        _fail(
+        fail(
             op,
             f"{where(op)}: {api_name} does not take {elt} (it takes "
             f"{', '.join(sorted(allowed))}; ascend.md 2.8)",
@@ -224,15 +235,15 @@ def _check_op(op: Operation, chip: ChipSpec) -> None:
     if isinstance(op, VCastOp):
         src, dst, mode = element_name(op.src), element_name(op.dst), op.round.data
         if mode not in CAST_PAIRS.get((src, dst), ()):
-            _fail(
+            fail(
                 op,
                 f"{where(op)}: Cast from {src} to {dst} with round mode {mode!r} is not an "
                 "Ascend C Cast on A2 (ascend.md 2.8)",
             )
     elif isinstance(op, VCompareOp) and element_name(op.dst) not in ("i1", "i8"):
-        _fail(op, f"{where(op)}: Compare writes its mask into a u8/i8 (or i1) buffer")
+        fail(op, f"{where(op)}: Compare writes its mask into a u8/i8 (or i1) buffer")
     elif op.name == "buffer.vselect" and chip.arch == 1001:
-        _fail(
+        fail(
             op,
             f"{where(op)}: {chip.name} has only Select mode VSEL_CMPMASK_SPR "
             "(ascend.md 2.8); tensor-tensor Select needs A2",
@@ -242,7 +253,7 @@ def _check_op(op: Operation, chip: ChipSpec) -> None:
     elif isinstance(op, MmadOp):
         ta, tb, tc = element_name(op.a), element_name(op.b), element_name(op.c)
         if (ta, tb, tc) not in MMAD_TYPES:
-            _fail(
+            fail(
                 op,
                 f"{where(op)}: Mmad of {ta} x {tb} -> {tc} is not a cube type pair on A2 "
                 "(half/bf16/float -> float, int8 -> int32; ascend.md 2.10)",
@@ -254,7 +265,7 @@ def _check_copy(op: CopyOp) -> None:
     afc prints (ascend.md 2.10; asc-devkit Load2D.md, LoadDataWithTranspose.md)."""
     elt = element_name(op.dest)
     if op.path == ("l0c", "ub") and element_name(op.source) != "f32":
-        _fail(op, f"{where(op)}: afc prints CO1 -> CO2 of the f32 accumulator only")
+        fail(op, f"{where(op)}: afc prints CO1 -> CO2 of the f32 accumulator only")
     if op.path not in (("l1", "l0a"), ("l1", "l0b")):
         return
     to_b = op.path == ("l1", "l0b")
@@ -262,7 +273,7 @@ def _check_copy(op: CopyOp) -> None:
     if to_b == (op.transpose is not None):
         return
     if elt not in ("f16", "bf16", "f32"):
-        _fail(
+        fail(
             op,
             f"{where(op)}: this load transposes each fractal, which afc prints for "
             "half, bfloat16_t and float only (asc-devkit Load2D.md, LoadDataWithTranspose.md)",

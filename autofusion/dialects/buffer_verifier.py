@@ -17,6 +17,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion.diagnostics import UserError
 from autofusion.dialects.ascendc_rules import verify_ascendc_rules
+from autofusion.dialects.fractal_rules import verify_fractal_rules
+from autofusion.dialects.host_rules import verify_host_code
 from autofusion.dialects.mmad_rules import verify_mmads
 from autofusion.dialects.target import TARGET_KEY, TargetAttr
 
@@ -108,6 +110,8 @@ def verify_kernel(kernel: KernelOpBase) -> None:
     verify_cores(kernel, name, chip.mode == "split")
     verify_mmads(kernel, name)
     verify_ascendc_rules(kernel, name, chip)
+    verify_fractal_rules(kernel, chip)
+    verify_host_code(kernel)
 
 
 def _verify_module_target(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
