@@ -37,6 +37,7 @@ from autofusion.codegen.cpp_scalar import (
 from autofusion.codegen.kernel_interface import op_type_of, tiling_field_names, workspace_fields
 from autofusion.dialects import buffer
 from autofusion.dialects.host_rules import find_launch, find_tiling_func, host_slice
+from autofusion.hardware import get_chip
 
 # TilingContext::SetScheduleMode's batch mode: the launch starts only when every block
 # has a core (SyncAll.md asks for it in kernels that call SyncAll)
@@ -252,6 +253,10 @@ class HostPrinter:
                     f"workspaceSizes[0] = platform.{self.api.lib_workspace_size}() + "
                     f"static_cast<size_t>({' + '.join(parts)});"
                 )
+            elif self.api.forced_mix(get_chip(self.kernel.chip.data), self.kernel.core_type.data):
+                # a pure vector kernel run as a MIX type needs a workspace of more than 0
+                # bytes (asc-devkit 设置Kernel类型.md, 约束说明: "比如16、32等")
+                w.line(f"workspaceSizes[0] = {self.api.forced_mix_workspace};")
             else:
                 w.line("workspaceSizes[0] = 0;")
             w.line(f"return {self.api.graph_success};")
