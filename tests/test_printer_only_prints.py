@@ -29,10 +29,6 @@ PRINTING_LIMITATIONS: dict[tuple[str, str], tuple[int, str]] = {
         1,
         "buffer.im2col is real IR (the interpreter runs it) with no LoadData3DV2 form",
     ),
-    ("ascendc.py", "KernelPrinter._classify"): (
-        1,
-        "what can run in Init is what ScalarPrinter prints as a pure expression",
-    ),
     ("ascendc.py", "KernelPrinter._ctype"): (
         1,
         "the API table's C++ types; the dialect has more (i16 atomic adds on 310P)",

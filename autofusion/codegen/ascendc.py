@@ -63,7 +63,12 @@ from autofusion.codegen.kernel_interface import (
 )
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
-from autofusion.dialects.ascendc_rules import co2_buffers, layout_key, view_offset
+from autofusion.dialects.ascendc_rules import (
+    co2_buffers,
+    kernel_expression_ops,
+    layout_key,
+    view_offset,
+)
 from autofusion.dialects.ascendc_rules import where as _where
 from autofusion.dialects.buffer_verifier import runs_split
 from autofusion.dialects.fractal_rules import FractalLayouts
@@ -114,13 +119,7 @@ class _Stage:
 class KernelPrinter(ScalarPrinter):
     """Prints one buffer.kernel as an Ascend C kernel source file."""
 
-    INLINE_OPS: ClassVar[tuple[type[Operation], ...]] = (
-        *ScalarPrinter.INLINE_OPS,
-        buffer.ViewOp,
-        buffer.BlockIdxOp,
-        buffer.BlockNumOp,
-        buffer.SubBlockIdxOp,
-    )
+    INLINE_OPS: ClassVar[tuple[type[Operation], ...]] = kernel_expression_ops()
 
     def __init__(
         self,
@@ -230,12 +229,8 @@ class KernelPrinter(ScalarPrinter):
                 owner = v.owner
                 if not isinstance(owner, Operation) or owner in init:
                     continue
-                if not (self.is_pure_expression(owner) or isinstance(owner, arith.ConstantOp)):
-                    raise UserError(
-                        f"{_where(owner)}: a buffer size depends on it, but only index "
-                        "arithmetic can run in Init",
-                        owner,
-                    )
+                pure = self.is_pure_expression(owner) or isinstance(owner, arith.ConstantOp)
+                assert pure, "ascendc_rules._check_init"
                 init.add(owner)
                 work.append(owner)
         self.init_ops = init

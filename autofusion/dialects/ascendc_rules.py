@@ -78,9 +78,19 @@ def fail(op: Operation, message: str) -> NoReturn:
     raise LocatedVerifyError(message, op_location(op))
 
 
+def kernel_expression_ops() -> tuple[type[Operation], ...]:
+    """The ops the kernel printer prints as pure C++ expressions: ScalarPrinter's index
+    and float arithmetic, views and the core indices."""
+    from autofusion.codegen.cpp_scalar import ScalarPrinter
+    from autofusion.dialects.buffer_ops import BlockIdxOp, BlockNumOp, SubBlockIdxOp, ViewOp
+
+    return (*ScalarPrinter.INLINE_OPS, ViewOp, BlockIdxOp, BlockNumOp, SubBlockIdxOp)
+
+
 def verify_ascendc_rules(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
     """Every rule below, on every op of `kernel`."""
     _check_placement(kernel, name, chip)
+    _check_init(kernel)
     _check_masks(kernel)
     _check_co2_buffers(kernel)
     for op in kernel.walk():
@@ -118,6 +128,36 @@ def _check_placement(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
                 f"{where(op)}: buffers are allocated once, at the kernel's top level "
                 "(TPipe::InitBuffer in Init)",
             )
+
+
+def _check_init(kernel: KernelOpBase) -> None:
+    """The allocations run in Init (TPipe::InitBuffer), so the sizes they take are
+    computed there: from tiling scalars and constants by pure expressions."""
+    from xdsl.dialects import arith
+
+    from autofusion.dialects.buffer_ops import AllocBufOp, AllocQueueOp
+
+    pure = kernel_expression_ops()
+    work: list[Operation] = [
+        op for op in kernel.body.block.ops if isinstance(op, AllocQueueOp | AllocBufOp)
+    ]
+    seen: set[Operation] = set(work)
+    while work:
+        for v in work.pop().operands:
+            owner = v.owner
+            if not isinstance(owner, Operation) or owner in seen:
+                continue
+            if not (
+                (isinstance(owner, pure) and len(owner.results) == 1)
+                or isinstance(owner, arith.ConstantOp)
+            ):
+                fail(
+                    owner,
+                    f"{where(owner)}: a buffer size depends on it, but only index arithmetic "
+                    "can run in Init",
+                )
+            seen.add(owner)
+            work.append(owner)
 
 
 def _check_masks(kernel: KernelOpBase) -> None:
