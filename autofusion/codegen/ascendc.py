@@ -65,6 +65,7 @@ from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.dialects.ascendc_rules import (
     co2_buffers,
+    init_ops,
     kernel_expression_ops,
     layout_key,
     view_offset,
@@ -221,18 +222,7 @@ class KernelPrinter(ScalarPrinter):
         """Split the entry block into Init (allocations and what their sizes need) and
         Process; make the values both use class members."""
         entry = self.kernel.body.block
-        allocs = [op for op in entry.ops if isinstance(op, buffer.AllocQueueOp | buffer.AllocBufOp)]
-        init: set[Operation] = set(allocs)
-        work: list[Operation] = list(allocs)
-        while work:
-            for v in work.pop().operands:
-                owner = v.owner
-                if not isinstance(owner, Operation) or owner in init:
-                    continue
-                pure = self.is_pure_expression(owner) or isinstance(owner, arith.ConstantOp)
-                assert pure, "ascendc_rules._check_init"
-                init.add(owner)
-                work.append(owner)
+        init = init_ops(self.kernel)  # the verifier checked that Init can run them
         self.init_ops = init
 
         names = dict(zip(self.kernel.tiling_args, self.fields))

@@ -90,7 +90,7 @@ def kernel_expression_ops() -> tuple[type[Operation], ...]:
 def verify_ascendc_rules(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
     """Every rule below, on every op of `kernel`."""
     _check_placement(kernel, name, chip)
-    _check_init(kernel)
+    init_ops(kernel)
     _check_masks(kernel)
     _check_co2_buffers(kernel)
     for op in kernel.walk():
@@ -130,9 +130,9 @@ def _check_placement(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
             )
 
 
-def _check_init(kernel: KernelOpBase) -> None:
-    """The allocations run in Init (TPipe::InitBuffer), so the sizes they take are
-    computed there: from tiling scalars and constants by pure expressions."""
+def init_ops(kernel: KernelOpBase) -> set[Operation]:
+    """What Init runs: the allocations (TPipe::InitBuffer) and the ops that compute the
+    sizes they take, which must be pure expressions of tiling scalars and constants."""
     from xdsl.dialects import arith
 
     from autofusion.dialects.buffer_ops import AllocBufOp, AllocQueueOp
@@ -141,11 +141,11 @@ def _check_init(kernel: KernelOpBase) -> None:
     work: list[Operation] = [
         op for op in kernel.body.block.ops if isinstance(op, AllocQueueOp | AllocBufOp)
     ]
-    seen: set[Operation] = set(work)
+    init: set[Operation] = set(work)
     while work:
         for v in work.pop().operands:
             owner = v.owner
-            if not isinstance(owner, Operation) or owner in seen:
+            if not isinstance(owner, Operation) or owner in init:
                 continue
             if not (
                 (isinstance(owner, pure) and len(owner.results) == 1)
@@ -156,8 +156,9 @@ def _check_init(kernel: KernelOpBase) -> None:
                     f"{where(owner)}: a buffer size depends on it, but only index arithmetic "
                     "can run in Init",
                 )
-            seen.add(owner)
+            init.add(owner)
             work.append(owner)
+    return init
 
 
 def _check_masks(kernel: KernelOpBase) -> None:
