@@ -73,25 +73,32 @@ class Divisibility:
             for op in module.ops
             if isinstance(op, func.FuncOp) and op.body.blocks
         }
-        self._kernel_args: dict[SSAValue, Fact] = {}
+        self._only = only
+        self._args: dict[SSAValue, Fact] | None = None
         # facts of the module's top-level host values, shared by every launch
         self._top_memo: dict[SSAValue | Operation, Any] = {}
-        kernels = {
-            op.sym_name.data: op
-            for op in module.ops
-            if isinstance(op, KernelOpBase) and only in (None, op)
-        }
-        for launch in module.walk():
-            if not isinstance(launch, LaunchOp):
-                continue
-            kernel = kernels.get(launch.kernel.root_reference.data)
-            if kernel is None:
-                continue
-            for arg, value in zip(kernel.tiling_args, launch.tiling):
-                fact = self._host(value, {})
-                self._kernel_args[arg] = (
-                    _join(self._kernel_args[arg], fact) if arg in self._kernel_args else fact
-                )
+
+    @property
+    def _kernel_args(self) -> dict[SSAValue, Fact]:
+        """The facts of the kernels' tiling arguments, from their launches (derived on
+        the first query: a kernel whose rules ask nothing costs no walk)."""
+        if self._args is None:
+            self._args = {}
+            kernels = {
+                op.sym_name.data: op
+                for op in self.module.ops
+                if isinstance(op, KernelOpBase) and self._only in (None, op)
+            }
+            for launch in self.module.walk():
+                if not isinstance(launch, LaunchOp):
+                    continue
+                kernel = kernels.get(launch.kernel.root_reference.data)
+                if kernel is None:
+                    continue
+                for arg, value in zip(kernel.tiling_args, launch.tiling):
+                    fact = self._host(value, {})
+                    self._args[arg] = _join(self._args[arg], fact) if arg in self._args else fact
+        return self._args
 
     @classmethod
     def of_kernel(cls, kernel: KernelOpBase) -> Divisibility:
