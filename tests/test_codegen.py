@@ -918,11 +918,6 @@ BAD_OPS = {
 }
 
 
-# what only the printer rejects (ascendc_rules.py has the rest): the row length's alignment
-# is a fact of the printer's Divisibility analysis
-PRINTER_LIMITS = {"bf16 UB copy of 14 bytes"}
-
-
 @pytest.mark.parametrize("case", sorted(BAD_OPS))
 def test_inexpressible_ops_are_one_line_errors(case: str) -> None:
     op, message = BAD_OPS[case]
@@ -939,13 +934,8 @@ buffer.kernel @k() attributes {{chip = "Ascend910B1", template = "test", core_ty
   {op}
   buffer.return
 }}"""
-    if case in PRINTER_LIMITS:
-        module = parse_module(default_context(), text, "bad.mlir")
-        with pytest.raises(UserError, match=message) as printed:
-            emit_ascendc(module)
-        assert "\n" not in str(printed.value)
-        return
-    # a rule of the buffer verifier (ascendc_rules.py): parsing rejects it, at the op
+    # a rule of the buffer verifier (ascendc_rules.py, fractal_rules.py): parsing rejects
+    # it, at the op
     with pytest.raises(LocatedVerifyError, match=message) as verified:
         parse_module(default_context(), text, "bad.mlir")
     location = verified.value.location
@@ -1332,7 +1322,7 @@ def test_half_and_bfloat16_round_to_nearest_even(misuse_program: Path, tmp_path:
 def test_divisibility_of_deep_shared_host_expressions_is_linear() -> None:
     """Tiling functions share subexpressions: x_{i+1} = x_i + x_i for 200 levels must not
     be walked 2**200 times (it was, before facts were memoized per scope)."""
-    from autofusion.codegen.ascendc_analysis import Divisibility
+    from autofusion.dialects.tiling_facts import Divisibility
 
     levels = 200
     body = ["%c8 = arith.constant 8 : index", "%x0 = arith.addi %c8, %c8 : index"]

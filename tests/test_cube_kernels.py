@@ -773,7 +773,8 @@ def test_im2col_builds_the_implicit_gemm_matrix(dest: str) -> None:
         body += "  buffer.mmad %acc, %e, %l0, %R, %Cc, %n, %false : memref<?xf32, #buffer.space<l0c>>, memref<?xf32, #buffer.space<l0a>>, memref<?xf32, #buffer.space<l0b>>\n"
     else:
         body += "  buffer.mmad %acc, %l0, %e, %R, %Cc, %n, %false : memref<?xf32, #buffer.space<l0c>>, memref<?xf32, #buffer.space<l0a>>, memref<?xf32, #buffer.space<l0b>>\n"
-    body += "  buffer.copy %acc to %out blocks %c1 x %km strides %c0, %c0 : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>"
+    # Fixpipe reads L0C with the mmad's n as its row stride (fractal_rules.py)
+    body += "  buffer.copy %acc to %out blocks %R x %Cc strides %Cc, %Cc : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>"
     got = run_kernel(body, f"{c * h * w}xf32", f"{k * m}xf32", x).reshape(rows, cols)
     fmap = np.pad(x.reshape(c, h, w), ((0, 0), (1, 1), (1, 1)))
     want = np.zeros((k, m), np.float32)
@@ -838,18 +839,20 @@ def test_transposed_load_and_fixpipe_bf16_cast() -> None:
   %c3 = arith.constant 3 : index
   %c5 = arith.constant 5 : index
   %c15 = arith.constant 15 : index
+  %c8 = arith.constant 8 : index
   %nb = arith.constant 64 : index
-  %l1 = buffer.alloc_buf "b1" %nb max_bytes 64 -> memref<?xf32, #buffer.space<l1>>
+  %nb1 = arith.constant 128 : index
+  %l1 = buffer.alloc_buf "b1" %nb1 max_bytes 128 -> memref<?xf32, #buffer.space<l1>>
   %b = buffer.alloc_buf "b2" %nb max_bytes 512 -> memref<?xf32, #buffer.space<l0b>>
   %a = buffer.alloc_buf "a2" %nb max_bytes 512 -> memref<?xf32, #buffer.space<l0a>>
   %acc = buffer.alloc_buf "co1" %nb max_bytes 64 -> memref<?xf32, #buffer.space<l0c>>
   %one = arith.constant 1.0 : f32
   buffer.set_value %a[%c0], %one : memref<?xf32, #buffer.space<l0a>>, f32
-  buffer.copy %in to %l1 blocks %c1 x %c15 strides %c0, %c0 : memref<?xf32, #buffer.space<gm>> to memref<?xf32, #buffer.space<l1>>
-  buffer.copy %l1 to %b blocks %c3 x %c5 strides %c5, %c3 transpose true : memref<?xf32, #buffer.space<l1>> to memref<?xf32, #buffer.space<l0b>>
+  buffer.copy %in to %l1 blocks %c3 x %c5 strides %c5, %c8 : memref<?xf32, #buffer.space<gm>> to memref<?xf32, #buffer.space<l1>>
+  buffer.copy %l1 to %b blocks %c3 x %c5 strides %c8, %c3 transpose true : memref<?xf32, #buffer.space<l1>> to memref<?xf32, #buffer.space<l0b>>
   %false = arith.constant false
   buffer.mmad %acc, %a, %b, %c1, %c15, %c1, %false : memref<?xf32, #buffer.space<l0c>>, memref<?xf32, #buffer.space<l0a>>, memref<?xf32, #buffer.space<l0b>>
-  buffer.copy %acc to %out blocks %c1 x %c15 strides %c0, %c0 : memref<?xf32, #buffer.space<l0c>> to memref<?xbf16, #buffer.space<gm>>"""
+  buffer.copy %acc to %out blocks %c1 x %c15 strides %c15, %c15 : memref<?xf32, #buffer.space<l0c>> to memref<?xbf16, #buffer.space<gm>>"""
     got = run_kernel(body, "15xf32", "15xbf16", x, types=("f32", "bf16"))
     want = dtypes.to_storage(x.reshape(3, 5).T.reshape(-1), dtypes.ELEMENT_TYPES["bf16"])
     np.testing.assert_array_equal(got, want)

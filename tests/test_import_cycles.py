@@ -27,15 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("autofusion", "frontends")
 
 REMAINING: list[frozenset[str]] = [
-    # the buffer dialect's ops and its whole-kernel verifier (with the Mmad and Ascend C rules)
-    frozenset(
-        {
-            "autofusion.dialects.ascendc_rules",
-            "autofusion.dialects.buffer",
-            "autofusion.dialects.buffer_verifier",
-            "autofusion.dialects.mmad_rules",
-        }
-    ),
     # the template registry (template.templates, plan_group, carry_out) and the templates
     frozenset(
         {

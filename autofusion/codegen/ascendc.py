@@ -37,7 +37,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from autofusion import dtypes
-from autofusion.codegen.ascendc_analysis import Divisibility, plan_syncs, root_of, view_offset
+from autofusion.codegen.ascendc_analysis import plan_syncs, root_of
 from autofusion.codegen.ascendc_api import API_TABLES, CANN8, CAST_PAIRS, VECTOR_TYPES, AscendCApi
 from autofusion.codegen.ascendc_host import HostPrinter
 from autofusion.codegen.cann_project import emit_op_host
@@ -63,11 +63,18 @@ from autofusion.codegen.kernel_interface import (
 )
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
-from autofusion.dialects.ascendc_rules import co2_buffers, layout_key
+from autofusion.dialects.ascendc_rules import (
+    co2_buffers,
+    init_ops,
+    kernel_expression_ops,
+    layout_key,
+    view_offset,
+)
 from autofusion.dialects.ascendc_rules import where as _where
 from autofusion.dialects.buffer_verifier import runs_split
-from autofusion.dialects.mmad_rules import constant
+from autofusion.dialects.fractal_rules import FractalLayouts
 from autofusion.dialects.target import resolve_target
+from autofusion.dialects.tiling_facts import Divisibility
 from autofusion.hardware import ChipSpec
 from autofusion.mlir_io import verify_located
 
@@ -94,17 +101,6 @@ def _paren(text: str) -> str:
     return text if text.isdigit() else f"({text})"
 
 
-def _nz_rows(m: SSAValue) -> SSAValue:
-    """The rows whose Nz layout an Mmad of `m` rows leaves in L0C: a padded m,
-    max(rows, c) with c <= 16, has the fractal rows of `rows` (mmad_rules.py)."""
-    owner = m.owner
-    if isinstance(owner, arith.MaxSIOp | arith.MaxUIOp):
-        for pad, rows in ((owner.lhs, owner.rhs), (owner.rhs, owner.lhs)):
-            if 1 <= (constant(pad) or 0) <= 16:
-                return rows
-    return m
-
-
 def l2_bypass_inputs(kernel: buffer.KernelOp) -> list[int]:
     """The GM inputs whose GlobalTensor reads bypass L2 (the kernel's `l2_bypass`)."""
     attr = kernel.attributes.get(buffer.L2_BYPASS_ATTR)
@@ -124,13 +120,7 @@ class _Stage:
 class KernelPrinter(ScalarPrinter):
     """Prints one buffer.kernel as an Ascend C kernel source file."""
 
-    INLINE_OPS: ClassVar[tuple[type[Operation], ...]] = (
-        *ScalarPrinter.INLINE_OPS,
-        buffer.ViewOp,
-        buffer.BlockIdxOp,
-        buffer.BlockNumOp,
-        buffer.SubBlockIdxOp,
-    )
+    INLINE_OPS: ClassVar[tuple[type[Operation], ...]] = kernel_expression_ops()
 
     def __init__(
         self,
@@ -160,11 +150,8 @@ class KernelPrinter(ScalarPrinter):
         self.members: list[str] = []
         self.init_ops: set[Operation] = set()
         self.stages: dict[buffer.StageOp, _Stage] = {}
-        # L1/L0C buffer (or queue) -> (rows, row stride) of the fractal matrix it holds
-        self.nz: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
-        # UB buffer (or queue) a CO1 -> CO2 copy filled -> (rows, columns) of the Nz
-        # fractals it holds there (coupled chips)
-        self.nz_ub: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
+        # what each L1/L0C (and CO2) buffer holds as fractals, as the printing goes
+        self.layouts = FractalLayouts(kernel, facts)
         self.co2_keys: set[SSAValue] = set()
         self.workspaces: list[buffer.WorkspaceOp] = []
         self.stage_order: list[buffer.StageOp] = []
@@ -177,7 +164,6 @@ class KernelPrinter(ScalarPrinter):
         self._classify()
         self.decide_inlining(ops_in(self.kernel))
         self._plan_stages()
-        self._record_layouts()
         init = self._method_text(self._emit_init)
         process = self._method_text(self._emit_process)
         stages = [self._method_text(partial(self._emit_stage, s)) for s in self.stage_order]
@@ -230,40 +216,13 @@ class KernelPrinter(ScalarPrinter):
         self.w = saved
         return lines
 
-    def _record_layouts(self) -> None:
-        """The fractal layouts the copies and mmads write, before printing: Process is
-        printed before the stages, and may read an L0C result a Cube stage computes
-        (the printing records them again, in order, for buffers filled more than once)."""
-        for op in self.kernel.walk():
-            if isinstance(op, buffer.MmadOp):
-                self.nz[layout_key(root_of(op.c))] = (_nz_rows(op.m), op.n)
-            elif isinstance(op, buffer.CopyOp) and op.path in (("gm", "l1"), ("ub", "l1")):
-                self.nz[layout_key(root_of(op.dest))] = (op.blocks, op.dst_stride)
-            elif isinstance(op, buffer.CopyOp) and op.path == ("l0c", "ub"):
-                self.nz_ub[layout_key(root_of(op.dest))] = (op.blocks, op.length)
-
     # ---- what goes where -------------------------------------------------------------------
 
     def _classify(self) -> None:
         """Split the entry block into Init (allocations and what their sizes need) and
         Process; make the values both use class members."""
         entry = self.kernel.body.block
-        allocs = [op for op in entry.ops if isinstance(op, buffer.AllocQueueOp | buffer.AllocBufOp)]
-        init: set[Operation] = set(allocs)
-        work: list[Operation] = list(allocs)
-        while work:
-            for v in work.pop().operands:
-                owner = v.owner
-                if not isinstance(owner, Operation) or owner in init:
-                    continue
-                if not (self.is_pure_expression(owner) or isinstance(owner, arith.ConstantOp)):
-                    raise UserError(
-                        f"{_where(owner)}: a buffer size depends on it, but only index "
-                        "arithmetic can run in Init",
-                        owner,
-                    )
-                init.add(owner)
-                work.append(owner)
+        init = init_ops(self.kernel)  # the verifier checked that Init can run them
         self.init_ops = init
 
         names = dict(zip(self.kernel.tiling_args, self.fields))
@@ -865,14 +824,8 @@ class KernelPrinter(ScalarPrinter):
             else:
                 self._copy_params(op, w)
             return
-        elt = _type_name(_element(op.dest))
         muls = self.api.vector_scalar["muls"]
-        if elt not in VECTOR_TYPES[muls]:
-            raise UserError(
-                f"{_where(op)}: a UB copy of {elt} that is not a 32-byte multiple has no "
-                "Ascend C form (DataCopy truncates, Muls does not take the type)",
-                op,
-            )
+        assert _type_name(_element(op.dest)) in VECTOR_TYPES[muls], "fractal_rules.ub_to_ub"
         unit = (
             float_literal(1.0, _element(op.dest)).text
             if dtypes.is_float(_element(op.dest))
@@ -887,13 +840,7 @@ class KernelPrinter(ScalarPrinter):
 
     def _whole(self, op: Operation, value: SSAValue, what: str) -> SSAValue:
         """The buffer `value` is, which must be a whole buffer (no view offset)."""
-        offsets = view_offset(value)
-        if any(self.facts.exact(o) != 0 for o in offsets):
-            raise UserError(
-                f"{_where(op)}: the {what} must be a whole L1/L0 buffer, not a view into one "
-                "(fractal layouts have no element offsets)",
-                op,
-            )
+        assert not self.layouts.at_offset(value), f"fractal_rules: the {what} of {op.name}"
         return root_of(value)
 
     def _visible(self, op: Operation, value: SSAValue, what: str) -> CppExpr:
@@ -932,26 +879,11 @@ class KernelPrinter(ScalarPrinter):
             op = op.parent_op()
         return cast(Operation, op)
 
-    def _layout(self, op: Operation, root: SSAValue, what: str) -> tuple[SSAValue, SSAValue]:
-        """(rows, row stride) of the fractal matrix in `root`, as the IR models it."""
-        key = layout_key(root)
-        if key not in self.nz:
-            raise UserError(
-                f"{_where(op)}: the {what} was not written by a copy or mmad in this kernel, "
-                "so its fractal layout is unknown",
-                op,
-            )
-        return self.nz[key]
-
-    def _same(self, a: SSAValue, b: SSAValue) -> bool:
-        exact = self.facts.exact(a)
-        return a is b or (exact is not None and exact == self.facts.exact(b))
-
     def _copy_nd2nz(self, op: buffer.CopyOp) -> None:
         """GM/UB -> L1: a row-major [blocks x length] block lands as Nz fractals
         (Nd2NzParams, ascend.md 2.10); the IR's row stride in L1 is kept for views."""
         dst = self._whole(op, op.dest, "destination")
-        self.nz[layout_key(dst)] = (op.blocks, op.dst_stride)
+        self.layouts.record(op)
         p = self.namer.fresh("nd2nzParams")
         rows = self.expr(op.blocks)
         self.line(op, f"{self.api.nd2nz_params} {p};")
@@ -975,15 +907,10 @@ class KernelPrinter(ScalarPrinter):
         one strided DataCopy into its Nz fractal column (rows of 32 bytes, the source's
         gap its row stride; the Ascend samples' CopyND2NZ, there from GM)."""
         dst = self._whole(op, op.dest, "destination")
-        self.nz[layout_key(dst)] = (op.blocks, op.dst_stride)
+        self.layouts.record(op)
         w = _width(op.dest)
         c0 = 32 // w
-        if not self._aligned(op.src_stride, w):
-            raise UserError(
-                f"{_where(op)}: the UB row stride is not a multiple of 32 bytes, so its "
-                "C0-column strips have no DataCopy form",
-                op,
-            )
+        assert self._aligned(op.src_stride, w), "fractal_rules: a 32-byte UB row stride"
         rows = self.expr(op.blocks)
         strip = self.namer.fresh("strip")
         exact = self.facts.exact(op.src_stride)
@@ -1021,29 +948,16 @@ class KernelPrinter(ScalarPrinter):
         of the mmad's whole result is one contiguous DataCopy; a chunk of rows (a
         multiple of 16 from a row that is one) is one DataCopy per fractal column."""
         src = root_of(op.source)
-        rows_c, n_c = self._layout(op, src, "L0C source")
-        if not (self._same(op.src_stride, n_c) and self._same(op.length, n_c)):
-            raise UserError(
-                f"{_where(op)}: CO1 -> CO2 moves whole fractals: the copy must take whole rows "
-                "of the mmad's result (length and row stride its n)",
-                op,
-            )
-        offsets = view_offset(op.dest)
-        if any(self.facts.exact(o) != 0 for o in offsets):
-            raise UserError(
-                f"{_where(op)}: CO1 -> CO2 writes a whole UB buffer (its Nz fractals), not a "
-                "view into one",
-                op,
-            )
-        dst = root_of(op.dest)
-        self.nz_ub[layout_key(dst)] = (op.blocks, op.length)
+        rows_c, n_c = self.layouts.layout(op, src, "L0C source")
+        dst = self._whole(op, op.dest, "destination")
+        self.layouts.record(op)
         n1 = self._fractals(op, n_c)
         enhanced = self.namer.fresh("co2Enhanced")
         params = self.namer.fresh("co2Params")
         self.line(op, f"{self.api.copy_enhanced_params} {enhanced};")
         self.line(op, f"{enhanced}.blockMode = {self.api.block_mode_matrix};")
         whole = not any(self.facts.exact(o) != 0 for o in view_offset(op.source))
-        if whole and self._same(op.blocks, rows_c):
+        if whole and self.layouts.same(op.blocks, rows_c):
             m1 = self._fractals(op, rows_c)
             static = m1.isdigit() and n1.isdigit()
             fractals = str(int(m1) * int(n1)) if static else f"{m1} * ({n1})"
@@ -1076,25 +990,8 @@ class KernelPrinter(ScalarPrinter):
         """UB (the Nz fractals a CO1 -> CO2 copy left) -> UB rows: per fractal column one
         strided DataCopy, each row's 16 elements to their place in the destination row
         (blocks of 32 bytes; the destination's row stride a 32-byte multiple)."""
-        key = layout_key(root_of(op.source))
-        assert key in self.nz_ub, "printed only for the co2_keys, each recorded in nz_ub"
-        rows, cols = self.nz_ub[key]
-        if not (self._same(op.blocks, rows) and self._same(op.length, cols)):
-            raise UserError(
-                f"{_where(op)}: reads other rows or columns of the Nz fractals than CO1 -> CO2 "
-                "copied there",
-                op,
-            )
-        if any(self.facts.exact(o) != 0 for o in view_offset(op.source)):
-            raise UserError(f"{_where(op)}: reads the Nz fractals at a view offset", op)
         w = _width(op.dest)
-        if not self._aligned(op.dst_stride, w):
-            raise UserError(
-                f"{_where(op)}: the destination's row stride is not a multiple of 32 bytes, so "
-                "the Nz -> ND reorder has no DataCopy form",
-                op,
-            )
-        src = root_of(op.source)
+        src = self._whole(op, op.source, "source")
         j = self.namer.fresh("j")
         length = self.expr(op.length)
         r16 = _paren(self._fractals(op, op.blocks, rows_of_16=True))
@@ -1130,13 +1027,7 @@ class KernelPrinter(ScalarPrinter):
         `ifTranspose` for half, LoadDataWithTranspose for bf16, LoadData3DV2 (a 1x1
         im2col) for a float B operand; a transposed float A operand is not printed."""
         src_root = root_of(op.source)
-        rows_l1, stride_l1 = self._layout(op, src_root, "L1 source")
-        if not self._same(op.src_stride, stride_l1):
-            raise UserError(
-                f"{_where(op)}: reads L1 with a row stride other than the one it was "
-                "written with, which a fractal layout cannot express",
-                op,
-            )
+        rows_l1, stride_l1 = self.layouts.layout(op, src_root, "L1 source")
         dst = self._whole(op, op.dest, "destination")
         w = _width(op.dest)
         c0 = 32 // w
@@ -1144,20 +1035,6 @@ class KernelPrinter(ScalarPrinter):
         to_b = op.path == ("l1", "l0b")
         transpose = op.transpose is not None
         fractal_transpose = to_b != transpose
-        if not self.facts.multiple_of(stride_l1, c0):
-            raise UserError(
-                f"{_where(op)}: the L1 row stride is not a multiple of {c0} elements (one "
-                "fractal column), so the matrix has no Nz layout there",
-                op,
-            )
-        if view_offset(op.source) and not all(
-            self.facts.multiple_of(o, c0) for o in view_offset(op.source)
-        ):
-            raise UserError(
-                f"{_where(op)}: reads L1 at a view offset that is not a multiple of {c0} "
-                "elements; fractal reads start at multiples of 16 rows and one fractal column",
-                op,
-            )
         if fractal_transpose and elt == "f32":
             if to_b:
                 self._load_3d_transpose(op, dst, src_root, rows_l1, stride_l1)
@@ -1254,7 +1131,7 @@ class KernelPrinter(ScalarPrinter):
         c = self._whole(op, op.c, "C operand")
         a = self._whole(op, op.a, "A operand")
         b = self._whole(op, op.b, "B operand")
-        self.nz[layout_key(c)] = (_nz_rows(op.m), op.n)
+        self.layouts.record(op)
         p = self.namer.fresh("mmadParams")
         owner = op.accumulate.owner
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
@@ -1288,11 +1165,7 @@ class KernelPrinter(ScalarPrinter):
     def _fixpipe(self, op: buffer.CopyOp) -> None:
         """L0C (Nz of 16x16) -> GM (ND), converting to the GM type and ReLU on the fly."""
         src = self._whole(op, op.source, "source")
-        rows, stride = self._layout(op, src, "L0C source")
-        if not self._same(op.src_stride, stride):
-            raise UserError(
-                f"{_where(op)}: reads L0C with a row stride other than the mmad's n", op
-            )
+        rows, _ = self.layouts.layout(op, src, "L0C source")
         out = _type_name(_element(op.dest))
         p = self.namer.fresh("fixpipeParams")
         self.line(op, f"{self.api.fixpipe_params} {p};")

@@ -294,6 +294,9 @@ class AscendCApi:
     op_def: str = "OpDef"
     op_add: str = "OP_ADD"
     param_required: str = "REQUIRED"
+    # the workspace bytes of a pure kernel run as a MIX type: more than 0 (asc-devkit
+    # 设置Kernel类型.md, 约束说明, suggests 16 or 32)
+    forced_mix_workspace: int = 32
     format_nd: str = "ge::FORMAT_ND"
     infer_shape_context: str = "gert::InferShapeContext"
     infer_data_type_context: str = "gert::InferDataTypeContext"
@@ -315,6 +318,11 @@ class AscendCApi:
         if chip.arch == 2002 and core_type == "aiv":
             return "KERNEL_TYPE_MIX_VECTOR_CORE"
         return "KERNEL_TYPE_AICORE"
+
+    def forced_mix(self, chip: ChipSpec, core_type: str) -> bool:
+        """Whether a pure (vector-only) kernel runs as a MIX kernel type: 310P's
+        MIX_VECTOR_CORE, which needs a workspace (`forced_mix_workspace`)."""
+        return core_type != "mix" and "MIX" in self.kernel_type(chip, core_type)
 
     @staticmethod
     def has_get_tiling_data(chip: ChipSpec) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import ClassVar, cast
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, IntegerType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.codegen.ascendc_api import AscendCApi
@@ -35,45 +35,13 @@ from autofusion.codegen.cpp_scalar import (
     scalar_type,
 )
 from autofusion.codegen.kernel_interface import op_type_of, tiling_field_names, workspace_fields
-from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
+from autofusion.dialects.host_rules import find_launch, find_tiling_func, host_slice
+from autofusion.hardware import get_chip
 
 # TilingContext::SetScheduleMode's batch mode: the launch starts only when every block
 # has a core (SyncAll.md asks for it in kernels that call SyncAll)
 BATCH_MODE = 1
-
-
-def find_launch(module: ModuleOp, kernel: buffer.KernelOp) -> buffer.LaunchOp | None:
-    """The first launch of `kernel` in the module (its host code defines TilingFunc)."""
-    name = kernel.sym_name.data
-    for op in module.walk():
-        if isinstance(op, buffer.LaunchOp) and op.kernel.root_reference.data == name:
-            return op
-    return None
-
-
-def find_tiling_func(
-    module: ModuleOp, kernel: buffer.KernelOp, launch: buffer.LaunchOp | None
-) -> func.FuncOp | None:
-    """The tiling rule: the function whose call computes the launch's block count, else
-    `@<kernel>_tiling`."""
-    funcs = {
-        op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks
-    }
-    if launch is not None and isinstance(launch.blocks.owner, func.CallOp):
-        callee = funcs.get(launch.blocks.owner.callee.root_reference.data)
-        if callee is not None:
-            return callee
-    return funcs.get(f"{kernel.sym_name.data}_tiling")
-
-
-def _int_result(f: func.FuncOp) -> None:
-    for t in (*f.function_type.inputs.data, *f.function_type.outputs.data):
-        if not isinstance(t, IndexType | IntegerType):
-            raise UserError(
-                f"tiling function @{f.sym_name.data} takes or returns {t}; tiling scalars "
-                "are integers"
-            )
 
 
 class _RulePrinter(ScalarPrinter):
@@ -84,35 +52,8 @@ class _RulePrinter(ScalarPrinter):
             for i, v in enumerate(op.arguments):
                 self.w.line(f"results[{i}] = {self.expr(v).text};")
             return
-        if isinstance(op, func.CallOp):
-            raise UserError(
-                f"{op.name} @{op.callee.root_reference.data}: a tiling rule calls no functions"
-            )
+        assert not isinstance(op, func.CallOp), "host_rules: a tiling rule calls no functions"
         super().statement(op)
-
-
-def host_slice(launch: buffer.LaunchOp, roots: list[SSAValue], what: str) -> list[Operation]:
-    """The host ops before `launch` that compute `roots` from tensor dims, in order.
-
-    `what` names the result in errors (e.g. "the tiling of @k")."""
-    needed: set[Operation] = set()
-    work = list(roots)
-    while work:
-        v = work.pop()
-        owner = v.owner
-        if not isinstance(owner, Operation):
-            raise UserError(
-                f"{what} depends on an argument of its host function that is not a tensor dimension"
-            )
-        if owner not in needed:
-            needed.add(owner)
-            if not isinstance(owner, buffer.DimOp):  # a dim reads the context's shape
-                work.extend(owner.operands)
-    ordered = [op for op in cast(Operation, launch.parent_op()).walk() if op in needed]
-    for op in ordered:
-        if op.regions:
-            raise UserError(f"{op.name}: {what} depends on control flow")
-    return ordered
 
 
 class _ContextPrinter(ScalarPrinter):
@@ -146,11 +87,7 @@ class _ContextPrinter(ScalarPrinter):
 
     def render_op(self, op: Operation) -> CppExpr:
         if isinstance(op, buffer.DimOp):
-            if op.source not in self.inputs:
-                raise UserError(
-                    f"{op.name}: the tiling of @{self.launch.kernel.root_reference.data} reads "
-                    "the shape of a tensor the kernel does not take"
-                )
+            assert op.source in self.inputs, "host_rules: a dim of a tensor the kernel takes"
             return CppExpr(
                 self.DIM_TEXT.format(shape=self.inputs[op.source], dim=op.dim.value.data)
             )
@@ -159,11 +96,7 @@ class _ContextPrinter(ScalarPrinter):
     def statement(self, op: Operation) -> None:
         if isinstance(op, func.CallOp):
             callee = op.callee.root_reference.data
-            if self.rule is None or callee != self.rule.sym_name.data:
-                raise UserError(
-                    f"{op.name} @{callee}: the host code before a launch may call only the "
-                    "kernel's tiling rule"
-                )
+            assert self.rule is not None and callee == self.rule.sym_name.data, "host_rules"
             results = self.namer.fresh("tilingResults")
             self.w.line(f"int64_t {results}[{len(op.results)}];")
             args = ", ".join([*(self.expr(v).text for v in op.arguments), results])
@@ -174,11 +107,7 @@ class _ContextPrinter(ScalarPrinter):
         if isinstance(op, buffer.DimOp):
             self.emit_definition(op, self.render_op(op))
             return
-        if not (self.is_pure_expression(op) or isinstance(op, arith.ConstantOp)):
-            raise UserError(
-                f"{op.name}: the tiling of @{self.launch.kernel.root_reference.data} depends "
-                "on it, but a host tiling function computes only with shapes and integers"
-            )
+        assert self.is_pure_expression(op) or isinstance(op, arith.ConstantOp), "host_rules"
         super().statement(op)
 
 
@@ -251,10 +180,7 @@ class HostPrinter:
         return parts
 
     def _rule(self) -> ScalarPrinter:
-        rule = cast(func.FuncOp, self.rule)
-        _int_result(rule)
-        if len(rule.body.blocks) != 1:
-            raise UserError(f"tiling function @{rule.sym_name.data} must be one block")
+        rule = cast(func.FuncOp, self.rule)  # its form is host_rules'
         namer = Namer({"results"})
         printer = _RulePrinter(namer, "inline")
         for arg in rule.body.block.args:
@@ -327,6 +253,10 @@ class HostPrinter:
                     f"workspaceSizes[0] = platform.{self.api.lib_workspace_size}() + "
                     f"static_cast<size_t>({' + '.join(parts)});"
                 )
+            elif self.api.forced_mix(get_chip(self.kernel.chip.data), self.kernel.core_type.data):
+                # a pure vector kernel run as a MIX type needs a workspace of more than 0
+                # bytes (asc-devkit 设置Kernel类型.md, 约束说明: "比如16、32等")
+                w.line(f"workspaceSizes[0] = {self.api.forced_mix_workspace};")
             else:
                 w.line("workspaceSizes[0] = 0;")
             w.line(f"return {self.api.graph_success};")

@@ -24,7 +24,7 @@ from autofusion.codegen.cpp_scalar import describe_location
 from autofusion.diagnostics import LocatedVerifyError, op_location
 
 if TYPE_CHECKING:
-    from autofusion.dialects.buffer import CopyOp, KernelOp
+    from autofusion.dialects.buffer_ops import CopyOp, KernelOpBase
     from autofusion.hardware import ChipSpec
 
 # Mmad's (A, B, C) element types on A2 (ascend.md 2.10)
@@ -46,7 +46,7 @@ def element_name(value: SSAValue) -> str:
 def layout_key(root: SSAValue) -> SSAValue:
     """What a matrix layout belongs to: a queue for its slots (the tensor AllocTensor
     returns and the one DeQue returns are the same buffer), else the buffer."""
-    from autofusion.dialects.buffer import DequeOp, QueueAllocOp
+    from autofusion.dialects.buffer_ops import DequeOp, QueueAllocOp
 
     owner = root.owner
     if isinstance(owner, QueueAllocOp | DequeOp):
@@ -56,34 +56,55 @@ def layout_key(root: SSAValue) -> SSAValue:
 
 def root_of(value: SSAValue) -> SSAValue:
     """The buffer a (chain of) buffer.view(s) points into."""
-    from autofusion.dialects.buffer import ViewOp
+    from autofusion.dialects.buffer_ops import ViewOp
 
     while isinstance(value.owner, ViewOp):
         value = value.owner.base
     return value
 
 
-def _fail(op: Operation, message: str) -> NoReturn:
+def view_offset(value: SSAValue) -> list[SSAValue]:
+    """The offsets (elements) of the views from the root to `value`."""
+    from autofusion.dialects.buffer_ops import ViewOp
+
+    offsets: list[SSAValue] = []
+    while isinstance(value.owner, ViewOp):
+        offsets.append(value.owner.offset)
+        value = value.owner.base
+    return offsets
+
+
+def fail(op: Operation, message: str) -> NoReturn:
     raise LocatedVerifyError(message, op_location(op))
 
 
-def verify_ascendc_rules(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+def kernel_expression_ops() -> tuple[type[Operation], ...]:
+    """The ops the kernel printer prints as pure C++ expressions: ScalarPrinter's index
+    and float arithmetic, views and the core indices."""
+    from autofusion.codegen.cpp_scalar import ScalarPrinter
+    from autofusion.dialects.buffer_ops import BlockIdxOp, BlockNumOp, SubBlockIdxOp, ViewOp
+
+    return (*ScalarPrinter.INLINE_OPS, ViewOp, BlockIdxOp, BlockNumOp, SubBlockIdxOp)
+
+
+def verify_ascendc_rules(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
     """Every rule below, on every op of `kernel`."""
     _check_placement(kernel, name, chip)
+    init_ops(kernel)
     _check_masks(kernel)
     _check_co2_buffers(kernel)
     for op in kernel.walk():
         _check_op(op, chip)
 
 
-def _check_placement(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+def _check_placement(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
     """bf16 only where the chip has it; workspaces and allocations at the kernel's top
     level (TPipe::InitBuffer runs in Init); no host ops inside."""
-    from autofusion.dialects.buffer import (
+    from autofusion.dialects.buffer_ops import (
         AllocBufOp,
         AllocQueueOp,
         DimOp,
-        KernelOp,
+        KernelOpBase,
         LaunchOp,
         WorkspaceOp,
     )
@@ -92,27 +113,58 @@ def _check_placement(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
     for op in kernel.walk():
         if op is kernel:
             continue
-        if isinstance(op, func.ReturnOp | LaunchOp | DimOp | KernelOp):
-            _fail(op, f"{where(op)} cannot appear inside a buffer.kernel")
+        if isinstance(op, func.ReturnOp | LaunchOp | DimOp | KernelOpBase):
+            fail(op, f"{where(op)} cannot appear inside a buffer.kernel")
         if not chip.bf16 and any(
             isinstance(v.type, MemRefType) and element_name(v) == "bf16"
             for v in (*op.operands, *op.results)
         ):
-            _fail(op, f"{name}: {where(op)} uses bf16, which {chip.name} does not have")
+            fail(op, f"{name}: {where(op)} uses bf16, which {chip.name} does not have")
         if isinstance(op, WorkspaceOp) and op.parent is not top:
-            _fail(op, f"{where(op)}: a workspace is declared at the kernel's top level")
+            fail(op, f"{where(op)}: a workspace is declared at the kernel's top level")
         if isinstance(op, AllocQueueOp | AllocBufOp) and op.parent is not top:
-            _fail(
+            fail(
                 op,
                 f"{where(op)}: buffers are allocated once, at the kernel's top level "
                 "(TPipe::InitBuffer in Init)",
             )
 
 
-def _check_masks(kernel: KernelOp) -> None:
+def init_ops(kernel: KernelOpBase) -> set[Operation]:
+    """What Init runs: the allocations (TPipe::InitBuffer) and the ops that compute the
+    sizes they take, which must be pure expressions of tiling scalars and constants."""
+    from xdsl.dialects import arith
+
+    from autofusion.dialects.buffer_ops import AllocBufOp, AllocQueueOp
+
+    pure = kernel_expression_ops()
+    work: list[Operation] = [
+        op for op in kernel.body.block.ops if isinstance(op, AllocQueueOp | AllocBufOp)
+    ]
+    init: set[Operation] = set(work)
+    while work:
+        for v in work.pop().operands:
+            owner = v.owner
+            if not isinstance(owner, Operation) or owner in init:
+                continue
+            if not (
+                (isinstance(owner, pure) and len(owner.results) == 1)
+                or isinstance(owner, arith.ConstantOp)
+            ):
+                fail(
+                    owner,
+                    f"{where(owner)}: a buffer size depends on it, but only index arithmetic "
+                    "can run in Init",
+                )
+            init.add(owner)
+            work.append(owner)
+    return init
+
+
+def _check_masks(kernel: KernelOpBase) -> None:
     """Compare writes a bitmask (ascend.md 2.8): the IR's byte-per-element mask may be
     read only by Select, which reads the same bitmask."""
-    from autofusion.dialects.buffer import VCompareOp, ViewOp, VSelectOp
+    from autofusion.dialects.buffer_ops import VCompareOp, ViewOp, VSelectOp
 
     masks = {root_of(op.dst) for op in kernel.walk() if isinstance(op, VCompareOp)}
     if not masks:
@@ -125,16 +177,16 @@ def _check_masks(kernel: KernelOp) -> None:
                 continue
             if isinstance(op, VSelectOp) and i == 1:
                 continue
-            _fail(
+            fail(
                 op,
                 f"{where(op)} reads a buffer.vcompare mask: Ascend C's Compare "
                 "writes a bitmask that only Select can read",
             )
 
 
-def co2_buffers(kernel: KernelOp) -> set[SSAValue]:
+def co2_buffers(kernel: KernelOpBase) -> set[SSAValue]:
     """The layout keys of the UB buffers an l0c -> ub (CO1 -> CO2) copy fills."""
-    from autofusion.dialects.buffer import CopyOp
+    from autofusion.dialects.buffer_ops import CopyOp
 
     return {
         layout_key(root_of(op.dest))
@@ -143,11 +195,11 @@ def co2_buffers(kernel: KernelOp) -> set[SSAValue]:
     }
 
 
-def _check_co2_buffers(kernel: KernelOp) -> None:
+def _check_co2_buffers(kernel: KernelOpBase) -> None:
     """A UB buffer an l0c -> ub copy writes holds Nz fractals in Ascend C (CO1 -> CO2
     moves whole 16x16 fractals): only a ub -> ub copy may read it (printed as the
     Nz -> ND reorder), and only such copies may write it."""
-    from autofusion.dialects.buffer import CopyOp, EnqueOp, QueueFreeOp, ViewOp
+    from autofusion.dialects.buffer_ops import CopyOp, EnqueOp, QueueFreeOp, ViewOp
 
     keys = co2_buffers(kernel)
     if not keys:
@@ -163,7 +215,7 @@ def _check_co2_buffers(kernel: KernelOp) -> None:
                 or (op.path == ("ub", "ub") and v is op.source)
             ):
                 continue
-            _fail(
+            fail(
                 op,
                 f"{where(op)} uses a UB buffer an l0c -> ub copy fills: CO1 -> CO2 leaves "
                 "Nz fractals there, which only a ub -> ub copy can read (as rows)",
@@ -177,7 +229,7 @@ def require_types(op: Operation, api_name: str, values: list[SSAValue]) -> None:
     """`values` share one element type, one that the Ascend C API `api_name` accepts."""
     names = {element_name(v) for v in values}
     if len(names) != 1:
-        _fail(
+        fail(
             op,
             f"{where(op)}: {api_name} needs operands of one element type, got "
             f"{', '.join(sorted(names))}",
@@ -185,7 +237,7 @@ def require_types(op: Operation, api_name: str, values: list[SSAValue]) -> None:
     (elt,) = names
     allowed = VECTOR_TYPES.get(api_name)
     if allowed is not None and elt not in allowed:
-        _fail(
+        fail(
             op,
             f"{where(op)}: {api_name} does not take {elt} (it takes "
             f"{', '.join(sorted(allowed))}; ascend.md 2.8)",
@@ -215,7 +267,7 @@ TYPED_OPERANDS: dict[str, tuple[Callable[[Operation], str], tuple[str, ...]]] = 
 
 def _check_op(op: Operation, chip: ChipSpec) -> None:
     """The element types the op's Ascend C API takes, and the op's own limits."""
-    from autofusion.dialects.buffer import CopyOp, MmadOp, VCastOp, VCompareOp
+    from autofusion.dialects.buffer_ops import CopyOp, MmadOp, VCastOp, VCompareOp
 
     typed = TYPED_OPERANDS.get(op.name)
     if typed is not None:
@@ -224,15 +276,15 @@ def _check_op(op: Operation, chip: ChipSpec) -> None:
     if isinstance(op, VCastOp):
         src, dst, mode = element_name(op.src), element_name(op.dst), op.round.data
         if mode not in CAST_PAIRS.get((src, dst), ()):
-            _fail(
+            fail(
                 op,
                 f"{where(op)}: Cast from {src} to {dst} with round mode {mode!r} is not an "
                 "Ascend C Cast on A2 (ascend.md 2.8)",
             )
     elif isinstance(op, VCompareOp) and element_name(op.dst) not in ("i1", "i8"):
-        _fail(op, f"{where(op)}: Compare writes its mask into a u8/i8 (or i1) buffer")
+        fail(op, f"{where(op)}: Compare writes its mask into a u8/i8 (or i1) buffer")
     elif op.name == "buffer.vselect" and chip.arch == 1001:
-        _fail(
+        fail(
             op,
             f"{where(op)}: {chip.name} has only Select mode VSEL_CMPMASK_SPR "
             "(ascend.md 2.8); tensor-tensor Select needs A2",
@@ -242,7 +294,7 @@ def _check_op(op: Operation, chip: ChipSpec) -> None:
     elif isinstance(op, MmadOp):
         ta, tb, tc = element_name(op.a), element_name(op.b), element_name(op.c)
         if (ta, tb, tc) not in MMAD_TYPES:
-            _fail(
+            fail(
                 op,
                 f"{where(op)}: Mmad of {ta} x {tb} -> {tc} is not a cube type pair on A2 "
                 "(half/bf16/float -> float, int8 -> int32; ascend.md 2.10)",
@@ -254,7 +306,7 @@ def _check_copy(op: CopyOp) -> None:
     afc prints (ascend.md 2.10; asc-devkit Load2D.md, LoadDataWithTranspose.md)."""
     elt = element_name(op.dest)
     if op.path == ("l0c", "ub") and element_name(op.source) != "f32":
-        _fail(op, f"{where(op)}: afc prints CO1 -> CO2 of the f32 accumulator only")
+        fail(op, f"{where(op)}: afc prints CO1 -> CO2 of the f32 accumulator only")
     if op.path not in (("l1", "l0a"), ("l1", "l0b")):
         return
     to_b = op.path == ("l1", "l0b")
@@ -262,7 +314,7 @@ def _check_copy(op: CopyOp) -> None:
     if to_b == (op.transpose is not None):
         return
     if elt not in ("f16", "bf16", "f32"):
-        _fail(
+        fail(
             op,
             f"{where(op)}: this load transposes each fractal, which afc prints for "
             "half, bfloat16_t and float only (asc-devkit Load2D.md, LoadDataWithTranspose.md)",

@@ -17,11 +17,13 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion.diagnostics import UserError
 from autofusion.dialects.ascendc_rules import verify_ascendc_rules
+from autofusion.dialects.fractal_rules import verify_fractal_rules
+from autofusion.dialects.host_rules import verify_host_code
 from autofusion.dialects.mmad_rules import verify_mmads
 from autofusion.dialects.target import TARGET_KEY, TargetAttr
 
 if TYPE_CHECKING:
-    from autofusion.dialects.buffer import KernelOp
+    from autofusion.dialects.buffer_ops import KernelOpBase
     from autofusion.hardware import ChipSpec
 
 # TQue slots per TPosition (hardware event IDs): 8 on A2/A3/310P/310B, 4 on 910 (A1)
@@ -34,9 +36,9 @@ def round_up(n: int, align: int) -> int:
     return -(-n // align) * align
 
 
-def footprint(kernel: KernelOp) -> dict[str, int]:
+def footprint(kernel: KernelOpBase) -> dict[str, int]:
     """Bytes each memory space needs: every queue slot and scratch buffer, aligned."""
-    from autofusion.dialects.buffer import POSITIONS, AllocBufOp, AllocQueueOp
+    from autofusion.dialects.buffer_ops import POSITIONS, AllocBufOp, AllocQueueOp
     from autofusion.hardware import get_chip
 
     chip = get_chip(kernel.chip.data)
@@ -52,8 +54,8 @@ def footprint(kernel: KernelOp) -> dict[str, int]:
     return dict(need)
 
 
-def verify_kernel(kernel: KernelOp) -> None:
-    from autofusion.dialects.buffer import CHIP_DEPENDENT_PATHS, AllocQueueOp, CopyOp, space_of
+def verify_kernel(kernel: KernelOpBase) -> None:
+    from autofusion.dialects.buffer_ops import CHIP_DEPENDENT_PATHS, AllocQueueOp, CopyOp, space_of
     from autofusion.hardware import get_chip
 
     name = f"kernel @{kernel.sym_name.data}"
@@ -100,7 +102,7 @@ def verify_kernel(kernel: KernelOp) -> None:
                 f"{slots_per_position} per position"
             )
     _verify_atomics_and_syncs(kernel, name, chip)
-    from autofusion.dialects.buffer import MAX_BUFFERS_PER_PIPE, AllocBufOp
+    from autofusion.dialects.buffer_ops import MAX_BUFFERS_PER_PIPE, AllocBufOp
 
     total = sum(slots.values()) + sum(1 for op in kernel.walk() if isinstance(op, AllocBufOp))
     if total > MAX_BUFFERS_PER_PIPE:
@@ -108,9 +110,11 @@ def verify_kernel(kernel: KernelOp) -> None:
     verify_cores(kernel, name, chip.mode == "split")
     verify_mmads(kernel, name)
     verify_ascendc_rules(kernel, name, chip)
+    verify_fractal_rules(kernel, chip)
+    verify_host_code(kernel)
 
 
-def _verify_module_target(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+def _verify_module_target(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
     """A kernel is for its module's target chip (the one the module was lowered for)."""
     module = kernel.parent_op()
     while module is not None and not isinstance(module, ModuleOp):
@@ -122,9 +126,9 @@ def _verify_module_target(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
         )
 
 
-def _verify_l2_bypass(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+def _verify_l2_bypass(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
     """`l2_bypass`: ascending GM input indices, on a chip with the L2 cache hint."""
-    from autofusion.dialects.buffer import L2_BYPASS_ATTR
+    from autofusion.dialects.buffer_ops import L2_BYPASS_ATTR
 
     attr = kernel.attributes.get(L2_BYPASS_ATTR)
     if attr is None:
@@ -145,10 +149,10 @@ def _verify_l2_bypass(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
         )
 
 
-def _verify_atomics_and_syncs(kernel: KernelOp, name: str, chip: ChipSpec) -> None:
+def _verify_atomics_and_syncs(kernel: KernelOpBase, name: str, chip: ChipSpec) -> None:
     """Atomic-add copies only on the paths and types the chip adds (ATOMIC_ADD_BY_ARCH);
     buffer.sync_all only in mix kernels on split chips (the hard SyncAll<false>)."""
-    from autofusion.dialects.buffer import (
+    from autofusion.dialects.buffer_ops import (
         ATOMIC_ADD_BY_ARCH,
         ATOMIC_ADD_TYPES,
         ATOMIC_PATHS,
@@ -177,7 +181,7 @@ def _verify_atomics_and_syncs(kernel: KernelOp, name: str, chip: ChipSpec) -> No
             )
 
 
-def runs_split(kernel: KernelOp) -> bool:
+def runs_split(kernel: KernelOpBase) -> bool:
     """Whether the kernel runs on an AIC and its AIVs (a mix kernel on a split chip)."""
     from autofusion.hardware import get_chip
 
@@ -188,7 +192,7 @@ def owner_core(op: Operation) -> str | None:
     """The core whose on-chip buffers `op` touches in a split mix kernel: "aic" for
     L1/L0, "aiv" for UB, None for ops on GM and scalars only (views, allocations and
     workspaces are bookkeeping every core does)."""
-    from autofusion.dialects.buffer import (
+    from autofusion.dialects.buffer_ops import (
         POSITIONS,
         AllocBufOp,
         AllocQueueOp,
@@ -216,11 +220,11 @@ def owner_core(op: Operation) -> str | None:
     return None
 
 
-def verify_cores(kernel: KernelOp, name: str, split: bool) -> None:
+def verify_cores(kernel: KernelOpBase, name: str, split: bool) -> None:
     """A mix kernel on a split chip states where each op runs: ops on on-chip buffers sit
     in a stage of the core that owns the buffers, and only such kernels have sub-blocks
     and cross-core flags."""
-    from autofusion.dialects.buffer import CrossCoreOp, StageOp, SubBlockIdxOp
+    from autofusion.dialects.buffer_ops import CrossCoreOp, StageOp, SubBlockIdxOp
 
     mix_split = split and kernel.core_type.data == "mix"
     for op in kernel.walk():

@@ -29,7 +29,7 @@ from xdsl.utils.exceptions import VerifyException
 from autofusion import dtypes
 
 if TYPE_CHECKING:
-    from autofusion.dialects.buffer import KernelOp, MmadOp
+    from autofusion.dialects.buffer_ops import KernelOpBase, MmadOp
 
 # one fractal row of L0A is 32 bytes (C0 elements; ascend.md 1.5)
 FRACTAL_ROW_BYTES = 32
@@ -95,7 +95,7 @@ def _invariant(v: SSAValue, loop: Operation) -> bool:
 
 
 def _tile_root(v: SSAValue) -> SSAValue:
-    from autofusion.dialects.buffer import ViewOp
+    from autofusion.dialects.buffer_ops import ViewOp
 
     while isinstance(v.owner, ViewOp):
         v = v.owner.base
@@ -103,7 +103,7 @@ def _tile_root(v: SSAValue) -> SSAValue:
 
 
 def _contains_mmad(op: Operation) -> bool:
-    from autofusion.dialects.buffer import MmadOp
+    from autofusion.dialects.buffer_ops import MmadOp
 
     return any(isinstance(o, MmadOp) for o in op.walk())
 
@@ -124,7 +124,7 @@ def _check_gemv(mmad: MmadOp, where: str) -> None:
 
 
 def _check_barrier(mmad: MmadOp, where: str) -> None:
-    from autofusion.dialects.buffer import PipeBarrierOp
+    from autofusion.dialects.buffer_ops import PipeBarrierOp
 
     if constant(mmad.accumulate) == 0:
         return
@@ -160,9 +160,9 @@ def _check_barrier(mmad: MmadOp, where: str) -> None:
         loop = loop.parent_op()
 
 
-def verify_mmads(kernel: KernelOp, name: str) -> None:
+def verify_mmads(kernel: KernelOpBase, name: str) -> None:
     """Both rules for every mmad of `kernel` (named `name` in the messages)."""
-    from autofusion.dialects.buffer import MmadOp
+    from autofusion.dialects.buffer_ops import MmadOp
 
     for op in kernel.walk():
         if isinstance(op, MmadOp):

@@ -107,6 +107,7 @@ inline int LaunchForked(const ChipConfig& chip, int64_t blocks, int mixAivs, int
         if (workspace != nullptr) {
             RegisterGm(workspace, workspaceBytes, true);
         }
+        LaunchWorkspaceBytes() = workspaceBytes;
         if (timeoutSeconds > 0) {
             alarm(timeoutSeconds);
         }

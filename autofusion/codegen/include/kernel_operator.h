@@ -964,9 +964,22 @@ inline void GmAccess(const char* api, const void* p, uint64_t bytes, int pipe, b
 
 // ---- pipes: vector clocks over the 7 pipes, checked at every buffer access ----------
 
+// the workspace bytes TilingFunc asked for, at this launch
+inline size_t& LaunchWorkspaceBytes()
+{
+    static size_t bytes = 0;
+    return bytes;
+}
+
 inline void SetKernelType(int type)
 {
     State().kernelType = type;
+    // a pure vector (or cube) kernel forced to a MIX type needs a workspace of more than
+    // 0 bytes (asc-devkit 设置Kernel类型.md, 约束说明)
+    if (type == KERNEL_TYPE_MIX_VECTOR_CORE && LaunchWorkspaceBytes() == 0) {
+        Fail("KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_VECTOR_CORE): the kernel runs as a MIX type, so "
+             "TilingFunc must ask for a workspace of more than 0 bytes (设置Kernel类型.md)");
+    }
     const bool mix = type == KERNEL_TYPE_MIX_AIC_1_2 || type == KERNEL_TYPE_MIX_AIC_1_1;
     if (!Chip().coupled && mix != (State().group != nullptr)) {
         Fail("KERNEL_TASK_TYPE_DEFAULT: the kernel is %s but was launched %s", mix ? "mixed" : "not mixed",

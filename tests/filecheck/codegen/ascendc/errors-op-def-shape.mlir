@@ -2,9 +2,10 @@
 
 // InferShape computes an output's dynamic dims from the input shapes, as the host code
 // before the launch does; a dim that comes from elsewhere (here an index argument of the
-// host function) cannot be inferred, and the op is refused.
+// host function) cannot be inferred, and the verifier refuses the op, at the launch
+// (autofusion/dialects/host_rules.py; plain afc-opt: dialects/buffer/invalid-host.mlir).
 
-// CHECK: afc-opt: error: the output shape of @k depends on an argument of its host function that is not a tensor dimension
+// CHECK: errors-op-def-shape.mlir:13:3: error: the output shape of @k depends on an argument of its host function that is not a tensor dimension
 // CHECK-NOT: Traceback
 
 func.func @main(%x: tensor<64xf32>, %n: index) -> tensor<?xf32> {

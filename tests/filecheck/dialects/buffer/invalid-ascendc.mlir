@@ -267,3 +267,18 @@ buffer.kernel @int8_b() attributes {chip = "Ascend910B1", template = "test", cor
   buffer.copy %l1 to %b2 blocks %c32 x %c32 strides %c32, %c32 : memref<?xi8, #buffer.space<l1>> to memref<?xi8, #buffer.space<l0b>>
   buffer.return
 }
+
+// -----
+
+// Buffers are allocated in Init (TPipe::InitBuffer): the sizes they take are index
+// arithmetic on tiling scalars and constants, not values read from a buffer.
+buffer.kernel @init_size() attributes {chip = "Ascend910B1", template = "test", core_type = "aiv", num_inputs = 0, num_outputs = 0} {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %a = buffer.alloc_buf "veccalc" %c32 max_bytes 32 -> memref<?xi32, #buffer.space<ub>>
+  // expected-error @+1 {{buffer.get_value: a buffer size depends on it, but only index arithmetic can run in Init}}
+  %v = buffer.get_value %a[%c0] : memref<?xi32, #buffer.space<ub>> -> i32
+  %n = arith.index_cast %v : i32 to index
+  %b = buffer.alloc_buf "veccalc" %n max_bytes 32 -> memref<?xi32, #buffer.space<ub>>
+  buffer.return
+}

@@ -67,7 +67,7 @@ func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {
   func.return %y : tensor<?xf32>
 }
 
-// A mix kernel on a split chip: the AIC writes a tile into the workspace and says so;
+// A mix kernel on a split chip: the AIC computes a tile, writes it into the workspace and says so;
 // each AIV waits for it, reads its sub-block's half and frees the slot.
 // CHECK-LABEL: buffer.kernel @handover
 // CHECK:         %sb = buffer.sub_block_idx
@@ -83,9 +83,13 @@ buffer.kernel @handover(%y: memref<?xf32, #buffer.space<gm>>, %bytes: index) att
   %ws = buffer.workspace %bytes : memref<?xf32, #buffer.space<gm>>
   %c = buffer.alloc_buf "co1" %bytes max_bytes 1024 -> memref<?xf32, #buffer.space<l0c>>
   %u = buffer.alloc_buf "veccalc" %bytes max_bytes 1024 -> memref<?xf32, #buffer.space<ub>>
+  %a = buffer.alloc_buf "a2" %bytes max_bytes 512 -> memref<?xf16, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %bytes max_bytes 512 -> memref<?xf16, #buffer.space<l0b>>
+  %false = arith.constant false
   %sb = buffer.sub_block_idx
   %row = arith.muli %sb, %c16 : index
   buffer.stage "cube" {
+    buffer.mmad %c, %a, %b, %c16, %c16, %c16, %false : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
     buffer.copy %c to %ws blocks %c16 x %c16 strides %c16, %c16 : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
     buffer.cross_core_set 0 from "aic" after "fix"
   }
@@ -127,7 +131,7 @@ buffer.kernel @gather(%y: memref<?xf16, #buffer.space<gm>>, %n: index) attribute
 // -----
 
 // Atomic adds (SetAtomicAdd<T>): a UB tile added into GM by the AIVs, and an L0C tile
-// added by the AIC's Fixpipe (in f16: the add is in the destination's type); between
+// (an mmad's) added by the AIC's Fixpipe (in f16: the add is in the destination's type); between
 // them the hard all-core sync of a mix kernel on a split chip.
 // CHECK-LABEL: buffer.kernel @atomics
 // CHECK:         buffer.stage "copy_out" {
@@ -135,6 +139,7 @@ buffer.kernel @gather(%y: memref<?xf16, #buffer.space<gm>>, %n: index) attribute
 // CHECK-NEXT:    }
 // CHECK-NEXT:    buffer.sync_all
 // CHECK-NEXT:    buffer.stage "cube" {
+// CHECK-NEXT:      buffer.mmad %c, %a, %b, %c16, %n, %c16, %false
 // CHECK-NEXT:      buffer.copy %c to %y2 blocks %n x %n strides %n, %n relu true atomic true : memref<?xf32, #buffer.space<l0c>> to memref<?xf16, #buffer.space<gm>>
 // CHECK-NEXT:      buffer.copy %c to %y3 blocks %n x %n strides %n, %n : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
 // CHECK-NEXT:    }
@@ -150,11 +155,16 @@ buffer.kernel @atomics(%y: memref<?xf32, #buffer.space<gm>>, %y2: memref<?xf16, 
   %c1 = arith.constant 1 : index
   %u = buffer.alloc_buf "vecout" %n max_bytes 1024 -> memref<?xf32, #buffer.space<ub>>
   %c = buffer.alloc_buf "co1" %n max_bytes 1024 -> memref<?xf32, #buffer.space<l0c>>
+  %a = buffer.alloc_buf "a2" %n max_bytes 512 -> memref<?xf16, #buffer.space<l0a>>
+  %b = buffer.alloc_buf "b2" %n max_bytes 512 -> memref<?xf16, #buffer.space<l0b>>
+  %c16 = arith.constant 16 : index
+  %false = arith.constant false
   buffer.stage "copy_out" {
     buffer.copy %u to %y blocks %c1 x %n strides %c0, %c0 atomic true : memref<?xf32, #buffer.space<ub>> to memref<?xf32, #buffer.space<gm>>
   }
   buffer.sync_all
   buffer.stage "cube" {
+    buffer.mmad %c, %a, %b, %c16, %n, %c16, %false : memref<?xf32, #buffer.space<l0c>>, memref<?xf16, #buffer.space<l0a>>, memref<?xf16, #buffer.space<l0b>>
     buffer.copy %c to %y2 blocks %n x %n strides %n, %n relu true atomic true : memref<?xf32, #buffer.space<l0c>> to memref<?xf16, #buffer.space<gm>>
     buffer.copy %c to %y3 blocks %n x %n strides %n, %n : memref<?xf32, #buffer.space<l0c>> to memref<?xf32, #buffer.space<gm>>
   }
