@@ -53,7 +53,9 @@ REMAINING: list[frozenset[str]] = [
             "autofusion.lowering.l2_hint",
             "autofusion.lowering.matmul_kernel",
             "autofusion.lowering.row_kernel",
+            "autofusion.lowering.row_ops",
             "autofusion.lowering.row_plan",
+            "autofusion.lowering.row_vector_math",
             "autofusion.lowering.rows_template",
             "autofusion.lowering.template",
         }

@@ -35,7 +35,7 @@ from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder
-from autofusion.lowering.row_kernel import Loc, RowKernel, _scalar_op, activation_loc
+from autofusion.lowering.row_ops import Emitter, activation_loc
 from autofusion.lowering.row_plan import (
     ELEMENTWISE,
     ROW_APPLIES,
@@ -44,6 +44,7 @@ from autofusion.lowering.row_plan import (
     _budget,
     _plan_for_split,
 )
+from autofusion.lowering.row_vector_math import Loc, RowVectorMath, scalar_op
 from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT, queue_slots
 from autofusion.lowering.template import GroupParts, NotApplicable
 from autofusion.passes.fusion_rule import Refusal
@@ -220,10 +221,10 @@ def root_emitter(
     alpha: float,
     beta: float,
     act: tuple[str | None, float | None, float | None],
-) -> Callable[[RowKernel, Operation], None]:
+) -> Emitter:
     """Emit y = act(alpha * raw + beta * bias) in float32, rounded to the root's type."""
 
-    def emit(k: RowKernel, op: Operation) -> None:
+    def emit(k: RowVectorMath, op: Operation) -> None:
         x = k.locs[raw]
         fresh: list[SSAValue | None] = []
 
@@ -242,7 +243,7 @@ def root_emitter(
             scaled = None
             if beta != 1.0:
                 if b.kind == "scalar":
-                    b = Loc("scalar", value=_scalar_op(k.kb, "mul", b.value, k.kb.f32(beta)))  # type: ignore[arg-type]
+                    b = Loc("scalar", value=scalar_op(k.kb, "mul", b.value, k.kb.f32(beta)))  # type: ignore[arg-type]
                 else:
                     b = scaled = k.scale_shift(b, beta, None)
             step(k.binary("add", x, b))
