@@ -34,7 +34,7 @@ from autofusion.codegen.emulate import EmulatedKernels, run_function_emulated
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.interpreter import run_function
-from autofusion.lowering import attention_kernel, matmul_kernel
+from autofusion.lowering import attention_plan, matmul_kernel
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 
 from differential import apply_pipeline
@@ -52,14 +52,14 @@ def small_tiles() -> Iterator[None]:
         matmul_kernel.MN_CANDIDATES,
         matmul_kernel.K_CANDIDATES,
         matmul_kernel.STEP_K,
-        attention_kernel.Q_CANDIDATES,
-        attention_kernel.KV_CANDIDATES,
+        attention_plan.Q_CANDIDATES,
+        attention_plan.KV_CANDIDATES,
     )
     matmul_kernel.MN_CANDIDATES = ((32, 32), (16, 16))
     matmul_kernel.K_CANDIDATES = (16,)
     matmul_kernel.STEP_K = (2,)
-    attention_kernel.Q_CANDIDATES = (16,)
-    attention_kernel.KV_CANDIDATES = (32,)
+    attention_plan.Q_CANDIDATES = (16,)
+    attention_plan.KV_CANDIDATES = (32,)
     try:
         yield
     finally:
@@ -67,8 +67,8 @@ def small_tiles() -> Iterator[None]:
             matmul_kernel.MN_CANDIDATES,
             matmul_kernel.K_CANDIDATES,
             matmul_kernel.STEP_K,
-            attention_kernel.Q_CANDIDATES,
-            attention_kernel.KV_CANDIDATES,
+            attention_plan.Q_CANDIDATES,
+            attention_plan.KV_CANDIDATES,
         ) = saved
 
 

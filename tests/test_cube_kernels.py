@@ -24,7 +24,7 @@ from autofusion.dialects import buffer
 from autofusion.dialects.buffer_verifier import footprint
 from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
-from autofusion.lowering import attention_kernel, matmul_kernel
+from autofusion.lowering import attention_plan, matmul_kernel
 from autofusion.lowering.matmul_kernel import MatmulTemplate
 from autofusion.lowering.template import GroupParts, NotApplicable, group_parts
 from autofusion.mlir_io import default_context, module_to_text, parse_module
@@ -97,8 +97,8 @@ def small_tiles(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(matmul_kernel, "MN_CANDIDATES", ((32, 32), (16, 16)))
     monkeypatch.setattr(matmul_kernel, "K_CANDIDATES", (16,))
     monkeypatch.setattr(matmul_kernel, "STEP_K", (2,))
-    monkeypatch.setattr(attention_kernel, "Q_CANDIDATES", (16,))
-    monkeypatch.setattr(attention_kernel, "KV_CANDIDATES", (32,))
+    monkeypatch.setattr(attention_plan, "Q_CANDIDATES", (16,))
+    monkeypatch.setattr(attention_plan, "KV_CANDIDATES", (32,))
     yield
 
 

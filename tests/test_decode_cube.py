@@ -26,7 +26,7 @@ from autofusion.codegen.emulate import EmulatedKernels, run_function_emulated
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer_verifier
 from autofusion.interpreter import run_function
-from autofusion.lowering import attention_kernel, ffn_tiles, matmul_kernel
+from autofusion.lowering import attention_plan, ffn_tiles, matmul_kernel
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 
 from differential import apply_pipeline
@@ -82,8 +82,8 @@ def sixteen_row_tiles() -> Iterator[None]:
             mp.setattr(module, "K_CANDIDATES", (32,))
             mp.setattr(module, "STEP_K", (1,))
         mp.setattr(ffn_tiles, "BAND_CANDIDATES", (16,))
-        mp.setattr(attention_kernel, "Q_CANDIDATES", (16,))
-        mp.setattr(attention_kernel, "KV_CANDIDATES", (32,))
+        mp.setattr(attention_plan, "Q_CANDIDATES", (16,))
+        mp.setattr(attention_plan, "KV_CANDIDATES", (32,))
         yield
 
 

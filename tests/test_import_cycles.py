@@ -41,7 +41,12 @@ REMAINING: list[frozenset[str]] = [
     frozenset(
         {
             "autofusion.cost_model",
+            "autofusion.lowering.attention_cost",
+            "autofusion.lowering.attention_emit",
+            "autofusion.lowering.attention_host",
             "autofusion.lowering.attention_kernel",
+            "autofusion.lowering.attention_plan",
+            "autofusion.lowering.attention_tiling",
             "autofusion.lowering.conv_kernel",
             "autofusion.lowering.conv_cost",
             "autofusion.lowering.conv_emit",
