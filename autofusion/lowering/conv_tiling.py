@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from autofusion.hardware import ChipSpec
-from autofusion.lowering import matmul_kernel
+from autofusion.lowering import matmul_tiling
 from autofusion.lowering.cube_common import FRACTAL, round_up
 from autofusion.lowering.index_expr import IndexOps
 from autofusion.passes.fusion_rule import Refusal
@@ -142,12 +142,12 @@ def choose_conv_tiles(
     max_m = round_up(g.cog, FRACTAL)
     max_n = round_up(g.pixels, FRACTAL)
     # the matmul template's candidates, read at call time (tests force small ones)
-    candidates = matmul_kernel.MN_CANDIDATES
+    candidates = matmul_tiling.MN_CANDIDATES
     clamped = dict.fromkeys((min(tm, max_m), min(tn, max_n)) for tm, tn in candidates)
     for tm, tn in clamped:
         if (max_cols is not None and tn > max_cols) or tm * tn * 4 > chip.l0c_bytes:
             continue
-        for tk in matmul_kernel.K_CANDIDATES:
+        for tk in matmul_tiling.K_CANDIDATES:
             if 2 * tm * tk * w > chip.l0a_bytes or 2 * tk * tn * w > chip.l0b_bytes:
                 continue
             h_stage = g.stage_rows(tn)
