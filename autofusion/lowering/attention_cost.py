@@ -5,25 +5,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from autofusion.dialects import shape_inference as si
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_host import plan_tiling
 from autofusion.lowering.attention_plan import AttentionPlan, softmax_ub
 from autofusion.lowering.cube_common import (
     FRACTAL,
+    aivs_per_tile,
     blended_transfer,
-    concrete,
-    elt,
     epilogue_io,
     epilogue_ub,
     epilogue_unique_read,
     epilogue_work,
+    resolve_dynamic_dims,
     round_up,
-    shape,
-    sub_blocks,
-    width,
 )
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.template import KernelCost
+from autofusion.lowering.value_types import element_type, tensor_shape
 
 # vector instructions per S element: scale, rowmax, subtract, exp (2), rowsum, cast
 SOFTMAX_WORK = 7.0
@@ -34,14 +33,14 @@ def attention_cost(
 ) -> KernelCost:
     """The kernel's traffic and work: K/V re-read per query block, the softmax's vector
     work and the split chips' workspace round trips."""
-    q = concrete(p.logical(p.q), dims)
-    kdims = concrete(p.logical(p.k), dims)
+    q = resolve_dynamic_dims(p.logical(p.q), dims)
+    kdims = resolve_dynamic_dims(p.logical(p.k), dims)
     b, hq, sq, d = q
     hkv, skv = kdims[1], kdims[2]
     tiling = plan_tiling(IntOps(), p, chip, [b, hq, hkv, sq, skv])
     t, blocks = tiling.values, tiling.blocks
     tq, tkv = t["tq"], t["tkv"]
-    w, dv = width(p.in_elt), p.value_dim
+    w, dv = byte_width(p.in_elt), p.value_dim
     # keys each query block visits (causal: up to its last row)
     visited = 0
     for qi in range(t["qt"]):
@@ -53,7 +52,7 @@ def attention_cost(
     s_elems = heads * visited * min(tq, sq)
     mask_read = 0
     if p.mask is not None:
-        mask_read = s_elems * width(elt(p.mask))
+        mask_read = s_elems * byte_width(element_type(p.mask))
     ws = 0
     if not p.l0c_to_ub:  # S and P@V f32, P in the input type: written and read back
         pv_blocks = heads * sum(
@@ -86,7 +85,9 @@ def attention_cost(
     k_whole = b * hkv * skv * d * w
     mask_whole = 0
     if p.mask is not None:
-        mask_whole = (si.num_elements(concrete(shape(p.mask), dims)) or 0) * width(elt(p.mask))
+        mask_whole = (
+            si.num_elements(resolve_dynamic_dims(tensor_shape(p.mask), dims)) or 0
+        ) * byte_width(element_type(p.mask))
     unique = q_read + k_whole + k_whole * dv // max(d, 1) + mask_whole
     return KernelCost(
         gm_read_bytes=q_read + kv_read + mask_read + read + ws,
@@ -100,6 +101,6 @@ def attention_cost(
         ub_bytes=softmax_ub(p, p.tiles, chip) + epilogue_ub(p.rows),
         cube_cores_used=blocks,
         # split chips: both AIVs of a block work, each on half the query rows
-        vector_cores_used=blocks * sub_blocks(chip, not p.l0c_to_ub),
+        vector_cores_used=blocks * aivs_per_tile(chip, not p.l0c_to_ub),
         notes=[f"workspace round trips {2 * ws} bytes"] if ws else [],
     )

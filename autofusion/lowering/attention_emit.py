@@ -16,23 +16,23 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.buffer_verifier import footprint
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_plan import AttentionPlan, co2_stage_elems, mask_depth
 from autofusion.lowering.attention_tiling import CMP_ELEMS, PARAMS
 from autofusion.lowering.cube_common import (
     FRACTAL,
     CubeKernel,
-    co2_copy,
-    co2_stage,
-    elt,
-    free,
-    load,
-    mmad,
+    alloc_co2_stage,
+    copy_l0c_rows_to_co2,
+    emit_mmad,
+    fill_queue_slot,
+    free_queue_slot,
     root_emitter,
     round_up,
-    width,
 )
 from autofusion.lowering.row_kernel import Loc, RowKernel
+from autofusion.lowering.value_types import element_type
 
 # a finite "minus infinity" for the running max: exp(S - m) stays 0, never NaN, when a
 # row's first key blocks are all masked
@@ -79,7 +79,7 @@ class AttentionKernel(CubeKernel):
     def _body(self) -> None:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
         c = idx.const
-        tiles, w, in_elt = p.tiles, width(p.in_elt), p.in_elt
+        tiles, w, in_elt = p.tiles, byte_width(p.in_elt), p.in_elt
         tq, tkv, ts, dv = tiles.tq, tiles.tkv, tiles.ts, p.value_dim
         dvs = p.dv_stride
         # L1/L0 rows of the head dims padded to whole fractal columns (ascend.md 1.5)
@@ -114,9 +114,9 @@ class AttentionKernel(CubeKernel):
         ).results[0]
         self.p_l0 = kb.queue("a2", 2, idx.mul(tq_tkv, c(w)), tq * tkv * w, in_elt, "q_p2")
         self.c_ub: SSAValue | None = None
-        if p.l0c_to_ub:  # S and P@V leave L0C as Nz fractals (cube_common.co2_stage)
+        if p.l0c_to_ub:  # S and P@V leave L0C as Nz fractals (cube_common.alloc_co2_stage)
             stage = co2_stage_elems(p, tiles) * 4
-            self.c_ub = co2_stage(kb, c(stage), stage)
+            self.c_ub = alloc_co2_stage(kb, c(stage), stage)
             self.c_ub_stride = max(round_up(tkv, FRACTAL), dvp)
         self.k_l0 = kb.queue("b2", 2, idx.mul(t["tkv"], c(d * w)), tkv * d * w, in_elt, "q_k2")
         self.v_l0 = kb.queue("b2", 2, idx.mul(t["tkv"], c(dvp * w)), tkv * dvp * w, in_elt, "q_v2")
@@ -130,8 +130,8 @@ class AttentionKernel(CubeKernel):
         self.p_out = kb.queue("vecout", 2, nbytes(tile_s, w), tq * ts * w, in_elt, "q_p_out")
         self.mask_in = None
         if p.mask is not None:
-            me = elt(p.mask)
-            mw = width(me)
+            me = element_type(p.mask)
+            mw = byte_width(me)
             depth = mask_depth(self.chip)
             self.mask_in = kb.queue("vecin", depth, nbytes(tile_s, mw), tq * ts * mw, me, "q_mask")
         col_n = nbytes(idx.round_up(t["tq"], 8), 4)
@@ -152,7 +152,7 @@ class AttentionKernel(CubeKernel):
         self.red_dst = kb.tbuf(c(32), 32, f32, "red_dst")
         self.red_tmp = buf("red_tmp", t["ts"], ts)
         self.mask_f32 = None
-        if p.mask is not None and not p.mask_bool and width(elt(p.mask)) != 4:
+        if p.mask is not None and not p.mask_bool and byte_width(element_type(p.mask)) != 4:
             self.mask_f32 = buf("mask_f32", tile_s, tq * ts)
         self.neg_inf = None
         # Compare covers whole 256-byte repeats (ascend.md 2.8): its operands and its
@@ -232,9 +232,9 @@ class AttentionKernel(CubeKernel):
             def fill_q1(slot: SSAValue) -> None:
                 kb.copy(kb.view(self.gm[p.q], q_row), slot, nq, c(d), q_stride, c(self.dp))
 
-            q1 = load(kb, self.q_l1, p.in_elt, fill_q1, "q1")
+            q1 = fill_queue_slot(kb, self.q_l1, p.in_elt, fill_q1, "q1")
             kb.copy(q1, self.q_l0, nq, c(d), c(self.dp), c(d))
-            free(kb, self.q_l1, q1)
+            free_queue_slot(kb, self.q_l1, q1)
         with self._mine(), kb.stage("compute"):
             count = idx.round_up(self.nq, 8)
             kb.insert(buffer.VDupOp(self.m_run, kb.f32(M_INIT), count))
@@ -311,19 +311,19 @@ class AttentionKernel(CubeKernel):
             def fill_k1(slot: SSAValue) -> None:
                 kb.copy(kb.view(self.gm[p.k], k_row), slot, nkv, c(d), k_stride, c(self.dp))
 
-            k1 = load(kb, self.k_l1, p.in_elt, fill_k1, "k1")
+            k1 = fill_queue_slot(kb, self.k_l1, p.in_elt, fill_k1, "k1")
 
             def fill_k2(slot: SSAValue) -> None:  # K^T: [D x nkv]
                 kb.insert(buffer.CopyOp(k1, slot, nkv, c(d), c(self.dp), nkv, transpose=True))
 
-            k2 = load(kb, self.k_l0, p.in_elt, fill_k2, "k2")
-            free(kb, self.k_l1, k1)
+            k2 = fill_queue_slot(kb, self.k_l0, p.in_elt, fill_k2, "k2")
+            free_queue_slot(kb, self.k_l1, k1)
             s = kb.insert(buffer.QueueAllocOp(self.s_l0c, f32), "s").results[0]
-            mmad(kb, (s, self.q_l0, k2), (nq, nkv, c(d)), kb.i1(False))
-            free(kb, self.k_l0, k2)
+            emit_mmad(kb, (s, self.q_l0, k2), (nq, nkv, c(d)), kb.i1(False))
+            free_queue_slot(kb, self.k_l0, k2)
             if ws_s is not None:
                 kb.copy(s, ws_s, nq, nkv, nkv, t["tkv"])
-                free(kb, self.s_l0c, s)
+                free_queue_slot(kb, self.s_l0c, s)
                 kb.insert(buffer.CrossCoreSetOp(S_READY, "aic", "fix"))
             else:
                 kb.insert(buffer.EnqueOp(self.s_l0c, s))
@@ -352,29 +352,29 @@ class AttentionKernel(CubeKernel):
             else:
                 pd = kb.insert(buffer.DequeOp(self.p_out, p.in_elt), "p_ub").results[0]
                 kb.copy(pd, p_l1, nq, nkv, t["ts"], t["tkv"])
-                free(kb, self.p_out, pd)
+                free_queue_slot(kb, self.p_out, pd)
             kb.insert(buffer.EnqueOp(self.p_l1, p_l1))
             p1 = kb.insert(buffer.DequeOp(self.p_l1, p.in_elt), "p1").results[0]
 
             def fill_p2(slot: SSAValue) -> None:
                 kb.copy(p1, slot, nq, nkv, t["tkv"], nkv)
 
-            v1 = load(kb, self.v_l1, p.in_elt, fill_v1, "v1")
+            v1 = fill_queue_slot(kb, self.v_l1, p.in_elt, fill_v1, "v1")
 
             def fill_v2(slot: SSAValue) -> None:
                 kb.copy(v1, slot, nkv, c(dv), c(self.dvp), c(dv))
 
-            p2 = load(kb, self.p_l0, p.in_elt, fill_p2, "p2")
-            v2 = load(kb, self.v_l0, p.in_elt, fill_v2, "v2")
-            free(kb, self.p_l1, p1)
-            free(kb, self.v_l1, v1)
+            p2 = fill_queue_slot(kb, self.p_l0, p.in_elt, fill_p2, "p2")
+            v2 = fill_queue_slot(kb, self.v_l0, p.in_elt, fill_v2, "v2")
+            free_queue_slot(kb, self.p_l1, p1)
+            free_queue_slot(kb, self.v_l1, v1)
             pv = kb.insert(buffer.QueueAllocOp(self.pv_l0c, f32), "pv").results[0]
-            mmad(kb, (pv, p2, v2), (nq, c(dv), nkv), kb.i1(False))
-            free(kb, self.p_l0, p2)
-            free(kb, self.v_l0, v2)
+            emit_mmad(kb, (pv, p2, v2), (nq, c(dv), nkv), kb.i1(False))
+            free_queue_slot(kb, self.p_l0, p2)
+            free_queue_slot(kb, self.v_l0, v2)
             if ws_pv is not None:
                 kb.copy(pv, ws_pv, nq, c(dv), c(dv), c(dv))
-                free(kb, self.pv_l0c, pv)
+                free_queue_slot(kb, self.pv_l0c, pv)
                 kb.insert(buffer.CrossCoreSetOp(PV_READY, "aic", "fix"))
             else:
                 kb.insert(buffer.EnqueOp(self.pv_l0c, pv))
@@ -390,7 +390,7 @@ class AttentionKernel(CubeKernel):
                     o_row = kb.view(self.o_acc, idx.mul(r, t["tile_stride"]))
                     kb.scalar("muls", o_row, o_row, kb.get(self.alpha, r), c(dv))
                 kb.binary("add", self.o_acc, self.o_acc, pvd, idx.mul(nq_v, t["tile_stride"]))
-                free(kb, self.pv_in, pvd)
+                free_queue_slot(kb, self.pv_in, pvd)
 
     def _rows_in(
         self,
@@ -414,8 +414,8 @@ class AttentionKernel(CubeKernel):
             assert self.c_ub is not None
             c_slot = kb.insert(buffer.DequeOp(l0c_queue, f32), f"{name}_c").results[0]
             stride = kb.idx.const(self.c_ub_stride)
-            co2_copy(kb, c_slot, self.c_ub, self.nq_block, cols, stride)
-            free(kb, l0c_queue, c_slot)
+            copy_l0c_rows_to_co2(kb, c_slot, self.c_ub, self.nq_block, cols, stride)
+            free_queue_slot(kb, l0c_queue, c_slot)
             kb.copy(self.c_ub, slot, self.nq_block, cols, stride, ub_stride)
         kb.insert(buffer.EnqueOp(queue, slot))
 
@@ -430,7 +430,7 @@ class AttentionKernel(CubeKernel):
         q_first = idx.add(self.q0, self.r_lo)
         at = idx.add(idx.mul(at, t["Sq"] if vq else c(1)), q_first if vq else c(0))
         at = idx.add(idx.mul(at, t["Skv"]), k0)
-        me = elt(p.mask)
+        me = element_type(p.mask)
         slot = kb.insert(buffer.QueueAllocOp(self.mask_in, me), "mask").results[0]
         rows = self.nq if vq else c(1)
         kb.copy(kb.view(self.gm[p.mask], at), slot, rows, nkv, t["Skv"], t["ts"])
@@ -445,7 +445,7 @@ class AttentionKernel(CubeKernel):
         s = kb.insert(buffer.DequeOp(self.s_in, f32), "s_ub").results[0]
         kb.scalar("muls", s, s, kb.f32(p.scale), tile)
         if self.mask_in is not None and p.mask is not None:
-            me = elt(p.mask)
+            me = element_type(p.mask)
             m = kb.insert(buffer.DequeOp(self.mask_in, me), "mask").results[0]
             per_row = not p.mask_pattern[2]
             rows = c(1) if per_row else nq
@@ -489,7 +489,7 @@ class AttentionKernel(CubeKernel):
                     apply(kb.view(s, idx.mul(r, ts)), mf, ts)
             else:
                 apply(s, mf, tile)
-            free(kb, self.mask_in, m)
+            free_queue_slot(kb, self.mask_in, m)
         if masked:  # causal: key k0 + j is hidden from query q0 + r when j - r > q0 - k0
             assert self.neg_inf is not None
             q_first = idx.add(self.q0, self.r_lo)
@@ -531,7 +531,7 @@ class AttentionKernel(CubeKernel):
             kb.copy_1d(s, p_slot, tile)
         else:
             kb.cast(p_slot, s, tile, "rint")
-        free(kb, self.s_in, s)
+        free_queue_slot(kb, self.s_in, s)
         kb.insert(buffer.EnqueOp(self.p_out, p_slot))
         if self.wsp is not None:
             # split chips: P to the workspace, where the cube stage reads it into L1
@@ -540,7 +540,7 @@ class AttentionKernel(CubeKernel):
             at = idx.add(idx.mul(self.bid, per_core), idx.mul(self.r_lo, t["tkv"]))
             dst = kb.view(self.wsp, at)
             kb.copy(pd, dst, nq, nkv, ts, t["tkv"])
-            free(kb, self.p_out, pd)
+            free_queue_slot(kb, self.p_out, pd)
 
 
 def emit_attention_kernel(

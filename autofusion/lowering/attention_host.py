@@ -9,13 +9,15 @@ from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.ir import SSAValue
 
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_plan import AttentionPlan
 from autofusion.lowering.attention_tiling import AttentionTiling, attention_tiling
-from autofusion.lowering.cube_common import output_dims, runtime_dim, shape, width
+from autofusion.lowering.cube_common import launch_dim_size, output_dynamic_dims
 from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.template import HostLaunch
+from autofusion.lowering.value_types import tensor_shape
 
 V = TypeVar("V")
 
@@ -31,7 +33,7 @@ def plan_tiling(
         chip.cube_cores,
         p.value_dim,
         p.dv_stride,
-        width(p.in_elt),
+        byte_width(p.in_elt),
         not p.l0c_to_ub,
     )
 
@@ -42,18 +44,18 @@ def attention_launch(
     """The launch's runtime values: B, Hq, Hkv, Sq, Skv and the outputs' dynamic dims."""
     qo, ko = outside.get(p.q), outside.get(p.k)
     head, seq = (2, 1) if p.bsnd else (1, 2)
-    q, k = shape(p.q), shape(p.k)
+    q, k = tensor_shape(p.q), tensor_shape(p.k)
     vals = [
-        runtime_dim(b, [(qo, 0), (ko, 0)], q[0]),
-        runtime_dim(b, [(qo, head)], q[head]),
-        runtime_dim(b, [(ko, head)], k[head]),
-        runtime_dim(b, [(qo, seq)], q[seq]),
-        runtime_dim(b, [(ko, seq)], k[seq]),
+        launch_dim_size(b, [(qo, 0), (ko, 0)], q[0]),
+        launch_dim_size(b, [(qo, head)], q[head]),
+        launch_dim_size(b, [(ko, head)], k[head]),
+        launch_dim_size(b, [(qo, seq)], q[seq]),
+        launch_dim_size(b, [(ko, seq)], k[seq]),
     ]
     dims = [idx.const(x) if isinstance(x, int) else x for x in vals]
     bb, hq, _, sq, _ = dims
     out = [bb, sq, hq, idx.const(p.value_dim)] if p.bsnd else [bb, hq, sq, idx.const(p.value_dim)]
-    return HostLaunch(dims, [], output_dims(p.parts.outputs, out, 4))
+    return HostLaunch(dims, [], output_dynamic_dims(p.parts.outputs, out, 4))
 
 
 def attention_tiling_function(p: AttentionPlan, name: str, chip: ChipSpec) -> func.FuncOp:

@@ -14,22 +14,21 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import graph
 from autofusion.dialects.shape_inference import DYN
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_tiling import CMP_ELEMS, AttentionTiles
 from autofusion.lowering.cube_common import (
     FRACTAL,
     cube_dtype_refusal,
-    elt,
+    detached_value,
     plan_epilogue,
-    pseudo_value,
     round_up,
-    shape,
-    split_group,
-    width,
+    split_cube_group,
 )
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import GroupParts, Plan
+from autofusion.lowering.value_types import element_type, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
 Q_CANDIDATES = (128, 64, 32, 16)
@@ -80,16 +79,16 @@ class AttentionPlan(Plan):
 
     @property
     def in_elt(self) -> Attribute:
-        return elt(self.q)
+        return element_type(self.q)
 
     def logical(self, v: SSAValue) -> tuple[int, ...]:
         """[B, H, S, D] of a query/key/value/output."""
-        s = shape(v)
+        s = tensor_shape(v)
         return (s[0], s[2], s[1], s[3]) if self.bsnd else s
 
     @property
     def mask_bool(self) -> bool:
-        return self.mask is not None and elt(self.mask) == i1
+        return self.mask is not None and element_type(self.mask) == i1
 
 
 def mask_depth(chip: ChipSpec) -> int:
@@ -99,7 +98,7 @@ def mask_depth(chip: ChipSpec) -> int:
 
 def softmax_ub(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> int:
     """UB bytes of the softmax side (queues and state buffers) for tiles t, as emitted."""
-    w, ts, tq = width(p.in_elt), t.ts, t.tq
+    w, ts, tq = byte_width(p.in_elt), t.ts, t.tq
     col = round_up(round_up(tq, 8) * 4, 32)
     tile4 = tq * ts * 4
     total = tile4 + tq * p.dv_stride * 4  # S in, P@V in
@@ -107,7 +106,7 @@ def softmax_ub(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> int:
     total += tq * p.dv_stride * 4  # O accumulator
     total += 6 * col + 32 + ts * 4  # m, l, m_new, alpha, rowmax, rowsum; ReduceSum scratch
     if p.mask is not None:
-        mw = width(elt(p.mask))
+        mw = byte_width(element_type(p.mask))
         total += mask_depth(chip) * tq * ts * mw
         if not p.mask_bool and mw != 4:
             total += tile4
@@ -125,14 +124,14 @@ def softmax_ub(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> int:
 
 def co2_stage_elems(p: AttentionPlan, t: AttentionTiles) -> int:
     """Elements of the UB stage S and P@V leave L0C through on coupled chips: their Nz
-    fractals, rows and columns rounded up to 16 (cube_common.co2_stage)."""
+    fractals, rows and columns rounded up to 16 (cube_common.alloc_co2_stage)."""
     cols = max(round_up(t.tkv, FRACTAL), round_up(p.value_dim, FRACTAL))
     return round_up(t.tq, FRACTAL) * cols
 
 
 def cube_bytes(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> dict[str, int]:
     # L1/L0 hold fractals: head dims padded to 16 columns (ascend.md 1.5)
-    w, d, dv = width(p.in_elt), round_up(p.head_dim, FRACTAL), round_up(p.value_dim, FRACTAL)
+    w, d, dv = byte_width(p.in_elt), round_up(p.head_dim, FRACTAL), round_up(p.value_dim, FRACTAL)
     return {
         "l0a": round_up(t.tq * d * w, 512) + 2 * round_up(t.tq * t.tkv * w, 512),
         "l0b": 2 * round_up(t.tkv * d * w, 512) + 2 * round_up(t.tkv * dv * w, 512),
@@ -142,7 +141,7 @@ def cube_bytes(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> dict[str,
 
 
 def plan_attention(parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal:
-    found = split_group(parts, graph.FlashAttentionOp, "flash attention")
+    found = split_cube_group(parts, graph.FlashAttentionOp, "flash attention")
     if isinstance(found, Refusal):
         return found
     root, epilogue = found
@@ -154,25 +153,25 @@ def plan_attention(parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal
         return Refusal("a softcap (the attention kernel has no tanh cap on its scores)")
     bsnd = props.text("layout") == "BSND"
     order = (0, 2, 1, 3) if bsnd else (0, 1, 2, 3)
-    q, k, v = (tuple(shape(x)[i] for i in order) for x in root.operands[:3])
+    q, k, v = (tuple(tensor_shape(x)[i] for i in order) for x in root.operands[:3])
     d, dv = q[3], v[3]
     if DYN in (d, dv):
         return Refusal("flash attention with a dynamic head dim")
     mask = root.operands[3] if len(root.operands) == 4 else None
     pattern = (False, False, False)
     if mask is not None:
-        ms = shape(mask)
+        ms = tensor_shape(mask)
         ms = (1,) * (4 - len(ms)) + ms
         if ms[3] != k[2] or (ms[3] == 1 and k[2] != 1):
             return Refusal("a mask that broadcasts over the keys (its last dim is 1)")
         pattern = (ms[0] != 1, ms[1] != 1, ms[2] != 1)
-    raw = pseudo_value(f32, shape(root.results[0]), "raw")
+    raw = detached_value(f32, tensor_shape(root.results[0]), "raw")
     causal, scale = props.flag("causal"), props.real("scale")
-    w = width(elt(root.operands[0]))
+    w = byte_width(element_type(root.operands[0]))
     if not chip.data_copy_pad:
-        runs = [(d, w), (dv, w), (v[3], width(elt(root.results[0])))]
+        runs = [(d, w), (dv, w), (v[3], byte_width(element_type(root.results[0])))]
         if mask is not None:
-            runs.append((k[2], width(elt(mask))))
+            runs.append((k[2], byte_width(element_type(mask))))
         if any(n == DYN or (n * wd) % 32 for n, wd in runs):
             return Refusal(
                 "attention rows (head dims, or Skv for the mask) are not 32-byte multiples "
@@ -234,7 +233,7 @@ def epilogue_rows(
     bsnd: bool,
 ) -> RowPlan | Refusal:
     """The epilogue's row plan with the UB the softmax leaves (its tile: the query block)."""
-    rank = len(shape(root.results[0]))
+    rank = len(tensor_shape(root.results[0]))
     # queue buffers per position the softmax takes: VECIN S, P@V and the mask, VECOUT P;
     # the row plan counts the (preset, queue-less) raw output as one streamed input
     slots = queue_slots(chip)

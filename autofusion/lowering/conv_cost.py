@@ -4,35 +4,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.conv_host import plan_tiling
 from autofusion.lowering.conv_plan import ConvPlan
 from autofusion.lowering.cube_common import (
     FRACTAL,
+    aivs_per_tile,
     blended_transfer,
-    concrete,
-    elt,
     epilogue_io,
     epilogue_ub,
     epilogue_unique_read,
     epilogue_work,
+    resolve_dynamic_dims,
     round_up,
-    shape,
-    sub_blocks,
-    width,
 )
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.template import KernelCost
+from autofusion.lowering.value_types import element_type, tensor_shape
 
 
 def conv_cost(p: ConvPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
     """The kernel's traffic and work (module docstring: weight and input re-reads per tile,
     the im2col's round trips)."""
     g = p.geometry
-    n = concrete(shape(p.x), dims)[0]
+    n = resolve_dynamic_dims(tensor_shape(p.x), dims)[0]
     tiling = plan_tiling(IntOps(), p, chip, n)
     t, blocks = tiling.values, tiling.blocks
-    w = width(p.in_elt)
+    w = byte_width(p.in_elt)
     rows = n * g.co
     tiles = t["tiles"]
     h_stage = g.stage_rows(t["tn"])
@@ -43,13 +42,13 @@ def conv_cost(p: ConvPlan, chip: ChipSpec, dims: Sequence[int] | None = None) ->
     )
     bias_once = 0
     if p.bias is not None:
-        bias_once = g.co * width(elt(p.bias))
+        bias_once = g.co * byte_width(element_type(p.bias))
         read += blocks * bias_once  # resident per core
     if p.direct:
-        write += rows * g.pixels * width(elt(p.root.results[0]))
+        write += rows * g.pixels * byte_width(element_type(p.root.results[0]))
     ws = 0
     if p.ws_elt is not None and not p.l0c_to_ub:
-        ws = rows * g.pixels * width(p.ws_elt)
+        ws = rows * g.pixels * byte_width(p.ws_elt)
     # every tile reads its weight block and its input rows of every channel it needs
     # (pointwise: its [Cg x tn] pixel block); with the explicit im2col the AIVs read
     # the rows and write X_col [K x ncols] per tile, which the AIC reads back
@@ -104,7 +103,7 @@ def conv_cost(p: ConvPlan, chip: ChipSpec, dims: Sequence[int] | None = None) ->
         ub_bytes=epilogue_ub(p.rows) + im2col_ub,
         cube_cores_used=blocks,
         vector_cores_used=(
-            0 if p.direct and not p.explicit else blocks * sub_blocks(chip, bool(ws or col))
+            0 if p.direct and not p.explicit else blocks * aivs_per_tile(chip, bool(ws or col))
         ),
         notes=notes,
     )

@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr, f32, i32
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import buffer
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.conv_plan import ConvPlan
 from autofusion.lowering.conv_tiling import COL_FREE, COL_READY, COL_SLOTS, PARAMS
@@ -20,21 +21,20 @@ from autofusion.lowering.cube_common import (
     FRACTAL,
     CubeKernel,
     activation_of,
-    await_slot,
-    await_tile,
-    chunk_loop,
-    co2_copy,
-    co2_stage,
+    aivs_per_tile,
+    alloc_co2_stage,
+    build_fitting_ub,
     co2_stage_bytes,
-    emit_fitting,
-    free,
-    load,
-    mmad_step,
+    copy_l0c_rows_to_co2,
+    fill_queue_slot,
+    free_queue_slot,
+    mmad_k_step,
     root_emitter,
-    slot_read,
-    sub_blocks,
-    tile_written,
-    width,
+    signal_slot_read,
+    signal_tile_written,
+    sub_block_chunk_loop,
+    wait_slot_read,
+    wait_tile_written,
 )
 from autofusion.lowering.row_kernel import RowKernel
 
@@ -98,7 +98,7 @@ class ConvKernel(CubeKernel):
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
         if p.bias_rows is not None and p.bias is not None:
             self.gm[p.bias_rows] = self.gm[p.bias]  # the epilogue's bias is the conv's
-        g, tiles, w, in_elt = p.geometry, p.tiles, width(p.in_elt), p.in_elt
+        g, tiles, w, in_elt = p.geometry, p.tiles, byte_width(p.in_elt), p.in_elt
         c = idx.const
         bid = kb.insert(buffer.BlockIdxOp(), "bid").results[0]
         first = idx.mul(bid, t["per_core"])
@@ -144,7 +144,7 @@ class ConvKernel(CubeKernel):
         self.c_ub: SSAValue | None = None
         if row is not None and p.l0c_to_ub:
             nbytes = idx.mul(idx.mul(t["er"], t["tn"]), c(4))
-            self.c_ub = co2_stage(kb, nbytes, co2_stage_bytes(row.plan, tiles.tm, tiles.tn))
+            self.c_ub = alloc_co2_stage(kb, nbytes, co2_stage_bytes(row.plan, tiles.tm, tiles.tn))
         if row is not None:
             rt = {"tile_rows": t["er"], "tile_stride": t["tile_stride"], "cols": c(g.pixels)}
             rt |= {"outer0": t["N"], "outer1": c(g.co)}
@@ -199,15 +199,15 @@ class ConvKernel(CubeKernel):
                 kb.insert(
                     buffer.CopyOp(cbuf, dst, at.nrows, at.ncols, at.ncols, c(g.pixels), relu=relu)
                 )
-                free(kb, qc, cbuf)
+                free_queue_slot(kb, qc, cbuf)
             elif ws is not None:
                 base = self._slot_base(bid, tile, first, tm_tn)
-                await_slot(kb, tile, first)
+                wait_slot_read(kb, tile, first)
                 kb.insert(
                     buffer.CopyOp(cbuf, kb.view(ws, base), at.nrows, at.ncols, at.ncols, t["tn"])
                 )
-                free(kb, qc, cbuf)
-                tile_written(kb)
+                free_queue_slot(kb, qc, cbuf)
+                signal_tile_written(kb)
             else:
                 kb.insert(buffer.EnqueOp(qc, cbuf))
         if row is not None:
@@ -304,8 +304,8 @@ class ConvKernel(CubeKernel):
                 src = kb.view(self.gm[p.x], idx.add(idx.mul(chan, c(g.pixels)), at.p0))
                 kb.copy(src, slot, cs, ncols, c(g.pixels), t["tn"])
 
-            a1 = load(kb, qa1, in_elt, fill_a1, "a1")
-            b1 = load(kb, qb1, in_elt, fill_b1, "b1")
+            a1 = fill_queue_slot(kb, qa1, in_elt, fill_a1, "a1")
+            b1 = fill_queue_slot(kb, qb1, in_elt, fill_b1, "b1")
             with kb.loop(c(0), idx.ceildiv(klen1, t["tk"]), "kk") as kk:
                 k1 = idx.mul(kk, t["tk"])
                 klen = idx.min(t["tk"], idx.sub(klen1, k1))
@@ -317,7 +317,7 @@ class ConvKernel(CubeKernel):
                     src = kb.view(b1, idx.mul(k1, t["tn"]))
                     kb.copy(src, slot, klen, ncols, t["tn"], ncols)
 
-                mmad_step(
+                mmad_k_step(
                     kb,
                     (qa2, qb2),
                     in_elt,
@@ -326,8 +326,8 @@ class ConvKernel(CubeKernel):
                     (nrows, ncols, klen),
                     idx.add(s, kk),
                 )
-            free(kb, qa1, a1)
-            free(kb, qb1, b1)
+            free_queue_slot(kb, qa1, a1)
+            free_queue_slot(kb, qb1, b1)
 
     # ---- the explicit im2col (split chips, module docstring) ------------------------------
 
@@ -335,7 +335,7 @@ class ConvKernel(CubeKernel):
         """The AIVs' buffers: a staged input channel (its rows, then a zero block), an
         X_col block [kh*kw x tn], and the i32 offset tables (rows, columns, taps)."""
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
-        g, tiles, w, in_elt = p.geometry, p.tiles, width(p.in_elt), p.in_elt
+        g, tiles, w, in_elt = p.geometry, p.tiles, byte_width(p.in_elt), p.in_elt
         c = idx.const
         self.zero_at = g.zero_at(tiles.h_stage, w)
         staged = (self.zero_at + 32 // w) * w
@@ -352,7 +352,7 @@ class ConvKernel(CubeKernel):
         L1 stage [cstep*kh*kw x tn] and the i32 offset tables, all in UB; the zero block
         is written once."""
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
-        g, tiles, w, in_elt = p.geometry, p.tiles, width(p.in_elt), p.in_elt
+        g, tiles, w, in_elt = p.geometry, p.tiles, byte_width(p.in_elt), p.in_elt
         c = idx.const
         self.zero_at = g.zero_at(tiles.h_stage, w)
         staged = (self.zero_at + 32 // w) * w
@@ -389,7 +389,7 @@ class ConvKernel(CubeKernel):
         """cols[e] = the staged channel's element at byte offset table[e], e < count, by
         the scalar unit (GetValue/SetValue)."""
         kb, c = self.kb, self.kb.idx.const
-        w = width(self.p.in_elt)
+        w = byte_width(self.p.in_elt)
         with kb.loop(c(0), count, "e") as e:
             byte = kb.insert(arith.IndexCastOp(kb.get(table, e), IndexType())).results[0]
             at_e = kb.insert(arith.DivSIOp(byte, c(w))).results[0]
@@ -399,7 +399,7 @@ class ConvKernel(CubeKernel):
         """The AIVs' part of tile `tile`: its X_col [K x ncols] into the tile's slot, every
         other input channel each, then flag COL_READY for the AIC."""
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
-        g, w, in_elt = p.geometry, width(p.in_elt), p.in_elt
+        g, w, in_elt = p.geometry, byte_width(p.in_elt), p.in_elt
         c = idx.const
         assert self.ws_col is not None
         at = self._coords(tile)
@@ -411,7 +411,7 @@ class ConvKernel(CubeKernel):
         with kb.stage("compute"):
             self._offset_table(at)
         count = idx.mul(tn, c(g.taps))
-        with chunk_loop(kb, c(g.cg), sub_blocks(self.chip, True)) as ch:
+        with sub_block_chunk_loop(kb, c(g.cg), aivs_per_tile(self.chip, True)) as ch:
             with kb.stage("copy_in"):
                 fmap = kb.insert(buffer.QueueAllocOp(self.q_fmap, in_elt), "fmap").results[0]
                 x_at = idx.mul(idx.add(idx.mul(idx.add(at.chan, ch), c(g.h)), at.a_row), c(g.w))
@@ -426,19 +426,19 @@ class ConvKernel(CubeKernel):
                 table = kb.view(self.offsets, idx.mul(tn, c(g.kh + g.kw)))
                 kb.insert(buffer.VGatherOp(cols, fmap, table, count))
                 kb.insert(buffer.EnqueOp(self.q_col, cols))
-                free(kb, self.q_fmap, fmap)
+                free_queue_slot(kb, self.q_fmap, fmap)
             with kb.stage("copy_out"):
                 cols = kb.insert(buffer.DequeOp(self.q_col, in_elt), "cols").results[0]
                 dst = kb.view(self.ws_col, idx.add(col_slot, idx.mul(idx.mul(ch, c(g.taps)), tn)))
                 kb.copy(cols, dst, c(g.taps), at.ncols, tn, tn)
-                free(kb, self.q_col, cols)
+                free_queue_slot(kb, self.q_col, cols)
         kb.insert(buffer.CrossCoreSetOp(COL_READY, "aiv", "mte3"))
 
     def _offset_table(self, at: TileAt) -> None:
         """The tile's gather offsets [kh*kw x tn] (bytes into a staged channel; module
         docstring): kh + kw rows by the scalar unit, then one add per tap and a min."""
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
-        g, w = p.geometry, width(p.in_elt)
+        g, w = p.geometry, byte_width(p.in_elt)
         c = idx.const
         tn = t["tn"]
         cap = c(self.zero_at * w)  # the zero block
@@ -505,14 +505,16 @@ class ConvKernel(CubeKernel):
         if ws is None:
             cd = kb.insert(buffer.DequeOp(qc, f32), "c_out").results[0]
         else:
-            await_tile(kb)
+            wait_tile_written(kb)
         chunks = idx.ceildiv(nrows, t["er"])
-        with chunk_loop(kb, chunks, sub_blocks(self.chip, ws is not None)) as e:
+        with sub_block_chunk_loop(kb, chunks, aivs_per_tile(self.chip, ws is not None)) as e:
             r_off = idx.mul(e, t["er"])
             ner = idx.min(t["er"], idx.sub(nrows, r_off))
             if cd is not None:  # CO1 -> CO2 lands Nz fractals: the row kernel lays them out
                 assert self.c_ub is not None
-                co2_copy(kb, kb.view(cd, idx.mul(r_off, ncols)), self.c_ub, ner, ncols, t["tn"])
+                copy_l0c_rows_to_co2(
+                    kb, kb.view(cd, idx.mul(r_off, ncols)), self.c_ub, ner, ncols, t["tn"]
+                )
                 row.source_views[p.raw] = (self.c_ub, t["tn"])
             else:
                 assert ws is not None
@@ -521,9 +523,9 @@ class ConvKernel(CubeKernel):
                 row.source_views[p.raw] = (src, t["tn"])
             row.emit_tile(idx.add(view_row, r_off), p0, ner, ncols)
         if cd is not None:
-            free(kb, qc, cd)
+            free_queue_slot(kb, qc, cd)
         else:
-            slot_read(kb, tile, last)
+            signal_slot_read(kb, tile, last)
 
 
 def emit_conv_kernel(p: ConvPlan, name: str, chip: ChipSpec) -> tuple[buffer.KernelOp, ConvKernel]:
@@ -540,5 +542,5 @@ def emit_conv_kernel(p: ConvPlan, name: str, chip: ChipSpec) -> tuple[buffer.Ker
             tn = max_cols // FRACTAL * FRACTAL
             p.tiles = replace(p.tiles, tn=tn, h_stage=p.geometry.stage_rows(tn))
 
-    kernel = emit_fitting(build, p.rows, chip, shrink)
+    kernel = build_fitting_ub(build, p.rows, chip, shrink)
     return kernel, emitters[-1]

@@ -8,13 +8,15 @@ from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.ir import SSAValue
 
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.conv_plan import ConvPlan
 from autofusion.lowering.conv_tiling import ConvTiling, conv_tiling
-from autofusion.lowering.cube_common import output_dims, runtime_dim, shape, width
+from autofusion.lowering.cube_common import launch_dim_size, output_dynamic_dims
 from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.template import HostLaunch
+from autofusion.lowering.value_types import tensor_shape
 
 V = TypeVar("V")
 
@@ -31,8 +33,8 @@ def plan_tiling(ops: IndexOps[V], p: ConvPlan, chip: ChipSpec, n: V) -> ConvTili
         chip.cube_cores,
         rows.align_elems if rows is not None else 8,
         rows.max_tile_elems if rows is not None else p.tiles.tm * p.tiles.tn,
-        width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0,
-        width(p.in_elt) if p.explicit else 0,
+        byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0,
+        byte_width(p.in_elt) if p.explicit else 0,
     )
 
 
@@ -41,10 +43,10 @@ def conv_launch(
 ) -> HostLaunch:
     """The launch's runtime values: the batch N and the outputs' dynamic dims."""
     g = p.geometry
-    n = runtime_dim(b, [(outside.get(p.x), 0)], shape(p.x)[0])
+    n = launch_dim_size(b, [(outside.get(p.x), 0)], tensor_shape(p.x)[0])
     n_value = idx.const(n) if isinstance(n, int) else n
     anchor = [n_value, idx.const(g.co), idx.const(g.oh), idx.const(g.ow)]
-    return HostLaunch([n_value], [], output_dims(p.parts.outputs, anchor, 4))
+    return HostLaunch([n_value], [], output_dynamic_dims(p.parts.outputs, anchor, 4))
 
 
 def conv_tiling_function(p: ConvPlan, name: str, chip: ChipSpec) -> func.FuncOp:

@@ -37,7 +37,7 @@ the chip:
   table (`buffer.vgather` on 310P, whose AI Core has Gather; the scalar unit on 910,
   which has none), then the block UB -> L1 as fractal strips (DataCopy, docs/codegen.md)
   and L1 -> L0B like a pointwise conv's pixels. The result comes back L0C -> UB
-  (CO1 -> CO2, cube_common.co2_copy) for the epilogue.
+  (CO1 -> CO2, cube_common.copy_l0c_rows_to_co2) for the epilogue.
 
 The offset table of a tile (built per tile by each AIV, i32): for tap (r, s) and pixel j
 of the tile, with (oh, ow) = divmod(p0 + j, OW), ih = oh*sh + r*dh - pt and

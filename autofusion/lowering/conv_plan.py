@@ -13,22 +13,21 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import graph
 from autofusion.dialects.shape_inference import DYN
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.conv_tiling import ConvGeometry, ConvTiles, choose_conv_tiles, im2col_cols
 from autofusion.lowering.cube_common import (
     activation_of,
     cube_dtype_refusal,
-    elt,
+    detached_value,
     max_epilogue_cols,
     plan_epilogue,
-    pseudo_value,
-    shape,
-    split_group,
-    width,
+    split_cube_group,
 )
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import GroupParts, Plan
+from autofusion.lowering.value_types import element_type, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
 
@@ -63,7 +62,7 @@ class ConvPlan(Plan):
 
     @property
     def in_elt(self) -> Attribute:
-        return elt(self.x)
+        return element_type(self.x)
 
     @property
     def explicit(self) -> bool:
@@ -78,7 +77,7 @@ class ConvPlan(Plan):
 
 def conv_geometry(op: graph.Conv2dOp) -> ConvGeometry | Refusal:
     p = graph.Props(op.properties, op.name)
-    xs, ws, ys = shape(op.input), shape(op.weight), shape(op.output)
+    xs, ws, ys = tensor_shape(op.input), tensor_shape(op.weight), tensor_shape(op.output)
     if DYN in (*xs[1:], *ws, *ys[1:]):
         return Refusal("a conv with dynamic channels or spatial dims (only the batch may be)")
     sh, sw = p.integers("strides")
@@ -102,7 +101,7 @@ def conv_geometry(op: graph.Conv2dOp) -> ConvGeometry | Refusal:
 
 
 def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
-    found = split_group(parts, graph.Conv2dOp, "conv")
+    found = split_cube_group(parts, graph.Conv2dOp, "conv")
     if isinstance(found, Refusal):
         return found
     root, epilogue = found
@@ -114,7 +113,7 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
     if isinstance(geometry, Refusal):
         return geometry
     g = geometry
-    w = width(elt(op.input))
+    w = byte_width(element_type(op.input))
     bias = op.bias
     act = activation_of(root)
     direct = (
@@ -146,14 +145,14 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
     raw = bias_rows = None
     ws_elt: Attribute | None = None
     max_cols = col_cap
-    out_elt = elt(root.results[0])
+    out_elt = element_type(root.results[0])
     if not direct:
         plain = bias is None and act[0] is None
         ws_elt = out_elt if (plain and not chip.l0c_to_ub) else f32
-        raw = pseudo_value(ws_elt, shape(root.results[0]), "raw")
+        raw = detached_value(ws_elt, tensor_shape(root.results[0]), "raw")
         extra: list[SSAValue] = []
         if bias is not None:
-            bias_rows = pseudo_value(elt(bias), (g.co, 1, 1), "bias")
+            bias_rows = detached_value(element_type(bias), (g.co, 1, 1), "bias")
             extra.append(bias_rows)
         planned = plan_epilogue(
             root, raw, extra, epilogue, parts, 2, ub_epilogue, chip, resident=extra, slots=slots

@@ -8,7 +8,7 @@ embedded in the cube kernel over the [rows x cols] view of the root's output (ma
 batch*M x N; conv: N*Cout x OH*OW; attention: B*H*Sq x Dv). The root's raw product
 enters that row kernel as a pseudo value (`raw`, a detached block argument of the
 output's shape): read by the row kernel's copy-in from a UB stage the template copies
-L0C into (coupled chips: CO2 is UB, ascend.md 1.7; `co2_copy`) or from a GM workspace (split chips: AIC and AIV exchange data only
+L0C into (coupled chips: CO2 is UB, ascend.md 1.7; `copy_l0c_rows_to_co2`) or from a GM workspace (split chips: AIC and AIV exchange data only
 through GM, ascend.md 1.1), or preset in UB (attention). The root's own bias, scaling
 and activation are applied by a custom emitter, in float32, then rounded once to the
 root's element type, exactly as the graph interpreter computes the op.
@@ -32,6 +32,7 @@ from autofusion.dialects import buffer, graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.buffer_verifier import footprint
 from autofusion.dialects.shape_inference import DYN
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder
@@ -47,6 +48,7 @@ from autofusion.lowering.row_plan import (
 from autofusion.lowering.row_vector_math import Loc, RowVectorMath, scalar_op
 from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT, queue_slots
 from autofusion.lowering.template import GroupParts, NotApplicable
+from autofusion.lowering.value_types import element_type, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
 # one cube fractal is 16 x 16 (ascend.md 1.4, 1.5): M, N and K tiles are multiples of it
@@ -67,30 +69,18 @@ EPILOGUE_OPS = (*(t for t in ELEMENTWISE if t is not graph.RopeOp), *ROW_APPLIES
 ACTIVATION_WEIGHT = {"relu": 1.0, "clip": 2.0, "gelu": 22.0, "gelu_tanh": 22.0}
 
 
-def elt(v: SSAValue) -> Attribute:
-    return cast(TensorType, v.type).element_type
-
-
-def shape(v: SSAValue) -> tuple[int, ...]:
-    return cast(TensorType, v.type).get_shape()
-
-
-def width(element_type: Attribute) -> int:
-    return dtypes.byte_width(element_type)
-
-
 def round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def pseudo_value(element_type: Attribute, dims: Sequence[int], name: str) -> SSAValue:
+def detached_value(element_type: Attribute, dims: Sequence[int], name: str) -> SSAValue:
     """A value no op defines: the cube root's raw product, or a reshaped operand."""
     v = Block(arg_types=[TensorType(element_type, list(dims))]).args[0]
     v.name_hint = name
     return v
 
 
-def split_group(
+def split_cube_group(
     parts: GroupParts, root_type: type[Operation] | tuple[type[Operation], ...], what: str
 ) -> tuple[Operation, list[Operation]] | Refusal:
     """(root, epilogue ops) of a cube group, or why the group is not one for `what`."""
@@ -116,8 +106,10 @@ def split_group(
                 "epilogues only"
             )
         for v in (*op.operands, *op.results):
-            if dtypes.type_name(elt(v)) not in ("f32", "f16", "bf16"):
-                return Refusal(f"{op.name} works on {dtypes.type_name(elt(v))} in a cube epilogue")
+            if dtypes.type_name(element_type(v)) not in ("f32", "f16", "bf16"):
+                return Refusal(
+                    f"{op.name} works on {dtypes.type_name(element_type(v))} in a cube epilogue"
+                )
     if any(o in parts.inputs for o in parts.outputs):
         return Refusal("the group yields one of its inputs unchanged")
     return root, epilogue
@@ -131,7 +123,7 @@ def cube_dtype_refusal(root: Operation, chip: ChipSpec) -> Refusal | None:
     CheckLoadData2DType); aclnnMm computes float inputs in float16 on the Atlas training
     and inference series (cubeMathType: KEEP_DTYPE is unsupported there), and 910's
     dav_c100 has no LoadData3DV2, the float B operand's load."""
-    names = {dtypes.type_name(elt(v)) for v in root.operands[:2]}
+    names = {dtypes.type_name(element_type(v)) for v in root.operands[:2]}
     if not names <= {"f32", "f16", "bf16"}:
         return Refusal(f"{root.name} on {'/'.join(sorted(names))}: the cube template takes floats")
     if "bf16" in names and not chip.bf16:
@@ -168,7 +160,7 @@ def plan_epilogue(
     ones are kept whole in UB and indexed per row even where a stream would do (a conv
     bias on chips without DataCopyPad). `slots`: queue buffers per position left for the
     epilogue (default: the chip's). `preset`: the raw value is already in UB (no queue)."""
-    anchor = shape(root.results[0])
+    anchor = tensor_shape(root.results[0])
     inputs = [raw, *extra]
     for v in parts.inputs:
         if v not in inputs and any(v in op.operands for op in epilogue):
@@ -201,7 +193,7 @@ def plan_epilogue(
         held = [v for v in resident if v in plan.values]
         for v in held:
             n = si.num_elements(plan.values[v].outer_shape) or 0
-            if (n * width(elt(v))) % 32:
+            if (n * byte_width(element_type(v))) % 32:
                 return Refusal(
                     f"a per-channel operand of {n} values is not a 32-byte multiple and the "
                     "chip has no DataCopyPad"
@@ -253,10 +245,10 @@ def root_emitter(
         if name is not None:
             step(activation_loc(k, name, x, lo, hi))
         result = op.results[0]
-        if x is k.locs[raw] and elt(raw) == elt(result):
+        if x is k.locs[raw] and element_type(raw) == element_type(result):
             k.locs[result] = x  # already the result's values (f16/bf16 from Fixpipe)
         else:
-            k.locs[result] = k.round_to(x, elt(result))
+            k.locs[result] = k.round_to(x, element_type(result))
 
     return emit
 
@@ -274,7 +266,7 @@ def epilogue_work(plan: RowPlan | None, root: Operation, elements: int) -> float
         else:
             work += VECTOR_OP_WEIGHT.get(type(op), 1.0) * elements
     for v in (*plan.inputs, *plan.outputs):
-        if dtypes.type_name(elt(v)) != "f32":
+        if dtypes.type_name(element_type(v)) != "f32":
             work += elements  # widening / narrowing casts
     return work
 
@@ -298,9 +290,9 @@ def epilogue_io(
         return 0, 0
     read = write = 0
     for v, info in plan.values.items():
-        w = width(elt(v))
+        w = byte_width(element_type(v))
         if info.is_input and info.constant is None and v not in external:
-            own = si.num_elements(concrete(shape(v), dims)) or 0
+            own = si.num_elements(resolve_dynamic_dims(tensor_shape(v), dims)) or 0
             if info.kind == "full" or info.kind == "mapped_rows":
                 read += rows * cols * w
             elif info.kind == "rowvec":
@@ -323,13 +315,14 @@ def epilogue_unique_read(
     if plan is None:
         return 0
     return sum(
-        (si.num_elements(concrete(shape(v), dims)) or 0) * width(elt(v))
+        (si.num_elements(resolve_dynamic_dims(tensor_shape(v), dims)) or 0)
+        * byte_width(element_type(v))
         for v, info in plan.values.items()
         if info.is_input and info.constant is None and v not in external
     )
 
 
-def concrete(dims: Sequence[int], given: Sequence[int] | None) -> list[int]:
+def resolve_dynamic_dims(dims: Sequence[int], given: Sequence[int] | None) -> list[int]:
     """A shape with its dynamic dims replaced (by `given` in order, else 1)."""
     it = iter(given or [])
     return [next(it, 1) if d == DYN else d for d in dims]
@@ -360,7 +353,7 @@ def max_epilogue_cols(plan: RowPlan) -> int:
 # ---- emission helpers -------------------------------------------------------------------
 
 
-def load(
+def fill_queue_slot(
     kb: KernelBuilder,
     queue: SSAValue,
     element_type: Attribute,
@@ -374,11 +367,11 @@ def load(
     return kb.insert(buffer.DequeOp(queue, element_type), name).results[0]
 
 
-def free(kb: KernelBuilder, queue: SSAValue, slot: SSAValue) -> None:
+def free_queue_slot(kb: KernelBuilder, queue: SSAValue, slot: SSAValue) -> None:
     kb.insert(buffer.QueueFreeOp(queue, slot))
 
 
-def co2_stage(kb: KernelBuilder, nbytes: SSAValue, max_bytes: int) -> SSAValue:
+def alloc_co2_stage(kb: KernelBuilder, nbytes: SSAValue, max_bytes: int) -> SSAValue:
     """The UB buffer a coupled chip's L0C -> UB copy lands in. Ascend C's CO1 -> CO2
     DataCopy (BLOCK_MODE_MATRIX) moves whole 16x16 fractals, so the f32 product arrives
     there as Nz; the ub -> ub copy that reads it (the row kernel's copy-in) lays it out
@@ -393,7 +386,7 @@ def co2_stage_bytes(plan: RowPlan, tm: int, tn: int) -> int:
     return 4 * min(tm * tn, max(plan.max_tile_elems, FRACTAL * stride))
 
 
-def co2_copy(
+def copy_l0c_rows_to_co2(
     kb: KernelBuilder,
     result: SSAValue,
     stage: SSAValue,
@@ -409,17 +402,19 @@ def co2_copy(
 
 
 @contextmanager
-def chunk_loop(kb: KernelBuilder, chunks: SSAValue, sub_blocks: int) -> Iterator[SSAValue]:
-    """for e in [0, chunks), split over the `sub_blocks` vector cores of a cube core.
+def sub_block_chunk_loop(
+    kb: KernelBuilder, chunks: SSAValue, aivs_per_tile: int
+) -> Iterator[SSAValue]:
+    """for e in [0, chunks), split over the `aivs_per_tile` vector cores of a cube core.
 
     On split chips each AIC has two AIVs (ascend.md 1.1), which run the same code: the
     AIV with `buffer.sub_block_idx` sb takes chunks sb, sb + 2, ..."""
     idx = kb.idx
-    if sub_blocks == 1:
+    if aivs_per_tile == 1:
         with kb.loop(idx.const(0), chunks, "chunk") as e:
             yield e
         return
-    n = idx.const(sub_blocks)
+    n = idx.const(aivs_per_tile)
     sb = kb.insert(buffer.SubBlockIdxOp(), "sub").results[0]
     mine = idx.ceildiv(idx.sub(idx.max(chunks, sb), sb), n)
     with kb.loop(idx.const(0), mine, "chunk") as e2:
@@ -432,17 +427,17 @@ TILE_READY, SLOT_FREE = 0, 1
 WORKSPACE_SLOTS = 2
 
 
-def tile_written(kb: KernelBuilder) -> None:
+def signal_tile_written(kb: KernelBuilder) -> None:
     """On the AIC after the Fixpipe into the workspace: the tile is there for the AIVs."""
     kb.insert(buffer.CrossCoreSetOp(TILE_READY, "aic", "fix"))
 
 
-def await_tile(kb: KernelBuilder) -> None:
+def wait_tile_written(kb: KernelBuilder) -> None:
     """On each AIV before reading a tile from the workspace."""
     kb.insert(buffer.CrossCoreWaitOp(TILE_READY, "aiv"))
 
 
-def slot_read(kb: KernelBuilder, tile: SSAValue, last: SSAValue) -> None:
+def signal_slot_read(kb: KernelBuilder, tile: SSAValue, last: SSAValue) -> None:
     """On each AIV after its last read of tile `tile`'s slot: free it for the tile two
     ahead, if this core has one (so every set has its wait)."""
     ahead = kb.idx.add(tile, kb.idx.const(WORKSPACE_SLOTS))
@@ -450,7 +445,7 @@ def slot_read(kb: KernelBuilder, tile: SSAValue, last: SSAValue) -> None:
         kb.insert(buffer.CrossCoreSetOp(SLOT_FREE, "aiv", "mte2"))
 
 
-def await_slot(kb: KernelBuilder, tile: SSAValue, first: SSAValue) -> None:
+def wait_slot_read(kb: KernelBuilder, tile: SSAValue, first: SSAValue) -> None:
     """On the AIC before writing tile `tile`'s slot: the AIVs have read the tile that
     used it two tiles before (the first two tiles find their slots free)."""
     idx = kb.idx
@@ -459,14 +454,14 @@ def await_slot(kb: KernelBuilder, tile: SSAValue, first: SSAValue) -> None:
         kb.insert(buffer.CrossCoreWaitOp(SLOT_FREE, "aic"))
 
 
-def sub_blocks(chip: ChipSpec, through_workspace: bool) -> int:
+def aivs_per_tile(chip: ChipSpec, through_workspace: bool) -> int:
     """Vector cores per cube core that share a tile's epilogue (2 on 2201, else 1)."""
     if not through_workspace:
         return 1
     return max(1, chip.vector_cores // max(chip.cube_cores, 1))
 
 
-def mmad_step(
+def mmad_k_step(
     kb: KernelBuilder,
     queues: tuple[SSAValue, SSAValue],
     element_type: Attribute,
@@ -478,14 +473,14 @@ def mmad_step(
     """One K step of a cube tile: load A and B into L0A/L0B through their queues, Mmad
     into `c` (accumulating unless `k_step` is the first), free both slots."""
     qa2, qb2 = queues
-    a2 = load(kb, qa2, element_type, fills[0], "a2")
-    b2 = load(kb, qb2, element_type, fills[1], "b2")
-    mmad(kb, (c, a2, b2), dims, nonzero(kb, k_step))
-    free(kb, qa2, a2)
-    free(kb, qb2, b2)
+    a2 = fill_queue_slot(kb, qa2, element_type, fills[0], "a2")
+    b2 = fill_queue_slot(kb, qb2, element_type, fills[1], "b2")
+    emit_mmad(kb, (c, a2, b2), dims, is_nonzero(kb, k_step))
+    free_queue_slot(kb, qa2, a2)
+    free_queue_slot(kb, qb2, b2)
 
 
-def mmad(
+def emit_mmad(
     kb: KernelBuilder,
     operands: tuple[SSAValue, SSAValue, SSAValue],
     dims: tuple[SSAValue, SSAValue, SSAValue],
@@ -505,13 +500,13 @@ def mmad(
     kb.insert(buffer.MmadOp(c, a, b, m, ncols, klen, accumulate))
 
 
-def nonzero(kb: KernelBuilder, v: SSAValue) -> SSAValue:
+def is_nonzero(kb: KernelBuilder, v: SSAValue) -> SSAValue:
     """v != 0 as an i1 (Mmad's accumulate flag: false on the first K step)."""
     op = arith.CmpiOp(v, kb.idx.const(0), "ne")
     return kb.insert(op, "acc").results[0]
 
 
-def kernel_entry(
+def kernel_entry_block(
     gm: Sequence[tuple[str, Attribute]], params: Sequence[str]
 ) -> tuple[Block, list[SSAValue], dict[str, SSAValue]]:
     """The entry block of a kernel: GM memrefs, then index tiling parameters."""
@@ -525,7 +520,7 @@ def kernel_entry(
 
 class CubeKernel(ABC):
     """The buffer.kernel builder of a cube template: GM memrefs for its inputs and
-    outputs, then its tiling parameters (kernel_entry); subclasses emit the body, with
+    outputs, then its tiling parameters (kernel_entry_block); subclasses emit the body, with
     `gm` (value -> its GM memref), `t` (tiling parameters) and `kb` set."""
 
     template: ClassVar[str]
@@ -553,9 +548,9 @@ class CubeKernel(ABC):
 
     def build(self) -> buffer.KernelOp:
         outs = self.outputs()
-        gm = [(f"in{i}", elt(v)) for i, v in enumerate(self.kernel_inputs)]
-        gm += [(f"out{i}", elt(v)) for i, v in enumerate(outs)]
-        entry, gm_args, self.t = kernel_entry(gm, self.params())
+        gm = [(f"in{i}", element_type(v)) for i, v in enumerate(self.kernel_inputs)]
+        gm += [(f"out{i}", element_type(v)) for i, v in enumerate(outs)]
+        entry, gm_args, self.t = kernel_entry_block(gm, self.params())
         self.gm = dict(zip([*self.kernel_inputs, *outs], gm_args))
         self.kb = KernelBuilder(entry)
         self._body()
@@ -573,7 +568,7 @@ class CubeKernel(ABC):
         )
 
 
-def runtime_dim(
+def launch_dim_size(
     b: Builder,
     candidates: Sequence[tuple[SSAValue | None, int]],
     static: int,
@@ -583,25 +578,25 @@ def runtime_dim(
     if static != DYN:
         return static
     for tensor, axis in candidates:
-        if tensor is not None and shape(tensor)[axis] == DYN:
+        if tensor is not None and tensor_shape(tensor)[axis] == DYN:
             return b.insert(buffer.DimOp(tensor, axis)).results[0]
     raise ValueError("no operand carries the dynamic dimension")
 
 
-def output_dims(
+def output_dynamic_dims(
     outputs: Sequence[SSAValue], anchor_dims: Sequence[SSAValue], anchor_rank: int
 ) -> list[SSAValue]:
     """The sizes of the outputs' dynamic dims, in order (outputs are right-aligned to the
     anchor: full tiles or one value per row)."""
     out: list[SSAValue] = []
     for v in outputs:
-        dims = shape(v)
+        dims = tensor_shape(v)
         shift = anchor_rank - len(dims)
         out += [anchor_dims[p + shift] for p, d in enumerate(dims) if d == DYN]
     return out
 
 
-def emit_fitting(
+def build_fitting_ub(
     build: Callable[[], buffer.KernelOp],
     rows: RowPlan | None,
     chip: ChipSpec,

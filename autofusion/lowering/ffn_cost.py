@@ -5,21 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from autofusion.dialects import shape_inference as si
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     blended_transfer,
-    concrete,
-    elt,
     epilogue_ub,
     epilogue_work,
-    shape,
-    width,
+    resolve_dynamic_dims,
 )
 from autofusion.lowering.ffn_host import ffn_tiling
 from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import ZERO_ELEMS
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.template import KernelCost
+from autofusion.lowering.value_types import element_type, tensor_shape
 
 
 def ffn_cost(p: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
@@ -28,8 +27,8 @@ def ffn_cost(p: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> K
     m, k1, f, n2 = p.sizes(dims)
     tiling = ffn_tiling(IntOps(), m, k1, f, n2, p, chip)
     t, blocks = tiling.values, tiling.blocks
-    w, parts = width(p.in_elt), p.parts_count
-    w_gu = width(p.gu_elt)
+    w, parts = byte_width(p.in_elt), p.parts_count
+    w_gu = byte_width(p.gu_elt)
     x_once, w1_once, w2_once = m * k1 * w, parts * k1 * f * w, f * n2 * w
     y_bytes = m * n2 * w
     acc = m * n2 * 4
@@ -42,7 +41,8 @@ def ffn_cost(p: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> K
     g = m * f * w
     rmw = acc * t["ft"]
     side = sum(
-        (si.num_elements(concrete(shape(v), dims)) or 0) * width(elt(v))
+        (si.num_elements(resolve_dynamic_dims(tensor_shape(v), dims)) or 0)
+        * byte_width(element_type(v))
         for v in (*p.root.bias1, *(x for x in (p.root.bias2,) if x is not None))
     )
     res = y_bytes if p.root.residual is not None else 0

@@ -11,18 +11,18 @@ from xdsl.ir import Operation, SSAValue
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.buffer_verifier import footprint
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
     CubeKernel,
-    chunk_loop,
-    free,
-    load,
-    mmad,
-    nonzero,
+    aivs_per_tile,
+    emit_mmad,
+    fill_queue_slot,
+    free_queue_slot,
+    is_nonzero,
     root_emitter,
-    sub_blocks,
-    width,
+    sub_block_chunk_loop,
 )
 from autofusion.lowering.ffn_host import PARAMS
 from autofusion.lowering.ffn_plan import FfnPlan
@@ -116,7 +116,7 @@ class FfnKernel(CubeKernel):
 
     def _queues(self) -> None:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
-        tl, w, e = p.tiles, width(p.in_elt), p.in_elt
+        tl, w, e = p.tiles, byte_width(p.in_elt), p.in_elt
 
         def nbytes(*factors: SSAValue) -> SSAValue:
             return idx.mul(idx.product(list(factors)), idx.const(w))
@@ -220,7 +220,7 @@ class FfnKernel(CubeKernel):
                     kb.insert(
                         buffer.CopyOp(c, kb.view(self.ws_gu, dst), nrows, ncols, ncols, t["bf"])
                     )
-                    free(kb, self.qc, c)
+                    free_queue_slot(kb, self.qc, c)
             kb.insert(buffer.CrossCoreSetOp(READY, "aic", "fix"))
 
     def _k_loop(
@@ -244,7 +244,7 @@ class FfnKernel(CubeKernel):
                 src = kb.view(x, idx.add(idx.mul(m0, t["K1"]), k0))
                 kb.copy(src, slot, nrows, klen1, t["K1"], t["kl1"])
 
-            a1 = load(kb, self.qa1, e, fill_x, "x1")
+            a1 = fill_queue_slot(kb, self.qa1, e, fill_x, "x1")
             b1s = []
             for (w, col, row), q in zip(weights, self.qb1):
 
@@ -254,18 +254,18 @@ class FfnKernel(CubeKernel):
                     src = kb.view(w, idx.add(idx.mul(k0, row), col))
                     kb.copy(src, slot, klen1, ncols, row, t["tn"])
 
-                b1s.append(load(kb, q, e, fill_w, "w1"))
+                b1s.append(fill_queue_slot(kb, q, e, fill_w, "w1"))
             with kb.loop(idx.const(0), idx.ceildiv(klen1, t["tk"]), "kk") as kk:
                 k1 = idx.mul(kk, t["tk"])
                 klen = idx.min(t["tk"], idx.sub(klen1, k1))
-                a2 = load(
+                a2 = fill_queue_slot(
                     kb,
                     self.qa2,
                     e,
                     lambda slot: kb.copy(kb.view(a1, k1), slot, nrows, klen, t["kl1"], klen),
                     "a2",
                 )
-                first = nonzero(kb, idx.add(s, kk))
+                first = is_nonzero(kb, idx.add(s, kk))
                 for c, b1 in zip(cs, b1s):
 
                     def fill_b2(slot: SSAValue, b1: SSAValue = b1) -> None:
@@ -273,13 +273,13 @@ class FfnKernel(CubeKernel):
                             kb.view(b1, idx.mul(k1, t["tn"])), slot, klen, ncols, t["tn"], ncols
                         )
 
-                    b2 = load(kb, self.qb2, e, fill_b2, "b2")
-                    mmad(kb, (c, a2, b2), (nrows, ncols, klen), first)
-                    free(kb, self.qb2, b2)
-                free(kb, self.qa2, a2)
-            free(kb, self.qa1, a1)
+                    b2 = fill_queue_slot(kb, self.qb2, e, fill_b2, "b2")
+                    emit_mmad(kb, (c, a2, b2), (nrows, ncols, klen), first)
+                    free_queue_slot(kb, self.qb2, b2)
+                free_queue_slot(kb, self.qa2, a2)
+            free_queue_slot(kb, self.qa1, a1)
             for b1, q in zip(b1s, self.qb1):
-                free(kb, q, b1)
+                free_queue_slot(kb, q, b1)
 
     def _activation(self, item: SSAValue, bid: SSAValue, step: SSAValue) -> None:
         """AIVs: g = act(gate/up) of the step's slot, chunk by chunk, into its g slot."""
@@ -288,7 +288,7 @@ class FfnKernel(CubeKernel):
         kb.insert(buffer.CrossCoreWaitOp(READY, "aiv"))
         col_chunks = idx.ceildiv(nband, t["ec"])
         chunks = idx.mul(idx.ceildiv(nrows, t["er"]), col_chunks)
-        with chunk_loop(kb, chunks, sub_blocks(self.chip, True)) as e:
+        with sub_block_chunk_loop(kb, chunks, aivs_per_tile(self.chip, True)) as e:
             r_off = idx.mul(idx.floordiv(e, col_chunks), t["er"])
             c_off = idx.mul(idx.rem(e, col_chunks), t["ec"])
             ner = idx.min(t["er"], idx.sub(nrows, r_off))
@@ -323,7 +323,7 @@ class FfnKernel(CubeKernel):
                 src = kb.view(self.ws_g, self._slot(bid, step, 0, 1))
                 kb.copy(src, slot, nrows, nband, t["bf"], t["bf"])
 
-            g1 = load(kb, self.qg, e, fill_g, "g1")
+            g1 = fill_queue_slot(kb, self.qg, e, fill_g, "g1")
             with kb.loop(idx.const(0), t["nt"], "nc") as nc:
                 n0 = idx.mul(nc, t["tn"])
                 ncols = idx.min(t["tn"], idx.sub(t["N2"], n0))
@@ -339,19 +339,19 @@ class FfnKernel(CubeKernel):
                         src = kb.view(w2, idx.add(idx.mul(row, t["N2"]), n0))
                         kb.copy(src, slot, klen1, ncols, t["N2"], t["tn"])
 
-                    b1 = load(kb, self.qb1[0], e, fill_w, "w2")
+                    b1 = fill_queue_slot(kb, self.qb1[0], e, fill_w, "w2")
                     with kb.loop(idx.const(0), idx.ceildiv(klen1, t["tk"]), "kk") as kk:
                         k1 = idx.mul(kk, t["tk"])
                         klen = idx.min(t["tk"], idx.sub(klen1, k1))
                         kg = idx.add(k0, k1)
-                        a2 = load(
+                        a2 = fill_queue_slot(
                             kb,
                             self.qa2,
                             e,
                             lambda slot: kb.copy(kb.view(g1, kg), slot, nrows, klen, t["bf"], klen),
                             "a2",
                         )
-                        b2 = load(
+                        b2 = fill_queue_slot(
                             kb,
                             self.qb2,
                             e,
@@ -360,15 +360,15 @@ class FfnKernel(CubeKernel):
                             ),
                             "b2",
                         )
-                        first = nonzero(kb, idx.add(s, kk))
-                        mmad(kb, (c, a2, b2), (nrows, ncols, klen), first)
-                        free(kb, self.qa2, a2)
-                        free(kb, self.qb2, b2)
-                    free(kb, self.qb1[0], b1)
+                        first = is_nonzero(kb, idx.add(s, kk))
+                        emit_mmad(kb, (c, a2, b2), (nrows, ncols, klen), first)
+                        free_queue_slot(kb, self.qa2, a2)
+                        free_queue_slot(kb, self.qb2, b2)
+                    free_queue_slot(kb, self.qb1[0], b1)
                 dst = kb.view(self.acc, idx.add(idx.mul(m0, t["N2"]), n0))
                 kb.insert(buffer.CopyOp(c, dst, nrows, ncols, ncols, t["N2"], atomic=True))
-                free(kb, self.qc, c)
-            free(kb, self.qg, g1)
+                free_queue_slot(kb, self.qc, c)
+            free_queue_slot(kb, self.qg, g1)
 
     def _pass(self, row: RowKernel, tiling: list[SSAValue], aiv: SSAValue, aivs: SSAValue) -> None:
         """AIVs: a row kernel over [M x N2] (the residual into the accumulator, or the

@@ -13,14 +13,16 @@ from xdsl.dialects import func
 from xdsl.ir import SSAValue
 
 from autofusion.dialects.shape_inference import DYN
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import FRACTAL, max_epilogue_cols, runtime_dim, shape, width
+from autofusion.lowering.cube_common import FRACTAL, launch_dim_size, max_epilogue_cols
 from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import SLOTS, ZERO_ELEMS
 from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.template import HostLaunch
+from autofusion.lowering.value_types import tensor_shape
 
 V = TypeVar("V")
 
@@ -109,13 +111,13 @@ def ffn_tiling(
         ops.max(c(FRACTAL), ops.round_down(ops.floordiv(c(a.max_tile_elems), a_stride), FRACTAL)),
     )
     aivs = ops.mul(blocks, c(2))
-    n2_static = shape(p.root.output)[-1]
+    n2_static = tensor_shape(p.root.output)[-1]
     fr, fc, f_stride, f_col_tiles, f_tiles = pass_tiling(ops, p.out_rows, m, n2, aivs, n2_static)
     first = pass_tiling(ops, p.init_rows or p.out_rows, m, n2, aivs, n2_static)
     z_pieces = ops.ceildiv(ops.mul(m, n2), c(ZERO_ELEMS))
     slot = ops.mul(tm, bf)
-    gu = ops.mul(ops.mul(blocks, c(SLOTS * p.parts_count * width(p.gu_elt))), slot)
-    g = ops.mul(ops.mul(blocks, c(SLOTS * width(p.in_elt))), slot)
+    gu = ops.mul(ops.mul(blocks, c(SLOTS * p.parts_count * byte_width(p.gu_elt))), slot)
+    g = ops.mul(ops.mul(blocks, c(SLOTS * byte_width(p.in_elt))), slot)
     acc = ops.mul(ops.mul(m, n2), c(4))
     ordered = [m, k1, f, n2, tm, tn, tk, kl1, bf, mt, ft, nt, items, k_stages, er, ec]
     ordered += [a_stride, fr, fc, f_stride, f_col_tiles, f_tiles, *first, z_pieces, gu, g, acc]
@@ -127,16 +129,16 @@ def ffn_launch(p: FfnPlan, b: Builder, idx: IrOps, outside: dict[SSAValue, SSAVa
     """The launch's runtime values: the sizes M (the input's leading dims), K1, F, N2 and
     the output's dynamic dims."""
     x = outside.get(p.root.input)
-    xs = shape(p.root.input)
+    xs = tensor_shape(p.root.input)
     lead: list[SSAValue] = []
     for d, size in enumerate(xs[:-1]):
-        v = runtime_dim(b, [(x, d)], size)
+        v = launch_dim_size(b, [(x, d)], size)
         lead.append(idx.const(v) if isinstance(v, int) else v)
     m = idx.product(lead)
-    k1, f = xs[-1], shape(p.root.weight2)[0]
-    n2 = shape(p.root.output)[-1]
+    k1, f = xs[-1], tensor_shape(p.root.weight2)[0]
+    n2 = tensor_shape(p.root.output)[-1]
     dims = [m, idx.const(k1), idx.const(f), idx.const(n2)]
-    out_dims = [v for v, d in zip(lead, shape(p.root.output)[:-1]) if d == DYN]
+    out_dims = [v for v, d in zip(lead, tensor_shape(p.root.output)[:-1]) if d == DYN]
     return HostLaunch(dims, [], out_dims)
 
 

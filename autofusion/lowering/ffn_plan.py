@@ -16,20 +16,19 @@ from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph_fused import FFN_GATED
 from autofusion.dialects.shape_inference import DYN
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
-    concrete,
-    elt,
+    detached_value,
     max_epilogue_cols,
-    pseudo_value,
-    shape,
-    width,
+    resolve_dynamic_dims,
 )
 from autofusion.lowering.ffn_tiles import FfnTiles, choose_ffn_tiles
 from autofusion.lowering.row_plan import RowPlan, _plan_for_split
 from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import GroupParts, NotApplicable, Plan
+from autofusion.lowering.value_types import element_type, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
 
@@ -66,7 +65,7 @@ class FfnPlan(Plan):
 
     @property
     def in_elt(self) -> Attribute:
-        return elt(self.root.input)
+        return element_type(self.root.input)
 
     @property
     def gated(self) -> bool:
@@ -82,10 +81,10 @@ class FfnPlan(Plan):
 
     def sizes(self, dims: Sequence[int] | None = None) -> tuple[int, int, int, int]:
         """(M, K1, F, N2), dynamic dims from `dims` in order (output dims, then K1)."""
-        out = shape(self.root.output)
-        k1 = shape(self.root.input)[-1]
-        f = shape(self.root.weight2)[0]
-        sized = concrete([*out, k1, f], dims)
+        out = tensor_shape(self.root.output)
+        k1 = tensor_shape(self.root.input)[-1]
+        f = tensor_shape(self.root.weight2)[0]
+        sized = resolve_dynamic_dims([*out, k1, f], dims)
         m = si.num_elements(sized[:-3]) or 1
         return m, sized[-2], sized[-1], sized[-3]
 
@@ -96,19 +95,19 @@ def _activation_plan(
     """The AIVs' activation as a row plan over [M x F]: synthetic projections (their
     emitters add b1 and, plain, apply the activation) and graph.ffn's gating ops.
     Returns (plan, raw values, projections, bias values, g)."""
-    t = elt(root.input)
-    k1 = shape(root.input)[-1]
+    t = element_type(root.input)
+    k1 = tensor_shape(root.input)[-1]
     act = root.activation.data
-    x_ps = pseudo_value(t, [m, k1], "x")
-    w_ps = pseudo_value(t, [k1, f], "w1")
+    x_ps = detached_value(t, [m, k1], "x")
+    w_ps = detached_value(t, [k1, f], "w1")
     raws: list[SSAValue] = []
     mms: list[Operation] = []
     biases: list[SSAValue] = []
     for what in ("gate", "up") if root.gated else ("h",):
-        raw = pseudo_value(gu_elt, [m, f], what)
+        raw = detached_value(gu_elt, [m, f], what)
         operands = [x_ps, w_ps]
         if root.bias1:
-            biases.append(pseudo_value(t, [f], f"b1_{what}"))
+            biases.append(detached_value(t, [f], f"b1_{what}"))
             operands.append(biases[-1])
         props = {} if root.gated else {"activation": act}
         mms.append(graph.MatmulOp.make(operands, props))
@@ -136,11 +135,11 @@ def _output_plan(
     """The AIVs' final pass as a row plan over [M x N2]: y = round(acc + b2), the
     synthetic down projection's emitter adding b2. Returns (plan, acc, the down
     projection, b2, y)."""
-    t = elt(root.input)
-    f = shape(root.weight2)[0]
-    acc = pseudo_value(f32, [m, n2], "acc")
-    operands = [pseudo_value(t, [m, f], "g"), pseudo_value(t, [f, n2], "w2")]
-    b2 = pseudo_value(t, [n2], "b2") if root.bias2 is not None else None
+    t = element_type(root.input)
+    f = tensor_shape(root.weight2)[0]
+    acc = detached_value(f32, [m, n2], "acc")
+    operands = [detached_value(t, [m, f], "g"), detached_value(t, [f, n2], "w2")]
+    b2 = detached_value(t, [n2], "b2") if root.bias2 is not None else None
     if b2 is not None:
         operands.append(b2)
     down = graph.MatmulOp.make(operands)
@@ -158,7 +157,7 @@ def _init_plan(
 ) -> tuple[RowPlan, SSAValue, SSAValue] | Refusal:
     """The AIVs' first pass as a row plan over [M x N2]: acc = float32(residual).
     Returns (plan, residual, acc)."""
-    res = pseudo_value(elt(root.input), [m, n2], "residual")
+    res = detached_value(element_type(root.input), [m, n2], "residual")
     cast_op = graph.CastOp.make([res], result_types=[graph.tensor([m, n2], f32)])
     out = cast_op.results[0]
     plan = _plan_for_split([cast_op], [res], [out], (m, n2), 1, False, ub, slots)
@@ -181,20 +180,20 @@ def plan_ffn(parts: GroupParts, chip: ChipSpec) -> FfnPlan | Refusal:
             f"the ffn kernel needs a split chip (SyncAll<false> and the L0C -> GM atomic add "
             f"of Atlas A2/A3); on {chip.name} graph.ffn stays a library op"
         )
-    t = dtypes.type_name(elt(root.input))
+    t = dtypes.type_name(element_type(root.input))
     if t not in ("f32", "f16", "bf16"):
         return Refusal(f"graph.ffn on {t}: the cube takes floats")
     if t == "bf16" and not chip.bf16:
         return Refusal(f"{chip.name} has no bf16 cube")
-    k1, f = shape(root.input)[-1], shape(root.weight2)[0]
-    n2 = shape(root.output)[-1]
+    k1, f = tensor_shape(root.input)[-1], tensor_shape(root.weight2)[0]
+    n2 = tensor_shape(root.output)[-1]
     if DYN in (k1, f, n2):
         return Refusal("graph.ffn with a dynamic K1, F or N2 (the weights fix them)")
-    lead = shape(root.output)[:-1]
+    lead = tensor_shape(root.output)[:-1]
     m = DYN if DYN in lead else (si.num_elements(lead) or 1)
-    w = width(elt(root.input))
+    w = byte_width(element_type(root.input))
     plain = root.gated and not root.bias1
-    gu_elt = elt(root.input) if plain else f32
+    gu_elt = element_type(root.input) if plain else f32
     # UB: half for the activation, a quarter for each of the first and the final pass
     # (the zeros a first pass without a residual writes come out of its quarter); queue
     # buffers per position likewise

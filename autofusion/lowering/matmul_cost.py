@@ -10,31 +10,32 @@ from xdsl.ir import SSAValue
 
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.shape_inference import DYN
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
+    aivs_per_tile,
     blended_transfer,
-    concrete,
-    elt,
     epilogue_io,
     epilogue_ub,
     epilogue_unique_read,
     epilogue_work,
+    resolve_dynamic_dims,
     round_up,
-    shape,
-    sub_blocks,
-    width,
 )
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.matmul_host import matmul_sizes, plan_tiling
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import l2_budget
 from autofusion.lowering.template import KernelCost
+from autofusion.lowering.value_types import element_type, tensor_shape
 
 
 def operand_bytes(v: SSAValue, dims: Sequence[int] | None) -> int:
     """Bytes of a whole operand tensor (dynamic dims from `dims`, else 1)."""
-    return (si.num_elements(concrete(shape(v), dims)) or 0) * width(elt(v))
+    return (si.num_elements(resolve_dynamic_dims(tensor_shape(v), dims)) or 0) * byte_width(
+        element_type(v)
+    )
 
 
 def matmul_cost(p: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
@@ -43,14 +44,14 @@ def matmul_cost(p: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None
     m, n, k, batch = matmul_sizes(p, dims)
     tiling = plan_tiling(IntOps(), p, chip, m, n, k, batch)
     t, blocks = tiling.values, tiling.blocks
-    w = width(p.in_elt)
+    w = byte_width(p.in_elt)
     rows = batch * m
     chunks = batch * t["mt"] * -(-t["tm"] // t["er"]) * t["nt"]
     external = [p.raw] if p.raw is not None else []
     read, write = epilogue_io(p.rows, external, rows, n, chunks, t["tn"], t["nt"], blocks, dims)
     if p.direct:
-        write += rows * n * width(elt(p.root.results[0]))
-    ws = rows * n * width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0
+        write += rows * n * byte_width(element_type(p.root.results[0]))
+    ws = rows * n * byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0
     # A once per N tile, B once per M tile; the workspace written and read back
     a_bytes = batch * m * k * w * t["nt"]
     b_bytes = batch * k * n * w * t["mt"]
@@ -78,7 +79,7 @@ def matmul_cost(p: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None
         transfer_bytes=transfer,
         ub_bytes=epilogue_ub(p.rows),
         cube_cores_used=blocks,
-        vector_cores_used=0 if p.direct else blocks * sub_blocks(chip, bool(ws)),
+        vector_cores_used=0 if p.direct else blocks * aivs_per_tile(chip, bool(ws)),
         notes=[f"workspace round trip {2 * ws} bytes"] if ws else [],
     )
 

@@ -10,26 +10,26 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import buffer
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
     CubeKernel,
     activation_of,
-    await_slot,
-    await_tile,
-    chunk_loop,
-    co2_copy,
-    co2_stage,
+    aivs_per_tile,
+    alloc_co2_stage,
+    build_fitting_ub,
     co2_stage_bytes,
-    emit_fitting,
-    free,
-    load,
-    mmad_step,
+    copy_l0c_rows_to_co2,
+    fill_queue_slot,
+    free_queue_slot,
+    mmad_k_step,
     root_emitter,
-    slot_read,
-    sub_blocks,
-    tile_written,
-    width,
+    signal_slot_read,
+    signal_tile_written,
+    sub_block_chunk_loop,
+    wait_slot_read,
+    wait_tile_written,
 )
 from autofusion.lowering.kernel_builder import mapped_index
 from autofusion.lowering.matmul_plan import MatmulPlan
@@ -72,7 +72,7 @@ class MatmulKernel(CubeKernel):
 
     def _body(self) -> None:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
-        tiles, w, in_elt = p.tiles, width(p.in_elt), p.in_elt
+        tiles, w, in_elt = p.tiles, byte_width(p.in_elt), p.in_elt
         bid = kb.insert(buffer.BlockIdxOp(), "bid").results[0]
         first = idx.mul(bid, t["per_core"])
         last = idx.min(idx.add(first, t["per_core"]), t["tiles"])
@@ -119,7 +119,7 @@ class MatmulKernel(CubeKernel):
         self.c_ub: SSAValue | None = None
         if row is not None and p.l0c_to_ub:
             nbytes = idx.mul(idx.mul(t["er"], t["tn"]), idx.const(4))
-            self.c_ub = co2_stage(kb, nbytes, co2_stage_bytes(row.plan, tiles.tm, tiles.tn))
+            self.c_ub = alloc_co2_stage(kb, nbytes, co2_stage_bytes(row.plan, tiles.tm, tiles.tn))
         if row is not None:
             rt = {"tile_rows": t["er"], "tile_stride": t["tile_stride"], "cols": t["N"]}
             outer = [t[f"batch{d}"] for d in range(len(p.batch_shape))] + [t["M"]]
@@ -153,14 +153,14 @@ class MatmulKernel(CubeKernel):
                             relu=activation_of(p.root)[0] == "relu",
                         )
                     )
-                    free(kb, qc, c)
+                    free_queue_slot(kb, qc, c)
                 elif ws is not None:
                     slot = idx.rem(idx.sub(tile, first), idx.const(2))
                     base = idx.mul(idx.add(idx.mul(bid, idx.const(2)), slot), tm_tn)
-                    await_slot(kb, tile, first)
+                    wait_slot_read(kb, tile, first)
                     kb.insert(buffer.CopyOp(c, kb.view(ws, base), nrows, ncols, ncols, t["tn"]))
-                    free(kb, qc, c)
-                    tile_written(kb)
+                    free_queue_slot(kb, qc, c)
+                    signal_tile_written(kb)
                 else:
                     kb.insert(buffer.EnqueOp(qc, c))
             if row is not None:
@@ -189,14 +189,16 @@ class MatmulKernel(CubeKernel):
         if ws is None:
             cd = kb.insert(buffer.DequeOp(qc, f32), "c_out").results[0]
         else:
-            await_tile(kb)
+            wait_tile_written(kb)
         chunks = idx.ceildiv(nrows, t["er"])
-        with chunk_loop(kb, chunks, sub_blocks(self.chip, ws is not None)) as e:
+        with sub_block_chunk_loop(kb, chunks, aivs_per_tile(self.chip, ws is not None)) as e:
             r_off = idx.mul(e, t["er"])
             ner = idx.min(t["er"], idx.sub(nrows, r_off))
             if cd is not None:  # CO1 -> CO2 lands Nz fractals: the row kernel lays them out
                 assert self.c_ub is not None
-                co2_copy(kb, kb.view(cd, idx.mul(r_off, ncols)), self.c_ub, ner, ncols, t["tn"])
+                copy_l0c_rows_to_co2(
+                    kb, kb.view(cd, idx.mul(r_off, ncols)), self.c_ub, ner, ncols, t["tn"]
+                )
                 row.source_views[p.raw] = (self.c_ub, t["tn"])
             else:
                 assert ws is not None
@@ -207,9 +209,9 @@ class MatmulKernel(CubeKernel):
             r0 = idx.add(idx.add(idx.mul(ob, t["M"]), m0), r_off)
             row.emit_tile(r0, n0, ner, ncols)
         if cd is not None:
-            free(kb, qc, cd)
+            free_queue_slot(kb, qc, cd)
         else:
-            slot_read(kb, tile, last)
+            signal_slot_read(kb, tile, last)
 
     def _k_loop(
         self,
@@ -254,8 +256,8 @@ class MatmulKernel(CubeKernel):
                     src = kb.view(b_gm, idx.add(b_base, idx.add(idx.mul(k0, t["N"]), n0)))
                     kb.copy(src, slot, klen1, ncols, t["N"], t["tn"])
 
-            a1 = load(kb, qa1, in_elt, fill_a1, "a1")
-            b1 = load(kb, qb1, in_elt, fill_b1, "b1")
+            a1 = fill_queue_slot(kb, qa1, in_elt, fill_a1, "a1")
+            b1 = fill_queue_slot(kb, qb1, in_elt, fill_b1, "b1")
             with kb.loop(idx.const(0), idx.ceildiv(klen1, t["tk"]), "kk") as kk:
                 k1 = idx.mul(kk, t["tk"])
                 klen = idx.min(t["tk"], idx.sub(klen1, k1))
@@ -280,7 +282,7 @@ class MatmulKernel(CubeKernel):
                             kb.view(b1, idx.mul(k1, t["tn"])), slot, klen, ncols, t["tn"], ncols
                         )
 
-                mmad_step(
+                mmad_k_step(
                     kb,
                     (qa2, qb2),
                     in_elt,
@@ -289,8 +291,8 @@ class MatmulKernel(CubeKernel):
                     (nrows, ncols, klen),
                     idx.add(s, kk),
                 )
-            free(kb, qa1, a1)
-            free(kb, qb1, b1)
+            free_queue_slot(kb, qa1, a1)
+            free_queue_slot(kb, qb1, b1)
 
 
 def emit_matmul_kernel(
@@ -308,5 +310,5 @@ def emit_matmul_kernel(
         if p.tiles.tn > max_cols:
             p.tiles = replace(p.tiles, tn=max_cols // FRACTAL * FRACTAL)
 
-    kernel = emit_fitting(build, p.rows, chip, shrink)
+    kernel = build_fitting_ub(build, p.rows, chip, shrink)
     return kernel, emitters[-1]

@@ -12,13 +12,19 @@ from xdsl.dialects import func
 from xdsl.ir import SSAValue
 
 from autofusion.dialects import shape_inference as si
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import concrete, output_dims, runtime_dim, shape, width
+from autofusion.lowering.cube_common import (
+    launch_dim_size,
+    output_dynamic_dims,
+    resolve_dynamic_dims,
+)
 from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import GemmTiling, gemm_tiling, l2_budget
 from autofusion.lowering.template import HostLaunch
+from autofusion.lowering.value_types import tensor_shape
 
 V = TypeVar("V")
 
@@ -28,7 +34,7 @@ def matmul_sizes(p: MatmulPlan, dims: Sequence[int] | None) -> tuple[int, int, i
     K), else 1."""
     out = p.out_shape
     k = p.mnk()[2]
-    sized = concrete([*out, k], dims)
+    sized = resolve_dynamic_dims([*out, k], dims)
     return sized[-3], sized[-2], sized[-1], si.num_elements(sized[:-3]) or 1
 
 
@@ -47,8 +53,8 @@ def plan_tiling(
         chip.cube_cores,
         rows.align_elems if rows is not None else 8,
         rows.max_tile_elems if rows is not None else p.tiles.tm * p.tiles.tn,
-        width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0,
-        width(p.in_elt),
+        byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0,
+        byte_width(p.in_elt),
         l2_budget(chip),
     )
 
@@ -58,16 +64,16 @@ def matmul_launch(
 ) -> HostLaunch:
     """The launch's runtime values: M, N, K, the batch dims and the output's dynamic dims."""
     a, bb = outside.get(p.a), outside.get(p.b)
-    ra, rb = len(shape(p.a)), len(shape(p.b))
+    ra, rb = len(tensor_shape(p.a)), len(tensor_shape(p.b))
     m_axis, k_axis = (ra - 1, ra - 2) if p.trans_a else (ra - 2, ra - 1)
     n_axis = rb - 2 if p.trans_b else rb - 1
     kb_axis = rb - 1 if p.trans_b else rb - 2
     out = p.out_shape
     m_s, n_s, k_s = p.mnk()
     values: list[SSAValue | int] = [
-        runtime_dim(b, [(a, m_axis)], m_s),
-        runtime_dim(b, [(bb, n_axis)], n_s),
-        runtime_dim(b, [(a, k_axis), (bb, kb_axis)], k_s),
+        launch_dim_size(b, [(a, m_axis)], m_s),
+        launch_dim_size(b, [(bb, n_axis)], n_s),
+        launch_dim_size(b, [(a, k_axis), (bb, kb_axis)], k_s),
     ]
     nb = len(p.batch_shape)
     for d in range(nb):
@@ -76,10 +82,10 @@ def matmul_launch(
             pos = d - (nb - (r - 2))
             if v is not None and pos >= 0:
                 cands.append((v, pos))
-        values.append(runtime_dim(b, cands, out[d]))
+        values.append(launch_dim_size(b, cands, out[d]))
     dims = [idx.const(v) if isinstance(v, int) else v for v in values]
     anchor = [*dims[3:], dims[0], dims[1]]
-    return HostLaunch(dims, [], output_dims(p.parts.outputs, anchor, len(out)))
+    return HostLaunch(dims, [], output_dynamic_dims(p.parts.outputs, anchor, len(out)))
 
 
 def matmul_tiling_function(p: MatmulPlan, name: str, chip: ChipSpec) -> func.FuncOp:

@@ -53,8 +53,9 @@ from xdsl.builder import Builder
 from xdsl.ir import SSAValue
 
 from autofusion.dialects.group_plan import TilingValue
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import FRACTAL, width
+from autofusion.lowering.cube_common import FRACTAL
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.matmul_cost import matmul_cost, matmul_read_once
 from autofusion.lowering.matmul_emit import emit_matmul_kernel
@@ -83,7 +84,7 @@ class MatmulTemplate(KernelTemplate):
 
     def footprint(self, plan: Plan) -> dict[str, int]:
         p = cast(MatmulPlan, plan)
-        return tiles_footprint(p.tiles, width(p.in_elt))
+        return tiles_footprint(p.tiles, byte_width(p.in_elt))
 
     def retile(
         self, plan: Plan, tiling: Mapping[str, TilingValue], chip: ChipSpec
@@ -95,7 +96,7 @@ class MatmulTemplate(KernelTemplate):
         tiles = CubeTiles(**{k: int(v) for k, v in tiling.items()})
         if any(t % FRACTAL for t in (tiles.tm, tiles.tn, tiles.tk)):
             return Refusal(f"matmul tiles tm, tn, tk must be multiples of {FRACTAL}")
-        for space, used in tiles_footprint(tiles, width(p.in_elt)).items():
+        for space, used in tiles_footprint(tiles, byte_width(p.in_elt)).items():
             capacity = chip.capacity(space)
             if capacity is not None and used > capacity:
                 return Refusal(

@@ -12,21 +12,20 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import graph
 from autofusion.dialects.shape_inference import DYN
+from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     activation_of,
     cube_dtype_refusal,
-    elt,
+    detached_value,
     max_epilogue_cols,
     plan_epilogue,
-    pseudo_value,
-    shape,
-    split_group,
-    width,
+    split_cube_group,
 )
 from autofusion.lowering.matmul_tiling import CubeTiles, choose_tiles
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.template import GroupParts, Plan
+from autofusion.lowering.value_types import element_type, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
 
@@ -60,14 +59,14 @@ class MatmulPlan(Plan):
 
     @property
     def in_elt(self) -> Attribute:
-        return elt(self.a)
+        return element_type(self.a)
 
     @property
     def out_shape(self) -> tuple[int, ...]:
-        return shape(self.root.results[0])
+        return tensor_shape(self.root.results[0])
 
     def mnk(self) -> tuple[int, int, int]:
-        a, b = shape(self.a), shape(self.b)
+        a, b = tensor_shape(self.a), tensor_shape(self.b)
         m = a[-1] if self.trans_a else a[-2]
         k = a[-2] if self.trans_a else a[-1]
         n = b[-2] if self.trans_b else b[-1]
@@ -89,7 +88,7 @@ def _batch_pattern(operand: tuple[int, ...], batch: tuple[int, ...]) -> tuple[in
 
 
 def plan_matmul(parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
-    found = split_group(parts, (graph.MatmulOp, graph.GemmOp), "matmul")
+    found = split_cube_group(parts, (graph.MatmulOp, graph.GemmOp), "matmul")
     if isinstance(found, Refusal):
         return found
     root, epilogue = found
@@ -108,17 +107,17 @@ def plan_matmul(parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
     else:
         trans_a = trans_b = False
         alpha = beta = 1.0
-        if len(shape(a)) < 2 or len(shape(b)) < 2:
+        if len(tensor_shape(a)) < 2 or len(tensor_shape(b)) < 2:
             return Refusal("a 1-D matmul operand (matrix-vector product) has no cube kernel")
-        batch_shape = shape(root.results[0])[:-2]
-        pa = _batch_pattern(shape(a)[:-2], batch_shape)
-        pb = _batch_pattern(shape(b)[:-2], batch_shape)
+        batch_shape = tensor_shape(root.results[0])[:-2]
+        pa = _batch_pattern(tensor_shape(a)[:-2], batch_shape)
+        pb = _batch_pattern(tensor_shape(b)[:-2], batch_shape)
         if pa is None or pb is None:
             return Refusal("the operands' batch dims do not broadcast to the output's")
         a_outer, b_outer = pa, pb
     act = activation_of(root)
-    w = width(elt(a))
-    rank = len(shape(root.results[0]))
+    w = byte_width(element_type(a))
+    rank = len(tensor_shape(root.results[0]))
     direct = (
         not chip.l0c_to_ub
         and not epilogue
@@ -131,12 +130,12 @@ def plan_matmul(parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
     raw: SSAValue | None = None
     ws_elt: Attribute | None = None
     max_cols = None
-    out_elt = elt(root.results[0])
+    out_elt = element_type(root.results[0])
     if not direct:
         plain = bias is None and alpha == 1.0 and act[0] is None
         # the graph rounds a plain product to its type: Fixpipe can do that on the way out
         ws_elt = out_elt if (plain and not chip.l0c_to_ub) else f32
-        raw = pseudo_value(ws_elt, shape(root.results[0]), "raw")
+        raw = detached_value(ws_elt, tensor_shape(root.results[0]), "raw")
         extra = [bias] if bias is not None else []
         planned = plan_epilogue(root, raw, extra, epilogue, parts, rank - 1, chip.ub_bytes, chip)
         if isinstance(planned, Refusal):
@@ -178,8 +177,8 @@ def _aligned_operands(root: Operation, a: SSAValue, b: SSAValue) -> Refusal | No
     contiguous runs of A and B tiles (and output rows) must be, at every tile."""
     # a tile's contiguous runs are along each matrix's last dim, whatever the transposes
     for v in (a, b, root.results[0]):
-        d = shape(v)[-1]
-        if d == DYN or (d * width(elt(v))) % 32:
+        d = tensor_shape(v)[-1]
+        if d == DYN or (d * byte_width(element_type(v))) % 32:
             return Refusal(
                 f"rows of {'dynamic' if d == DYN else d} elements of {root.name}'s operands "
                 "are not 32-byte multiples and the chip has no DataCopyPad"

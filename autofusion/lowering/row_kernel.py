@@ -24,13 +24,8 @@ from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
 from autofusion.lowering.row_ops import OP_EMITTERS, Emitter
 from autofusion.lowering.row_plan import F32, InputView, RowPlan
 from autofusion.lowering.row_tiling import ROW_TILING_PARAMS
-from autofusion.lowering.row_vector_math import (
-    Loc,
-    Pool,
-    RowVectorMath,
-    element_bytes,
-    element_type,
-)
+from autofusion.lowering.row_vector_math import Loc, Pool, RowVectorMath
+from autofusion.lowering.value_types import element_bytes, element_type
 
 
 class RowKernel(RowVectorMath):

@@ -11,7 +11,8 @@ from typing import cast
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import graph
-from autofusion.lowering.row_vector_math import Loc, RowVectorMath, element_type
+from autofusion.lowering.row_vector_math import Loc, RowVectorMath
+from autofusion.lowering.value_types import element_type
 
 Emitter = Callable[[RowVectorMath, Operation], None]
 

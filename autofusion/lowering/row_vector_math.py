@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType, f32
+from xdsl.dialects.builtin import f32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from autofusion import dtypes
 from autofusion.dialects import buffer
 from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
 from autofusion.lowering.row_plan import RowPlan
+from autofusion.lowering.value_types import element_type
 
 # Abramowitz & Stegun 7.1.26: erf(z) = 1 - (a1 t + ... + a5 t^5) e^{-z^2}, t = 1/(1 + p z)
 ERF_P = 0.3275911
@@ -73,14 +73,6 @@ class Pool:
             free = self.free[self.kind_of[buf]]
             if buf not in free:
                 free.append(buf)
-
-
-def element_type(v: SSAValue) -> Attribute:
-    return cast(TensorType, v.type).element_type
-
-
-def element_bytes(v: SSAValue) -> int:
-    return dtypes.byte_width(element_type(v))
 
 
 class RowVectorMath:
