@@ -54,6 +54,7 @@ REMAINING: list[frozenset[str]] = [
             "autofusion.lowering.conv_plan",
             "autofusion.lowering.conv_tiling",
             "autofusion.lowering.cube_common",
+            "autofusion.lowering.cube_epilogue",
             "autofusion.lowering.ffn_cost",
             "autofusion.lowering.ffn_emit",
             "autofusion.lowering.ffn_host",

@@ -13,12 +13,14 @@ from autofusion.lowering.cube_common import (
     FRACTAL,
     aivs_per_tile,
     blended_transfer,
+    resolve_dynamic_dims,
+    round_up,
+)
+from autofusion.lowering.cube_epilogue import (
     epilogue_io,
     epilogue_ub,
     epilogue_unique_read,
     epilogue_work,
-    resolve_dynamic_dims,
-    round_up,
 )
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.template import KernelCost

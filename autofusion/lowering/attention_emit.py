@@ -28,9 +28,9 @@ from autofusion.lowering.cube_common import (
     emit_mmad,
     fill_queue_slot,
     free_queue_slot,
-    root_emitter,
     round_up,
 )
+from autofusion.lowering.cube_epilogue import root_emitter
 from autofusion.lowering.row_kernel import Loc, RowKernel
 from autofusion.lowering.value_types import element_type
 

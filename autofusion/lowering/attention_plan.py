@@ -17,14 +17,8 @@ from autofusion.dialects.shape_inference import DYN
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_tiling import CMP_ELEMS, AttentionTiles
-from autofusion.lowering.cube_common import (
-    FRACTAL,
-    cube_dtype_refusal,
-    detached_value,
-    plan_epilogue,
-    round_up,
-    split_cube_group,
-)
+from autofusion.lowering.cube_common import FRACTAL, cube_dtype_refusal, detached_value, round_up
+from autofusion.lowering.cube_epilogue import plan_epilogue, split_cube_group
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import GroupParts, Plan

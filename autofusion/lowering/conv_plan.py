@@ -16,10 +16,9 @@ from autofusion.dialects.shape_inference import DYN
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.conv_tiling import ConvGeometry, ConvTiles, choose_conv_tiles, im2col_cols
-from autofusion.lowering.cube_common import (
+from autofusion.lowering.cube_common import cube_dtype_refusal, detached_value
+from autofusion.lowering.cube_epilogue import (
     activation_of,
-    cube_dtype_refusal,
-    detached_value,
     max_epilogue_cols,
     plan_epilogue,
     split_cube_group,

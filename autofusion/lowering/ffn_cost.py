@@ -7,12 +7,8 @@ from collections.abc import Sequence
 from autofusion.dialects import shape_inference as si
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import (
-    blended_transfer,
-    epilogue_ub,
-    epilogue_work,
-    resolve_dynamic_dims,
-)
+from autofusion.lowering.cube_common import blended_transfer, resolve_dynamic_dims
+from autofusion.lowering.cube_epilogue import epilogue_ub, epilogue_work
 from autofusion.lowering.ffn_host import ffn_tiling
 from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import ZERO_ELEMS

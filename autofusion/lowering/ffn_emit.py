@@ -21,9 +21,9 @@ from autofusion.lowering.cube_common import (
     fill_queue_slot,
     free_queue_slot,
     is_nonzero,
-    root_emitter,
     sub_block_chunk_loop,
 )
+from autofusion.lowering.cube_epilogue import root_emitter
 from autofusion.lowering.ffn_host import PARAMS
 from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import G_READY, READY, SLOTS, ZERO_ELEMS

@@ -15,7 +15,8 @@ from xdsl.ir import SSAValue
 from autofusion.dialects.shape_inference import DYN
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import FRACTAL, launch_dim_size, max_epilogue_cols
+from autofusion.lowering.cube_common import FRACTAL, launch_dim_size
+from autofusion.lowering.cube_epilogue import max_epilogue_cols
 from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import SLOTS, ZERO_ELEMS
 from autofusion.lowering.index_expr import IndexOps, IrOps

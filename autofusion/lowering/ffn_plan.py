@@ -18,12 +18,8 @@ from autofusion.dialects.graph_fused import FFN_GATED
 from autofusion.dialects.shape_inference import DYN
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import (
-    FRACTAL,
-    detached_value,
-    max_epilogue_cols,
-    resolve_dynamic_dims,
-)
+from autofusion.lowering.cube_common import FRACTAL, detached_value, resolve_dynamic_dims
+from autofusion.lowering.cube_epilogue import max_epilogue_cols
 from autofusion.lowering.ffn_tiles import FfnTiles, choose_ffn_tiles
 from autofusion.lowering.row_plan import RowPlan, _plan_for_split
 from autofusion.lowering.rows_template import queue_slots

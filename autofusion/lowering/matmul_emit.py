@@ -15,21 +15,23 @@ from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
     CubeKernel,
-    activation_of,
     aivs_per_tile,
     alloc_co2_stage,
-    build_fitting_ub,
-    co2_stage_bytes,
     copy_l0c_rows_to_co2,
     fill_queue_slot,
     free_queue_slot,
     mmad_k_step,
-    root_emitter,
     signal_slot_read,
     signal_tile_written,
     sub_block_chunk_loop,
     wait_slot_read,
     wait_tile_written,
+)
+from autofusion.lowering.cube_epilogue import (
+    activation_of,
+    build_fitting_ub,
+    co2_stage_bytes,
+    root_emitter,
 )
 from autofusion.lowering.kernel_builder import mapped_index
 from autofusion.lowering.matmul_plan import MatmulPlan
