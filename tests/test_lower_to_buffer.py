@@ -303,7 +303,7 @@ def test_input_views_need_data_copy_pad() -> None:
 
 
 def test_strided_view_algebra() -> None:
-    from autofusion.lowering.row_plan import Strided, input_view
+    from autofusion.lowering.row_views import Strided, input_view
 
     x = Strided.contiguous((1, 2048, 4608))
     assert x is not None and x.strides == (9437184, 4608, 1)

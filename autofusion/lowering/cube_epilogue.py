@@ -24,9 +24,9 @@ from autofusion.lowering.row_plan import (
     ELEMENTWISE,
     ROW_APPLIES,
     RowPlan,
-    _aligned_transfers,
-    _budget,
-    _plan_for_split,
+    aligned_transfers,
+    plan_for_split,
+    size_tiles_to_ub,
 )
 from autofusion.lowering.row_vector_math import Loc, RowVectorMath, scalar_op
 from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT, queue_slots
@@ -112,7 +112,7 @@ def plan_epilogue(
     for v in parts.inputs:
         if v not in inputs and any(v in op.operands for op in epilogue):
             inputs.append(v)
-    plan = _plan_for_split(
+    plan = plan_for_split(
         [root, *epilogue],
         inputs,
         parts.outputs,
@@ -131,7 +131,7 @@ def plan_epilogue(
     if preset:
         plan.values[raw].is_input = False  # its buffer is the host kernel's, not a queue
     if resident or preset:
-        _budget(plan, ub_bytes)
+        size_tiles_to_ub(plan, ub_bytes)
         if plan.max_tile_elems < plan.align_elems:
             return Refusal("not even one padded row segment of the epilogue's buffers fits UB")
     if not chip.data_copy_pad:
@@ -146,7 +146,7 @@ def plan_epilogue(
                     "chip has no DataCopyPad"
                 )
         saved = {v: plan.values.pop(v) for v in held}
-        aligned = _aligned_transfers(plan)
+        aligned = aligned_transfers(plan)
         plan.values.update(saved)
         if isinstance(aligned, Refusal):
             return aligned

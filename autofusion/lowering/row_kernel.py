@@ -22,9 +22,10 @@ from autofusion.dialects import shape_inference as si
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
 from autofusion.lowering.row_ops import OP_EMITTERS, Emitter
-from autofusion.lowering.row_plan import F32, InputView, RowPlan
+from autofusion.lowering.row_plan import F32, RowPlan
 from autofusion.lowering.row_tiling import ROW_TILING_PARAMS
 from autofusion.lowering.row_vector_math import Loc, Pool, RowVectorMath
+from autofusion.lowering.row_views import InputView
 from autofusion.lowering.value_types import element_bytes, element_type
 
 
