@@ -20,6 +20,7 @@ from autofusion.lowering.conv_tiling import COL_FREE, COL_READY, COL_SLOTS, PARA
 from autofusion.lowering.cube_common import (
     FRACTAL,
     CubeKernel,
+    TileTurn,
     aivs_per_tile,
     alloc_co2_stage,
     copy_l0c_rows_to_co2,
@@ -213,19 +214,7 @@ class ConvKernel(CubeKernel):
             else:
                 kb.insert(buffer.EnqueOp(qc, cbuf))
         if row is not None:
-            self._epilogue(
-                row,
-                at.view_row,
-                at.p0,
-                at.nrows,
-                at.ncols,
-                qc,
-                ws,
-                bid,
-                tile,
-                (first, last),
-                tm_tn,
-            )
+            self._epilogue(row, TileTurn(tile, first, last, bid), at, (qc, ws), tm_tn)
 
     def _coords(self, tile: SSAValue) -> TileAt:
         """Where output tile `tile` is: image, group, channels, pixels and input rows."""
@@ -489,20 +478,19 @@ class ConvKernel(CubeKernel):
     def _epilogue(
         self,
         row: RowKernel,
-        view_row: SSAValue,
-        p0: SSAValue,
-        nrows: SSAValue,
-        ncols: SSAValue,
-        qc: SSAValue,
-        ws: SSAValue | None,
-        bid: SSAValue,
-        tile: SSAValue,
-        bounds: tuple[SSAValue, SSAValue],
+        turn: TileTurn,
+        at: TileAt,
+        out: tuple[SSAValue, SSAValue | None],
         tm_tn: SSAValue,
     ) -> None:
+        """The vector side of one output tile, in chunks of `er` rows: the raw product
+        from L0C (coupled, queue `qc`) or the workspace slot (split, `ws`), then the row
+        kernel's stages."""
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
         assert p.raw is not None
-        first, last = bounds
+        tile, first, last, bid = turn.tile, turn.first, turn.last, turn.bid
+        view_row, p0, nrows, ncols = at.view_row, at.p0, at.nrows, at.ncols
+        qc, ws = out
         cd = None
         if ws is None:
             cd = kb.insert(buffer.DequeOp(qc, f32), "c_out").results[0]

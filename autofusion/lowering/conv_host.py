@@ -12,7 +12,7 @@ from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.conv_plan import ConvPlan
 from autofusion.lowering.conv_tiling import ConvTiling, conv_tiling
-from autofusion.lowering.cube_common import launch_dim_size, output_dynamic_dims
+from autofusion.lowering.cube_common import launch_dim_size, output_dynamic_dims, tiling_bounds
 from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.template import HostLaunch
@@ -24,18 +24,10 @@ V = TypeVar("V")
 def plan_tiling(ops: IndexOps[V], p: ConvPlan, chip: ChipSpec, n: V) -> ConvTiling[V]:
     """The plan's runtime tiling over n images: integers for the cost, IR in the tiling
     function."""
-    rows = p.rows
-    return conv_tiling(
-        ops,
-        n,
-        p.geometry,
-        p.tiles,
-        chip.cube_cores,
-        rows.align_elems if rows is not None else 8,
-        rows.max_tile_elems if rows is not None else p.tiles.tm * p.tiles.tn,
-        byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0,
-        byte_width(p.in_elt) if p.explicit else 0,
-    )
+    ws_width = byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0
+    bounds = tiling_bounds(p.rows, chip, p.tiles.tm * p.tiles.tn, ws_width)
+    col_width = byte_width(p.in_elt) if p.explicit else 0
+    return conv_tiling(ops, n, p.geometry, p.tiles, bounds, col_width)
 
 
 def conv_launch(

@@ -12,7 +12,7 @@ from typing import Generic, TypeVar
 
 from autofusion.hardware import ChipSpec
 from autofusion.lowering import matmul_tiling
-from autofusion.lowering.cube_common import FRACTAL, round_up
+from autofusion.lowering.cube_common import FRACTAL, TilingBounds, round_up
 from autofusion.lowering.index_expr import IndexOps
 from autofusion.passes.fusion_rule import Refusal
 
@@ -204,15 +204,14 @@ def conv_tiling(
     n: V,
     g: ConvGeometry,
     t: ConvTiles,
-    cores: int,
-    align: int,
-    max_tile_elems: int,
-    ws_width: int,
+    bounds: TilingBounds,
     col_width: int = 0,
 ) -> ConvTiling[V]:
     """The runtime tiling over N images (module docstring); `col_width`: bytes per X_col
     element of the explicit im2col's workspace (0: none)."""
     c = ops.const
+    cores, align, max_tile_elems = bounds.cores, bounds.align, bounds.max_tile_elems
+    ws_width = bounds.ws_width
     tm = c(min(t.tm, round_up(g.cog, FRACTAL)))
     mt = ops.ceildiv(c(g.cog), tm)
     rows_of_tiles = ops.mul(ops.mul(n, c(g.group)), mt)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.builder import Builder
@@ -34,6 +35,7 @@ from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder
+from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.value_types import element_type, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
@@ -160,6 +162,39 @@ def sub_block_chunk_loop(
 # the AIC says a tile is in its workspace slot, the AIVs say they have read a slot
 TILE_READY, SLOT_FREE = 0, 1
 WORKSPACE_SLOTS = 2
+
+
+@dataclass(frozen=True)
+class TilingBounds:
+    """What bounds a cube kernel's runtime tiling besides its static tiles: the cube
+    cores, the epilogue's UB row alignment and largest tile (elements), and the bytes per
+    element of its output workspace (0: none)."""
+
+    cores: int
+    align: int
+    max_tile_elems: int
+    ws_width: int
+
+
+def tiling_bounds(
+    rows: RowPlan | None, chip: ChipSpec, tile_elems: int, ws_width: int
+) -> TilingBounds:
+    """The bounds of a kernel whose epilogue plan is `rows` (none: the output tile of
+    `tile_elems` elements is one chunk, rows 8 elements aligned)."""
+    align = rows.align_elems if rows is not None else 8
+    max_tile = rows.max_tile_elems if rows is not None else tile_elems
+    return TilingBounds(chip.cube_cores, align, max_tile, ws_width)
+
+
+@dataclass(frozen=True)
+class TileTurn:
+    """Where an output tile falls in its core's tile loop: the tile, the core's first and
+    end tiles, and the block index (the workspace hand-over's slot and flags use them)."""
+
+    tile: SSAValue
+    first: SSAValue
+    last: SSAValue
+    bid: SSAValue
 
 
 def signal_tile_written(kb: KernelBuilder) -> None:

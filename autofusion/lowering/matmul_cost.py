@@ -28,7 +28,7 @@ from autofusion.lowering.cube_epilogue import (
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.matmul_host import matmul_sizes, plan_tiling
 from autofusion.lowering.matmul_plan import MatmulPlan
-from autofusion.lowering.matmul_tiling import l2_budget
+from autofusion.lowering.matmul_tiling import GemmSizes, l2_budget
 from autofusion.lowering.template import KernelCost
 from autofusion.lowering.value_types import element_type, tensor_shape
 
@@ -44,7 +44,7 @@ def matmul_cost(p: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None
     """The kernel's traffic and work: A re-read per N tile, B per M tile, and what reaches
     HBM in the grouped tile order."""
     m, n, k, batch = matmul_sizes(p, dims)
-    tiling = plan_tiling(IntOps(), p, chip, m, n, k, batch)
+    tiling = plan_tiling(IntOps(), p, chip, GemmSizes(m, n, k, batch))
     t, blocks = tiling.values, tiling.blocks
     w = byte_width(p.in_elt)
     rows = batch * m
@@ -96,7 +96,7 @@ def matmul_read_once(p: MatmulPlan, chip: ChipSpec) -> list[SSAValue]:
     if DYN in (m, n, k, *p.batch_shape):
         return []
     batch = si.num_elements(p.batch_shape) or 1
-    t = plan_tiling(IntOps(), p, chip, m, n, k, batch).values
+    t = plan_tiling(IntOps(), p, chip, GemmSizes(m, n, k, batch)).values
     once: list[SSAValue] = []
     if t["mt"] == 1 and (si.num_elements(p.b_outer) or 1) == batch:
         once.append(p.b)

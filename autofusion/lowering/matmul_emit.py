@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import cast
 
 from xdsl.dialects.builtin import f32
@@ -15,6 +15,7 @@ from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
     CubeKernel,
+    TileTurn,
     aivs_per_tile,
     alloc_co2_stage,
     copy_l0c_rows_to_co2,
@@ -37,6 +38,17 @@ from autofusion.lowering.kernel_builder import mapped_index
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import PARAMS, tile_coords
 from autofusion.lowering.row_kernel import RowKernel
+
+
+@dataclass(frozen=True)
+class GemmTileAt:
+    """Index values of one output tile: its batch, first row and column, rows and columns."""
+
+    batch: SSAValue
+    m0: SSAValue
+    n0: SSAValue
+    nrows: SSAValue
+    ncols: SSAValue
 
 
 class MatmulKernel(CubeKernel):
@@ -136,9 +148,10 @@ class MatmulKernel(CubeKernel):
             nrows = idx.min(t["tm"], idx.sub(t["M"], m0))
             ncols = idx.min(t["tn"], idx.sub(t["N"], n0))
             nrows.name_hint, ncols.name_hint = "m", "ncols"
+            at = GemmTileAt(ob, m0, n0, nrows, ncols)
             with kb.stage("cube"):
                 c = kb.insert(buffer.QueueAllocOp(qc, f32), "c").results[0]
-                self._k_loop(c, ob, m0, n0, nrows, ncols, (qa1, qb1, qa2, qb2))
+                self._k_loop(c, at, (qa1, qb1, qa2, qb2))
                 if p.direct:
                     out = p.parts.outputs[0]
                     dst = kb.view(
@@ -166,26 +179,16 @@ class MatmulKernel(CubeKernel):
                 else:
                     kb.insert(buffer.EnqueOp(qc, c))
             if row is not None:
-                self._epilogue(row, tile, first, last, bid, ob, m0, n0, nrows, ncols, qc, ws)
+                self._epilogue(row, TileTurn(tile, first, last, bid), at, qc, ws)
 
     def _epilogue(
-        self,
-        row: RowKernel,
-        tile: SSAValue,
-        first: SSAValue,
-        last: SSAValue,
-        bid: SSAValue,
-        ob: SSAValue,
-        m0: SSAValue,
-        n0: SSAValue,
-        nrows: SSAValue,
-        ncols: SSAValue,
-        qc: SSAValue,
-        ws: SSAValue | None,
+        self, row: RowKernel, turn: TileTurn, at: GemmTileAt, qc: SSAValue, ws: SSAValue | None
     ) -> None:
         """The vector side of one output tile, in chunks of `er` rows: the raw product
         from L0C (coupled) or the workspace slot (split), then the row kernel's stages."""
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        tile, first, last, bid = turn.tile, turn.first, turn.last, turn.bid
+        ob, m0, n0, nrows, ncols = at.batch, at.m0, at.n0, at.nrows, at.ncols
         assert p.raw is not None
         cd = None
         if ws is None:
@@ -216,17 +219,11 @@ class MatmulKernel(CubeKernel):
             signal_slot_read(kb, tile, last)
 
     def _k_loop(
-        self,
-        c: SSAValue,
-        ob: SSAValue,
-        m0: SSAValue,
-        n0: SSAValue,
-        nrows: SSAValue,
-        ncols: SSAValue,
-        queues: tuple[SSAValue, SSAValue, SSAValue, SSAValue],
+        self, c: SSAValue, at: GemmTileAt, queues: tuple[SSAValue, SSAValue, SSAValue, SSAValue]
     ) -> None:
         """Accumulate op(A)[m0.., :] @ op(B)[:, n0..] over K into the L0C tile c."""
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
+        ob, m0, n0, nrows, ncols = at.batch, at.m0, at.n0, at.nrows, at.ncols
         qa1, qb1, qa2, qb2 = queues
         in_elt = p.in_elt
         nb = len(p.batch_shape)

@@ -18,11 +18,12 @@ from autofusion.lowering.cube_common import (
     launch_dim_size,
     output_dynamic_dims,
     resolve_dynamic_dims,
+    tiling_bounds,
 )
 from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.matmul_plan import MatmulPlan
-from autofusion.lowering.matmul_tiling import GemmTiling, gemm_tiling, l2_budget
+from autofusion.lowering.matmul_tiling import GemmSizes, GemmTiling, gemm_tiling, l2_budget
 from autofusion.lowering.template import HostLaunch
 from autofusion.lowering.value_types import tensor_shape
 
@@ -39,24 +40,12 @@ def matmul_sizes(p: MatmulPlan, dims: Sequence[int] | None) -> tuple[int, int, i
 
 
 def plan_tiling(
-    ops: IndexOps[V], p: MatmulPlan, chip: ChipSpec, m: V, n: V, k: V, batch: V
+    ops: IndexOps[V], p: MatmulPlan, chip: ChipSpec, sizes: GemmSizes[V]
 ) -> GemmTiling[V]:
     """The plan's runtime tiling: integers for the cost, IR in the tiling function."""
-    rows = p.rows
-    return gemm_tiling(
-        ops,
-        m,
-        n,
-        k,
-        batch,
-        p.tiles,
-        chip.cube_cores,
-        rows.align_elems if rows is not None else 8,
-        rows.max_tile_elems if rows is not None else p.tiles.tm * p.tiles.tn,
-        byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0,
-        byte_width(p.in_elt),
-        l2_budget(chip),
-    )
+    ws_width = byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0
+    bounds = tiling_bounds(p.rows, chip, p.tiles.tm * p.tiles.tn, ws_width)
+    return gemm_tiling(ops, sizes, p.tiles, bounds, byte_width(p.in_elt), l2_budget(chip))
 
 
 def matmul_launch(
@@ -96,7 +85,7 @@ def matmul_tiling_function(p: MatmulPlan, name: str, chip: ChipSpec) -> func.Fun
     def body(kb: KernelBuilder) -> list[SSAValue]:
         m, n, k = kb.entry.args[:3]
         batch = kb.idx.product(list(kb.entry.args[3:]))
-        t = plan_tiling(kb.idx, p, chip, m, n, k, batch)
+        t = plan_tiling(kb.idx, p, chip, GemmSizes(m, n, k, batch))
         return [*t.values.values(), *kb.entry.args[3:], t.blocks]
 
     return tiling_function(name, arg_names, body)

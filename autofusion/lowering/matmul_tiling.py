@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import FRACTAL
+from autofusion.lowering.cube_common import FRACTAL, TilingBounds
 from autofusion.lowering.index_expr import IndexOps
 from autofusion.passes.fusion_rule import Refusal
 
@@ -110,22 +110,29 @@ class GemmTiling(Generic[V]):
     blocks: V
 
 
+@dataclass(frozen=True)
+class GemmSizes(Generic[V]):
+    """The runtime sizes of a GEMM: a [batch x M x N] output over K."""
+
+    m: V
+    n: V
+    k: V
+    batch: V
+
+
 def gemm_tiling(
     ops: IndexOps[V],
-    m: V,
-    n: V,
-    k: V,
-    batch: V,
+    sizes: GemmSizes[V],
     t: CubeTiles,
-    cores: int,
-    align: int,
-    max_tile_elems: int,
-    ws_width: int,
+    bounds: TilingBounds,
     a_row_bytes: int = 0,
     l2_budget: int = 0,
 ) -> GemmTiling[V]:
     """The runtime tiling of a [batch x M x N] output over K (module docstring)."""
     c = ops.const
+    m, n, k, batch = sizes.m, sizes.n, sizes.k, sizes.batch
+    cores, align, max_tile_elems = bounds.cores, bounds.align, bounds.max_tile_elems
+    ws_width = bounds.ws_width
     tm = ops.min(c(t.tm), ops.round_up(m, FRACTAL))
     mt = ops.ceildiv(m, tm)
     rows_of_tiles = ops.mul(batch, mt)
