@@ -179,7 +179,7 @@ def test_ffn_kernel_structure(small_tiles: None) -> None:
     group = next(op for op in grouped.walk() if isinstance(op, graph.FusionGroupOp))
     plan = plan_ffn(group_parts(group), chip)
     assert isinstance(plan, FfnPlan)
-    tiling = ffn_tiling(IntOps(), *plan.sizes(None), plan, chip)
+    tiling = ffn_tiling(IntOps(), plan.sizes(None), plan, chip)
     assert (tiling.values["mt"], tiling.values["ft"], tiling.values["nt"]) == (4, 7, 2)
     assert tiling.values["items"] == 28 and tiling.blocks == chip.cube_cores == 24
 

@@ -17,6 +17,7 @@ from autofusion.lowering.cube_common import (
     round_up,
 )
 from autofusion.lowering.cube_epilogue import (
+    EpilogueSweep,
     epilogue_io,
     epilogue_ub,
     epilogue_unique_read,
@@ -62,7 +63,9 @@ def attention_cost(
         )
         ws = s_elems * (4 + w) + pv_blocks * min(tq, sq) * dv * 4
     rows = heads * sq
-    read, write = epilogue_io(p.rows, [p.raw], rows, dv, rows // max(tq, 1), dv, 1, blocks, dims)
+    read, write = epilogue_io(
+        p.rows, [p.raw], EpilogueSweep(rows, dv, rows // max(tq, 1), dv, 1, blocks), dims
+    )
     flops = (
         2.0
         * heads

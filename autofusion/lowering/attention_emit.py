@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import cast
 
 from xdsl.dialects import arith
@@ -31,7 +32,8 @@ from autofusion.lowering.cube_common import (
     round_up,
 )
 from autofusion.lowering.cube_epilogue import root_emitter
-from autofusion.lowering.row_kernel import Loc, RowKernel
+from autofusion.lowering.row_kernel import HostFeeds, RowKernel
+from autofusion.lowering.row_vector_math import Loc
 from autofusion.lowering.value_types import element_type
 
 # a finite "minus infinity" for the running max: exp(S - m) stays 0, never NaN, when a
@@ -48,6 +50,16 @@ L_FLOOR = 1.0e-30
 S_READY, P_READY, PV_READY = 0, 1, 2
 
 
+@dataclass(frozen=True)
+class CubeResult:
+    """Where an f32 cube result waits for the vector side: its GM workspace and row
+    stride (split chips; `ws` None on coupled chips), and its L0C queue (coupled chips)."""
+
+    ws: SSAValue | None
+    ws_stride: SSAValue
+    l0c_queue: SSAValue
+
+
 class AttentionKernel(CubeKernel):
     """Builds the buffer.kernel of an AttentionPlan."""
 
@@ -62,8 +74,10 @@ class AttentionKernel(CubeKernel):
             name,
             chip.name,
             chip.cube_cores,
-            preset=[plan.raw],
-            emitters={plan.root: root_emitter(plan.raw, None, 1.0, 1.0, (None, None, None))},
+            HostFeeds(
+                preset=[plan.raw],
+                emitters={plan.root: root_emitter(plan.raw, None, 1.0, 1.0, (None, None, None))},
+            ),
         )
         inputs = [*plan.root.operands, *self.row.gm_inputs]
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
@@ -332,7 +346,7 @@ class AttentionKernel(CubeKernel):
             kb.insert(buffer.CrossCoreWaitOp(S_READY, "aiv"))
         with self._mine():
             with kb.stage("copy_in"):
-                self._rows_in(self.s_in, ws_s, t["tkv"], self.s_l0c, nkv, t["ts"], "s")
+                self._rows_in(self.s_in, CubeResult(ws_s, t["tkv"], self.s_l0c), nkv, t["ts"], "s")
                 if self.mask_in is not None:
                     self._load_mask(k0, nkv)
             with kb.stage("compute"):
@@ -383,7 +397,8 @@ class AttentionKernel(CubeKernel):
             kb.insert(buffer.CrossCoreWaitOp(PV_READY, "aiv"))
         with self._mine():
             with kb.stage("copy_in"):
-                self._rows_in(self.pv_in, ws_pv, c(dv), self.pv_l0c, c(dv), t["tile_stride"], "pv")
+                pv_result = CubeResult(ws_pv, c(dv), self.pv_l0c)
+                self._rows_in(self.pv_in, pv_result, c(dv), t["tile_stride"], "pv")
             with kb.stage("compute"):
                 pvd = kb.insert(buffer.DequeOp(self.pv_in, f32), "pv_ub").results[0]
                 with kb.loop(c(0), nq_v, "r") as r:
@@ -393,18 +408,12 @@ class AttentionKernel(CubeKernel):
                 free_queue_slot(kb, self.pv_in, pvd)
 
     def _rows_in(
-        self,
-        queue: SSAValue,
-        ws: SSAValue | None,
-        ws_stride: SSAValue,
-        l0c_queue: SSAValue,
-        cols: SSAValue,
-        ub_stride: SSAValue,
-        name: str,
+        self, queue: SSAValue, result: CubeResult, cols: SSAValue, ub_stride: SSAValue, name: str
     ) -> None:
         """This core's rows of an f32 cube result into a VECIN slot (row stride
         `ub_stride`): from the workspace (split chips, rows `ws_stride` apart), else the
         whole block from its L0C slot (coupled chips, rows `cols` apart)."""
+        ws, ws_stride, l0c_queue = result.ws, result.ws_stride, result.l0c_queue
         kb, idx = self.kb, self.kb.idx
         slot = kb.insert(buffer.QueueAllocOp(queue, f32), f"{name}_ub").results[0]
         if ws is not None:

@@ -12,7 +12,7 @@ from xdsl.ir import SSAValue
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_plan import AttentionPlan
-from autofusion.lowering.attention_tiling import AttentionTiling, attention_tiling
+from autofusion.lowering.attention_tiling import AttentionLayout, AttentionTiling, attention_tiling
 from autofusion.lowering.cube_common import launch_dim_size, output_dynamic_dims
 from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
@@ -26,16 +26,8 @@ def plan_tiling(
     ops: IndexOps[V], p: AttentionPlan, chip: ChipSpec, dims: Sequence[V]
 ) -> AttentionTiling[V]:
     """The plan's runtime tiling: integers for the cost, IR in the tiling function."""
-    return attention_tiling(
-        ops,
-        dims,
-        p.tiles,
-        chip.cube_cores,
-        p.value_dim,
-        p.dv_stride,
-        byte_width(p.in_elt),
-        not p.l0c_to_ub,
-    )
+    layout = AttentionLayout(p.value_dim, p.dv_stride, byte_width(p.in_elt), not p.l0c_to_ub)
+    return attention_tiling(ops, dims, p.tiles, chip.cube_cores, layout)
 
 
 def attention_launch(

@@ -5,7 +5,6 @@ and the UB the softmax and the epilogue share.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, cast
 
@@ -18,7 +17,12 @@ from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_tiling import CMP_ELEMS, AttentionTiles
 from autofusion.lowering.cube_common import FRACTAL, cube_dtype_refusal, detached_value, round_up
-from autofusion.lowering.cube_epilogue import plan_epilogue, split_cube_group
+from autofusion.lowering.cube_epilogue import (
+    CubeEpilogue,
+    EpilogueRoom,
+    plan_epilogue,
+    split_cube_group,
+)
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import GroupParts, Plan
@@ -193,6 +197,9 @@ def plan_attention(parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal
         f"L0A/L0B/L0C/L1 of {chip.name} cannot hold a 16-row query block with a 32-key block "
         f"of head dims {d}/{dv}"
     )
+    vector_side = CubeEpilogue(
+        root, raw, [], epilogue, parts, len(tensor_shape(root.results[0])) - 1
+    )
     for tq in Q_CANDIDATES:
         if sq != DYN and tq > max(FRACTAL, round_up(sq, FRACTAL)):
             continue
@@ -203,7 +210,7 @@ def plan_attention(parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal
             need = cube_bytes(plan, t, chip)
             if any(need[s] > cast(int, chip.capacity(s)) for s in need):
                 continue
-            rows = epilogue_rows(plan, t, chip, root, raw, epilogue, parts, bsnd)
+            rows = epilogue_rows(plan, t, chip, vector_side, bsnd)
             if isinstance(rows, Refusal):
                 last = rows
                 continue
@@ -217,25 +224,15 @@ def plan_attention(parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal
 
 
 def epilogue_rows(
-    plan: AttentionPlan,
-    t: AttentionTiles,
-    chip: ChipSpec,
-    root: Operation,
-    raw: SSAValue,
-    epilogue: Sequence[Operation],
-    parts: GroupParts,
-    bsnd: bool,
+    plan: AttentionPlan, t: AttentionTiles, chip: ChipSpec, ep: CubeEpilogue, bsnd: bool
 ) -> RowPlan | Refusal:
     """The epilogue's row plan with the UB the softmax leaves (its tile: the query block)."""
-    rank = len(tensor_shape(root.results[0]))
     # queue buffers per position the softmax takes: VECIN S, P@V and the mask, VECOUT P;
     # the row plan counts the (preset, queue-less) raw output as one streamed input
     slots = queue_slots(chip)
     taken_in = 2 + (mask_depth(chip) if plan.mask is not None else 0)
     left_slots = min(slots - taken_in + 1, slots - 2)
-    probe = plan_epilogue(
-        root, raw, [], epilogue, parts, rank - 1, chip.ub_bytes, chip, slots=left_slots, preset=True
-    )
+    probe = plan_epilogue(ep, EpilogueRoom(chip.ub_bytes, left_slots, preset=True), chip)
     if isinstance(probe, Refusal):
         return probe
     if bsnd:
@@ -247,9 +244,7 @@ def epilogue_rows(
                 )
     plan.dv_stride = round_up(plan.value_dim, probe.align_elems)
     left = chip.ub_bytes - softmax_ub(plan, t, chip)
-    rows = plan_epilogue(
-        root, raw, [], epilogue, parts, rank - 1, left, chip, slots=left_slots, preset=True
-    )
+    rows = plan_epilogue(ep, EpilogueRoom(left, left_slots, preset=True), chip)
     if isinstance(rows, Refusal):
         return rows
     if rows.max_tile_elems < t.tq * plan.dv_stride:

@@ -53,18 +53,27 @@ class AttentionTiling(Generic[V]):
     blocks: V
 
 
+@dataclass(frozen=True)
+class AttentionLayout:
+    """The output side's layout: Dv, its UB row stride (elements), the bytes of an input
+    element, and whether S and P@V go through GM workspaces (split chips)."""
+
+    dv: int
+    dv_stride: int
+    in_width: int
+    split: bool
+
+
 def attention_tiling(
     ops: IndexOps[V],
     dims: Sequence[V],
     t: AttentionTiles,
     cores: int,
-    dv: int,
-    dv_stride: int,
-    in_width: int,
-    split: bool,
+    layout: AttentionLayout,
 ) -> AttentionTiling[V]:
     """Runtime tiling from (B, Hq, Hkv, Sq, Skv) (module docstring)."""
     c = ops.const
+    dv, dv_stride, in_width, split = layout.dv, layout.dv_stride, layout.in_width, layout.split
     b, hq, hkv, sq, skv = dims
     tq = ops.min(c(t.tq), ops.round_up(sq, FRACTAL))
     qt = ops.ceildiv(sq, tq)

@@ -16,6 +16,7 @@ from autofusion.lowering.cube_common import (
     round_up,
 )
 from autofusion.lowering.cube_epilogue import (
+    EpilogueSweep,
     epilogue_io,
     epilogue_ub,
     epilogue_unique_read,
@@ -40,7 +41,7 @@ def conv_cost(p: ConvPlan, chip: ChipSpec, dims: Sequence[int] | None = None) ->
     chunks = tiles * -(-t["tm"] // t["er"])
     external = [v for v in (p.raw, p.bias_rows) if v is not None]
     read, write = epilogue_io(
-        p.rows, external, rows, g.pixels, chunks, t["tn"], t["pt"], blocks, dims
+        p.rows, external, EpilogueSweep(rows, g.pixels, chunks, t["tn"], t["pt"], blocks), dims
     )
     bias_once = 0
     if p.bias is not None:

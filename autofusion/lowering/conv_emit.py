@@ -20,6 +20,7 @@ from autofusion.lowering.conv_tiling import COL_FREE, COL_READY, COL_SLOTS, PARA
 from autofusion.lowering.cube_common import (
     FRACTAL,
     CubeKernel,
+    L0Feed,
     TileTurn,
     aivs_per_tile,
     alloc_co2_stage,
@@ -39,7 +40,7 @@ from autofusion.lowering.cube_epilogue import (
     co2_stage_bytes,
     root_emitter,
 )
-from autofusion.lowering.row_kernel import RowKernel
+from autofusion.lowering.row_kernel import HostFeeds, RowKernel
 
 
 @dataclass
@@ -76,12 +77,14 @@ class ConvKernel(CubeKernel):
                 name,
                 chip.name,
                 chip.cube_cores,
-                sources=[plan.raw],
-                emitters={
-                    plan.root: root_emitter(
-                        plan.raw, plan.bias_rows, 1.0, 1.0, activation_of(plan.root)
-                    )
-                },
+                HostFeeds(
+                    sources=[plan.raw],
+                    emitters={
+                        plan.root: root_emitter(
+                            plan.raw, plan.bias_rows, 1.0, 1.0, activation_of(plan.root)
+                        )
+                    },
+                ),
             )
             for v in self.row.gm_inputs:
                 gm_inputs.append(plan.bias if v is plan.bias_rows and plan.bias else v)
@@ -308,15 +311,8 @@ class ConvKernel(CubeKernel):
                     src = kb.view(b1, idx.mul(k1, t["tn"]))
                     kb.copy(src, slot, klen, ncols, t["tn"], ncols)
 
-                mmad_k_step(
-                    kb,
-                    (qa2, qb2),
-                    in_elt,
-                    (fill_a2, fill_b2),
-                    cbuf,
-                    (nrows, ncols, klen),
-                    idx.add(s, kk),
-                )
+                feed = L0Feed((qa2, qb2), in_elt, (fill_a2, fill_b2))
+                mmad_k_step(kb, feed, cbuf, (nrows, ncols, klen), idx.add(s, kk))
             free_queue_slot(kb, qa1, a1)
             free_queue_slot(kb, qb1, b1)
 

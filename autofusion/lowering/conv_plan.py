@@ -15,9 +15,17 @@ from autofusion.dialects import graph
 from autofusion.dialects.shape_inference import DYN
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.conv_tiling import ConvGeometry, ConvTiles, choose_conv_tiles, im2col_cols
+from autofusion.lowering.conv_tiling import (
+    ConvGeometry,
+    ConvTiles,
+    StageRules,
+    choose_conv_tiles,
+    im2col_cols,
+)
 from autofusion.lowering.cube_common import cube_dtype_refusal, detached_value
 from autofusion.lowering.cube_epilogue import (
+    CubeEpilogue,
+    EpilogueRoom,
     activation_of,
     max_epilogue_cols,
     plan_epilogue,
@@ -153,9 +161,8 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
         if bias is not None:
             bias_rows = detached_value(element_type(bias), (g.co, 1, 1), "bias")
             extra.append(bias_rows)
-        planned = plan_epilogue(
-            root, raw, extra, epilogue, parts, 2, ub_epilogue, chip, resident=extra, slots=slots
-        )
+        room = EpilogueRoom(ub_epilogue, slots, resident=extra)
+        planned = plan_epilogue(CubeEpilogue(root, raw, extra, epilogue, parts, 2), room, chip)
         if isinstance(planned, Refusal):
             return planned
         rows = planned
@@ -168,7 +175,7 @@ def plan_conv(parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
             "the conv's weight rows (Cin/group*kh*kw) or input rows (W) are not 32-byte "
             "multiples and the chip has no DataCopyPad"
         )
-    tiles = choose_conv_tiles(g, chip, w, max_cols, whole_k, explicit, local)
+    tiles = choose_conv_tiles(g, chip, w, max_cols, StageRules(whole_k, explicit, local))
     if isinstance(tiles, Refusal):
         return tiles
     return ConvPlan(

@@ -124,20 +124,23 @@ class ConvTiles:
         return round_up(self.cstep * g.taps, FRACTAL)
 
 
+@dataclass(frozen=True)
+class StageRules:
+    """How a conv stages its input (module docstring): `whole_k`, chips without
+    DataCopyPad copy whole 32-byte weight rows, so a stage is all Cg channels or a number
+    of them whose kh*kw taps are a 32-byte multiple; `explicit`, X_col comes from a GM
+    workspace; `local`, X_col is built in UB, whose half it may take."""
+
+    whole_k: bool
+    explicit: bool = False
+    local: bool = False
+
+
 def choose_conv_tiles(
-    g: ConvGeometry,
-    chip: ChipSpec,
-    w: int,
-    max_cols: int | None,
-    whole_k: bool,
-    explicit: bool = False,
-    local: bool = False,
+    g: ConvGeometry, chip: ChipSpec, w: int, max_cols: int | None, rules: StageRules
 ) -> ConvTiles | Refusal:
-    """The largest tiles that fit L0A/L0B/L0C and an L1 stage of at least one channel
-    (`whole_k`: chips without DataCopyPad copy whole 32-byte weight rows, so a stage is
-    all Cg channels or a number of them whose kh*kw taps are a 32-byte multiple;
-    `explicit`: X_col comes from a GM workspace; `local`: X_col is built in UB, whose
-    half it may take, module docstring)."""
+    """The largest tiles that fit L0A/L0B/L0C and an L1 stage of at least one channel."""
+    whole_k, explicit, local = rules.whole_k, rules.explicit, rules.local
     # no tile larger than the problem: a depthwise conv (Cog = 1) keeps wide pixel tiles
     max_m = round_up(g.cog, FRACTAL)
     max_n = round_up(g.pixels, FRACTAL)

@@ -231,17 +231,26 @@ def aivs_per_tile(chip: ChipSpec, through_workspace: bool) -> int:
     return max(1, chip.vector_cores // max(chip.cube_cores, 1))
 
 
+@dataclass(frozen=True)
+class L0Feed:
+    """How a K step's operands reach L0A and L0B: their queues, their element type, and
+    the functions that fill a slot of each."""
+
+    queues: tuple[SSAValue, SSAValue]
+    element_type: Attribute
+    fills: tuple[Callable[[SSAValue], None], Callable[[SSAValue], None]]
+
+
 def mmad_k_step(
     kb: KernelBuilder,
-    queues: tuple[SSAValue, SSAValue],
-    element_type: Attribute,
-    fills: tuple[Callable[[SSAValue], None], Callable[[SSAValue], None]],
+    feed: L0Feed,
     c: SSAValue,
     dims: tuple[SSAValue, SSAValue, SSAValue],
     k_step: SSAValue,
 ) -> None:
     """One K step of a cube tile: load A and B into L0A/L0B through their queues, Mmad
     into `c` (accumulating unless `k_step` is the first), free both slots."""
+    queues, element_type, fills = feed.queues, feed.element_type, feed.fills
     qa2, qb2 = queues
     a2 = fill_queue_slot(kb, qa2, element_type, fills[0], "a2")
     b2 = fill_queue_slot(kb, qb2, element_type, fills[1], "b2")

@@ -7,6 +7,7 @@ activation as an emitter, its cost pieces, and the kernel shrunk until it fits U
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from xdsl.ir import Operation, SSAValue
@@ -87,35 +88,45 @@ def activation_of(op: Operation) -> tuple[str | None, float | None, float | None
     return p.text("activation"), p.opt_real("clip_min"), p.opt_real("clip_max")
 
 
-def plan_epilogue(
-    root: Operation,
-    raw: SSAValue,
-    extra: Sequence[SSAValue],
-    epilogue: Sequence[Operation],
-    parts: GroupParts,
-    split: int,
-    ub_bytes: int,
-    chip: ChipSpec,
-    resident: Sequence[SSAValue] = (),
-    slots: int | None = None,
-    preset: bool = False,
-) -> RowPlan | Refusal:
-    """The row plan of the vector side: root (raw -> result) + epilogue ops on the view of
-    the root's output split at `split` (rows = output dims before it, cols = the rest).
+@dataclass(frozen=True)
+class CubeEpilogue:
+    """A cube group's vector side: the root, its raw product (a detached value), the
+    root's operands the vector side reads (`extra`: bias, gemm's C), the epilogue ops,
+    the group, and the output dim its view splits at (rows = the dims before it)."""
 
-    `extra` are the root's operands the vector side reads (bias, gemm's C); `resident`
-    ones are kept whole in UB and indexed per row even where a stream would do (a conv
-    bias on chips without DataCopyPad). `slots`: queue buffers per position left for the
-    epilogue (default: the chip's). `preset`: the raw value is already in UB (no queue)."""
+    root: Operation
+    raw: SSAValue
+    extra: Sequence[SSAValue]
+    ops: Sequence[Operation]
+    parts: GroupParts
+    split: int
+
+
+@dataclass(frozen=True)
+class EpilogueRoom:
+    """What the epilogue may take: `ub_bytes` of UB, `slots` queue buffers per position
+    (None: the chip's), `resident` operands kept whole in UB and indexed per row even
+    where a stream would do (a conv bias on chips without DataCopyPad), and `preset`:
+    the raw value is already in UB (no queue)."""
+
+    ub_bytes: int
+    slots: int | None = None
+    resident: Sequence[SSAValue] = ()
+    preset: bool = False
+
+
+def plan_epilogue(ep: CubeEpilogue, room: EpilogueRoom, chip: ChipSpec) -> RowPlan | Refusal:
+    """The row plan of the vector side: root (raw -> result) + epilogue ops on the view of
+    the root's output split at `ep.split` (rows = output dims before it, cols = the rest)."""
+    root, raw, extra, epilogue, parts, split = ep.root, ep.raw, ep.extra, ep.ops, ep.parts, ep.split
+    ub_bytes, slots, resident, preset = room.ub_bytes, room.slots, room.resident, room.preset
     anchor = tensor_shape(root.results[0])
     inputs = [raw, *extra]
     for v in parts.inputs:
         if v not in inputs and any(v in op.operands for op in epilogue):
             inputs.append(v)
     plan = plan_for_split(
-        [root, *epilogue],
-        inputs,
-        parts.outputs,
+        GroupParts([root, *epilogue], inputs, parts.outputs),
         anchor,
         split,
         False,
@@ -218,15 +229,23 @@ def epilogue_work(plan: RowPlan | None, root: Operation, elements: int) -> float
     return work
 
 
+@dataclass(frozen=True)
+class EpilogueSweep:
+    """How a cube kernel's epilogue sweeps the output view: `rows` x `cols`, in `chunks`
+    chunks of `chunk_cols` columns, `col_tiles` column tiles, on `blocks` cores."""
+
+    rows: int
+    cols: int
+    chunks: int
+    chunk_cols: int
+    col_tiles: int
+    blocks: int
+
+
 def epilogue_io(
     plan: RowPlan | None,
     external: Sequence[SSAValue],
-    rows: int,
-    cols: int,
-    chunks: int,
-    chunk_cols: int,
-    col_tiles: int,
-    blocks: int,
+    sweep: EpilogueSweep,
     dims: Sequence[int] | None,
 ) -> tuple[int, int]:
     """GM bytes (read, write) of the epilogue's own inputs and of the kernel's outputs.
@@ -235,6 +254,8 @@ def epilogue_io(
     column tile, resident ones once per core."""
     if plan is None:
         return 0, 0
+    rows, cols, chunks, chunk_cols = sweep.rows, sweep.cols, sweep.chunks, sweep.chunk_cols
+    col_tiles, blocks = sweep.col_tiles, sweep.blocks
     read = write = 0
     for v, info in plan.values.items():
         w = byte_width(element_type(v))

@@ -21,7 +21,7 @@ def ffn_cost(p: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> K
     """The kernel's traffic and work: x re-read per band, the bands per M tile, the
     workspace round trips and the accumulator's read-modify-writes."""
     m, k1, f, n2 = p.sizes(dims)
-    tiling = ffn_tiling(IntOps(), m, k1, f, n2, p, chip)
+    tiling = ffn_tiling(IntOps(), (m, k1, f, n2), p, chip)
     t, blocks = tiling.values, tiling.blocks
     w, parts = byte_width(p.in_elt), p.parts_count
     w_gu = byte_width(p.gu_elt)

@@ -27,7 +27,7 @@ from autofusion.lowering.cube_epilogue import root_emitter
 from autofusion.lowering.ffn_host import PARAMS
 from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import G_READY, READY, SLOTS, ZERO_ELEMS
-from autofusion.lowering.row_kernel import RowKernel
+from autofusion.lowering.row_kernel import HostFeeds, RowKernel
 
 
 class FfnKernel(CubeKernel):
@@ -54,15 +54,23 @@ class FfnKernel(CubeKernel):
             emitters[plan.up_mm] = root_emitter(plan.up_raw, up_bias, 1.0, 1.0, (None,) * 3)
         sources = [v for v in (plan.gate_raw, plan.up_raw) if v is not None]
         self.act = RowKernel(
-            plan.act_rows, name, chip.name, chip.cube_cores, sources=sources, emitters=emitters
+            plan.act_rows,
+            name,
+            chip.name,
+            chip.cube_cores,
+            HostFeeds(sources=sources, emitters=emitters),
         )
         self.out = RowKernel(
             plan.out_rows,
             name,
             chip.name,
             chip.cube_cores,
-            sources=[plan.acc_ps],
-            emitters={plan.down_mm: root_emitter(plan.acc_ps, plan.b2_ps, 1.0, 1.0, (None,) * 3)},
+            HostFeeds(
+                sources=[plan.acc_ps],
+                emitters={
+                    plan.down_mm: root_emitter(plan.acc_ps, plan.b2_ps, 1.0, 1.0, (None,) * 3)
+                },
+            ),
         )
         self.init = None
         if plan.init_rows is not None:

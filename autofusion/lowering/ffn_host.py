@@ -88,9 +88,10 @@ def pass_tiling(
 
 
 def ffn_tiling(
-    ops: IndexOps[V], m: V, k1: V, f: V, n2: V, p: FfnPlan, chip: ChipSpec
+    ops: IndexOps[V], sizes: tuple[V, V, V, V], p: FfnPlan, chip: ChipSpec
 ) -> FfnTiling[V]:
-    """The runtime tiling (module docstring)."""
+    """The runtime tiling of the sizes (M, K1, F, N2) (module docstring)."""
+    m, k1, f, n2 = sizes
     c = ops.const
     t = p.tiles
     tm = ops.min(c(t.tm), ops.round_up(m, FRACTAL))
@@ -148,7 +149,7 @@ def ffn_tiling_function(p: FfnPlan, name: str, chip: ChipSpec) -> func.FuncOp:
 
     def body(kb: KernelBuilder) -> list[SSAValue]:
         m, k1, f, n2 = kb.entry.args
-        t = ffn_tiling(kb.idx, m, k1, f, n2, p, chip)
+        t = ffn_tiling(kb.idx, (m, k1, f, n2), p, chip)
         return [*t.values.values(), t.blocks]
 
     return tiling_function(name, ["M", "K1", "F", "N2"], body)

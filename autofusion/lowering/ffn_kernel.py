@@ -98,7 +98,7 @@ class FfnTemplate(KernelTemplate):
         """GM bytes of the kernel's own tensors that live through the whole kernel: the
         accumulator and the workspace slots (the traffic model's scratch)."""
         p = cast(FfnPlan, plan)
-        t = ffn_tiling(IntOps(), *p.sizes(dims), p, chip).values
+        t = ffn_tiling(IntOps(), p.sizes(dims), p, chip).values
         return t["acc_bytes"] + t["gu_bytes"] + t["g_bytes"]
 
     def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:

@@ -118,7 +118,7 @@ def _activation_plan(
         ops += [a, graph.MulOp.make([a.results[0], mms[1].results[0]])]
     g = ops[-1].results[0]
     inputs = [*raws, *biases]
-    plan = plan_for_split(ops, inputs, [g], (m, f), 1, False, ub, slots)
+    plan = plan_for_split(GroupParts(ops, inputs, [g]), (m, f), 1, False, ub, slots)
     if isinstance(plan, Refusal):
         return plan
     plan.parts = GroupParts(ops, inputs, [g])
@@ -141,7 +141,7 @@ def _output_plan(
     down = graph.MatmulOp.make(operands)
     y = down.results[0]
     inputs = [acc, *(v for v in (b2,) if v is not None)]
-    plan = plan_for_split([down], inputs, [y], (m, n2), 1, False, ub, slots)
+    plan = plan_for_split(GroupParts([down], inputs, [y]), (m, n2), 1, False, ub, slots)
     if isinstance(plan, Refusal):
         return plan
     plan.parts = GroupParts([down], inputs, [y])
@@ -156,7 +156,7 @@ def _init_plan(
     res = detached_value(element_type(root.input), [m, n2], "residual")
     cast_op = graph.CastOp.make([res], result_types=[graph.tensor([m, n2], f32)])
     out = cast_op.results[0]
-    plan = plan_for_split([cast_op], [res], [out], (m, n2), 1, False, ub, slots)
+    plan = plan_for_split(GroupParts([cast_op], [res], [out]), (m, n2), 1, False, ub, slots)
     if isinstance(plan, Refusal):
         return plan
     plan.parts = GroupParts([cast_op], [res], [out])

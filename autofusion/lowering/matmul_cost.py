@@ -20,6 +20,7 @@ from autofusion.lowering.cube_common import (
     round_up,
 )
 from autofusion.lowering.cube_epilogue import (
+    EpilogueSweep,
     epilogue_io,
     epilogue_ub,
     epilogue_unique_read,
@@ -50,7 +51,9 @@ def matmul_cost(p: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None
     rows = batch * m
     chunks = batch * t["mt"] * -(-t["tm"] // t["er"]) * t["nt"]
     external = [p.raw] if p.raw is not None else []
-    read, write = epilogue_io(p.rows, external, rows, n, chunks, t["tn"], t["nt"], blocks, dims)
+    read, write = epilogue_io(
+        p.rows, external, EpilogueSweep(rows, n, chunks, t["tn"], t["nt"], blocks), dims
+    )
     if p.direct:
         write += rows * n * byte_width(element_type(p.root.results[0]))
     ws = rows * n * byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0

@@ -15,6 +15,7 @@ from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
     FRACTAL,
     CubeKernel,
+    L0Feed,
     TileTurn,
     aivs_per_tile,
     alloc_co2_stage,
@@ -37,7 +38,7 @@ from autofusion.lowering.cube_epilogue import (
 from autofusion.lowering.kernel_builder import mapped_index
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import PARAMS, tile_coords
-from autofusion.lowering.row_kernel import RowKernel
+from autofusion.lowering.row_kernel import HostFeeds, RowKernel
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,12 @@ class MatmulKernel(CubeKernel):
                 name,
                 chip.name,
                 chip.cube_cores,
-                sources=[plan.raw],
-                emitters={plan.root: root_emitter(plan.raw, plan.bias, plan.alpha, plan.beta, act)},
+                HostFeeds(
+                    sources=[plan.raw],
+                    emitters={
+                        plan.root: root_emitter(plan.raw, plan.bias, plan.alpha, plan.beta, act)
+                    },
+                ),
             )
         inputs = [plan.a, plan.b, *(self.row.gm_inputs if self.row else [])]
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
@@ -281,15 +286,8 @@ class MatmulKernel(CubeKernel):
                             kb.view(b1, idx.mul(k1, t["tn"])), slot, klen, ncols, t["tn"], ncols
                         )
 
-                mmad_k_step(
-                    kb,
-                    (qa2, qb2),
-                    in_elt,
-                    (fill_a2, fill_b2),
-                    c,
-                    (nrows, ncols, klen),
-                    idx.add(s, kk),
-                )
+                feed = L0Feed((qa2, qb2), in_elt, (fill_a2, fill_b2))
+                mmad_k_step(kb, feed, c, (nrows, ncols, klen), idx.add(s, kk))
             free_queue_slot(kb, qa1, a1)
             free_queue_slot(kb, qb1, b1)
 

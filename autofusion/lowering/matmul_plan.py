@@ -16,6 +16,8 @@ from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import cube_dtype_refusal, detached_value
 from autofusion.lowering.cube_epilogue import (
+    CubeEpilogue,
+    EpilogueRoom,
     activation_of,
     max_epilogue_cols,
     plan_epilogue,
@@ -136,7 +138,8 @@ def plan_matmul(parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
         ws_elt = out_elt if (plain and not chip.l0c_to_ub) else f32
         raw = detached_value(ws_elt, tensor_shape(root.results[0]), "raw")
         extra = [bias] if bias is not None else []
-        planned = plan_epilogue(root, raw, extra, epilogue, parts, rank - 1, chip.ub_bytes, chip)
+        ep = CubeEpilogue(root, raw, extra, epilogue, parts, rank - 1)
+        planned = plan_epilogue(ep, EpilogueRoom(chip.ub_bytes), chip)
         if isinstance(planned, Refusal):
             return planned
         rows = planned

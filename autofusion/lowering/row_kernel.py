@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from xdsl.dialects.builtin import IndexType, f32
@@ -27,6 +28,17 @@ from autofusion.lowering.row_tiling import ROW_TILING_PARAMS
 from autofusion.lowering.row_vector_math import Loc, Pool, RowVectorMath
 from autofusion.lowering.row_views import InputView
 from autofusion.lowering.value_types import element_bytes, element_type
+
+
+@dataclass(frozen=True)
+class HostFeeds:
+    """What a host kernel gives the row kernel it embeds (RowKernel's docstring): the
+    values it streams from memrefs the host names per tile (`sources`), the values
+    already in UB (`preset`), and emitters that replace some ops' own (`emitters`)."""
+
+    sources: Sequence[SSAValue] = ()
+    preset: Sequence[SSAValue] = ()
+    emitters: dict[Operation, Emitter] | None = None
 
 
 class RowKernel(RowVectorMath):
@@ -53,11 +65,10 @@ class RowKernel(RowVectorMath):
         name: str,
         chip_name: str,
         cores: int,
-        *,
-        sources: Sequence[SSAValue] = (),
-        preset: Sequence[SSAValue] = (),
-        emitters: dict[Operation, Emitter] | None = None,
+        feeds: HostFeeds | None = None,
     ) -> None:
+        feeds = feeds or HostFeeds()
+        sources, preset, emitters = feeds.sources, feeds.preset, feeds.emitters
         self.plan = plan
         self.name = name
         self.chip_name = chip_name

@@ -289,9 +289,8 @@ def plan_rows(
         candidates = list(range(len(anchor))) or [0]
     last: Refusal = Refusal("no rows x columns view fits every value")
     for split in candidates:
-        plan = plan_for_split(
-            ops, inputs, outputs, anchor, split, bool(reductions), ub_bytes, queue_slots
-        )
+        body = GroupParts(list(ops), list(inputs), list(outputs))
+        plan = plan_for_split(body, anchor, split, bool(reductions), ub_bytes, queue_slots)
         if isinstance(plan, RowPlan) and not data_copy_pad:
             plan = aligned_transfers(plan)
         if isinstance(plan, RowPlan) and view_ops:
@@ -368,15 +367,14 @@ def _row_apply_ok(op: Operation, split: int) -> bool:
 
 
 def plan_for_split(
-    ops: Sequence[Operation],
-    inputs: Sequence[SSAValue],
-    outputs: Sequence[SSAValue],
+    body: GroupParts,
     anchor: tuple[int, ...],
     split: int,
     has_reduction: bool,
     ub_bytes: int,
     queue_slots: int,
 ) -> RowPlan | Refusal:
+    ops, inputs, outputs = body.ops, body.inputs, body.outputs
     from autofusion.passes.matching import splat_value
 
     plan = RowPlan(list(ops), anchor, split, has_reduction)

@@ -25,7 +25,7 @@ from autofusion.lowering.index_expr import IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan, plan_rows
-from autofusion.lowering.row_tiling import rows_tiling
+from autofusion.lowering.row_tiling import TileBudget, rows_tiling
 from autofusion.lowering.template import (
     GroupParts,
     HostLaunch,
@@ -77,6 +77,11 @@ def concrete(shape: Sequence[int], dims: Sequence[int] | None, offset: int = 0) 
     return [next(it, 1) if d == DYN else d for d in shape]
 
 
+def tile_budget(p: RowPlan) -> TileBudget:
+    """The bound the plan puts on its runtime tiles."""
+    return TileBudget(p.max_tile_elems, p.align_elems, p.has_reduction)
+
+
 class RowsTemplate(KernelTemplate):
     name = "rows"
 
@@ -108,15 +113,7 @@ class RowsTemplate(KernelTemplate):
         anchor = concrete(p.anchor, dims)
         rows = si.num_elements(anchor[: p.split]) or 0
         cols = si.num_elements(anchor[p.split :]) or 0
-        t = rows_tiling(
-            IntOps(),
-            rows,
-            cols,
-            p.max_tile_elems,
-            p.align_elems,
-            chip.vector_cores,
-            p.has_reduction,
-        )
+        t = rows_tiling(IntOps(), rows, cols, tile_budget(p), chip.vector_cores)
         row_tiles = -(-rows // t.tile_rows) if rows else 0
         read = write = unique = 0
         for v, info in p.values.items():
@@ -174,15 +171,7 @@ class RowsTemplate(KernelTemplate):
         # the tiling function: (rows, cols) -> tiling scalars..., blocks
         def body(kb: KernelBuilder) -> list[SSAValue]:
             rows, cols = kb.entry.args
-            tiling = rows_tiling(
-                kb.idx,
-                rows,
-                cols,
-                p.max_tile_elems,
-                p.align_elems,
-                chip.vector_cores,
-                p.has_reduction,
-            )
+            tiling = rows_tiling(kb.idx, rows, cols, tile_budget(p), chip.vector_cores)
             return [*tiling.params(), tiling.blocks]
 
         tiling_func = tiling_function(name, ["rows", "cols"], body)
