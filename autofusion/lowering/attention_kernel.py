@@ -40,7 +40,6 @@ Tiling (static bounds `choose_attention_tiles`, runtime values `attention_tiling
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.ir import SSAValue
@@ -51,18 +50,11 @@ from autofusion.lowering.attention_emit import emit_attention_kernel
 from autofusion.lowering.attention_host import attention_launch, attention_tiling_function
 from autofusion.lowering.attention_plan import AttentionPlan, plan_attention
 from autofusion.lowering.index_expr import IrOps
-from autofusion.lowering.template import (
-    GroupParts,
-    HostLaunch,
-    KernelCost,
-    KernelTemplate,
-    Lowered,
-    Plan,
-)
+from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
 from autofusion.passes.fusion_rule import Refusal
 
 
-class AttentionTemplate(KernelTemplate):
+class AttentionTemplate(KernelTemplate[AttentionPlan]):
     """A graph.flash_attention and its elementwise epilogue as one cube kernel; the
     concerns live in attention_plan, attention_tiling, attention_cost, attention_emit
     and attention_host."""
@@ -72,21 +64,22 @@ class AttentionTemplate(KernelTemplate):
     def plan(self, parts: GroupParts, chip: ChipSpec) -> AttentionPlan | Refusal:
         return plan_attention(parts, chip)
 
-    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
-        return attention_cost(cast(AttentionPlan, plan), chip, dims)
+    def cost(
+        self, plan: AttentionPlan, chip: ChipSpec, dims: Sequence[int] | None = None
+    ) -> KernelCost:
+        return attention_cost(plan, chip, dims)
 
-    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
-        p = cast(AttentionPlan, plan)
-        kernel, emitter = emit_attention_kernel(p, name, chip)
-        tiling = attention_tiling_function(p, name, chip)
+    def lower(self, plan: AttentionPlan, name: str, chip: ChipSpec) -> Lowered:
+        kernel, emitter = emit_attention_kernel(plan, name, chip)
+        tiling = attention_tiling_function(plan, name, chip)
         return Lowered(kernel, tiling, emitter.kernel_inputs, emitter)
 
     def host(
         self,
-        plan: Plan,
+        plan: AttentionPlan,
         lowered: Lowered,
         b: Builder,
         idx: IrOps,
         outside: dict[SSAValue, SSAValue],
     ) -> HostLaunch:
-        return attention_launch(cast(AttentionPlan, plan), b, idx, outside)
+        return attention_launch(plan, b, idx, outside)

@@ -77,7 +77,6 @@ For a pixel tile [p0, p0+ncols) the staged input rows are [a, a+h) with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.ir import SSAValue
@@ -88,18 +87,11 @@ from autofusion.lowering.conv_emit import emit_conv_kernel
 from autofusion.lowering.conv_host import conv_launch, conv_tiling_function
 from autofusion.lowering.conv_plan import ConvPlan, plan_conv
 from autofusion.lowering.index_expr import IrOps
-from autofusion.lowering.template import (
-    GroupParts,
-    HostLaunch,
-    KernelCost,
-    KernelTemplate,
-    Lowered,
-    Plan,
-)
+from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
 from autofusion.passes.fusion_rule import Refusal
 
 
-class ConvTemplate(KernelTemplate):
+class ConvTemplate(KernelTemplate[ConvPlan]):
     """A Conv2dOp and its elementwise epilogue as one implicit-GEMM cube kernel; the
     concerns live in conv_plan, conv_tiling, conv_cost, conv_emit and conv_host."""
 
@@ -108,21 +100,20 @@ class ConvTemplate(KernelTemplate):
     def plan(self, parts: GroupParts, chip: ChipSpec) -> ConvPlan | Refusal:
         return plan_conv(parts, chip)
 
-    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
-        return conv_cost(cast(ConvPlan, plan), chip, dims)
+    def cost(self, plan: ConvPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
+        return conv_cost(plan, chip, dims)
 
-    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
-        p = cast(ConvPlan, plan)
-        kernel, emitter = emit_conv_kernel(p, name, chip)
-        tiling = conv_tiling_function(p, name, chip)
+    def lower(self, plan: ConvPlan, name: str, chip: ChipSpec) -> Lowered:
+        kernel, emitter = emit_conv_kernel(plan, name, chip)
+        tiling = conv_tiling_function(plan, name, chip)
         return Lowered(kernel, tiling, emitter.kernel_inputs, emitter)
 
     def host(
         self,
-        plan: Plan,
+        plan: ConvPlan,
         lowered: Lowered,
         b: Builder,
         idx: IrOps,
         outside: dict[SSAValue, SSAValue],
     ) -> HostLaunch:
-        return conv_launch(cast(ConvPlan, plan), b, idx, outside)
+        return conv_launch(plan, b, idx, outside)

@@ -55,7 +55,6 @@ elsewhere graph.ffn stays a library op (CANN's FFN is an Atlas A2/A3 op too).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.ir import SSAValue
@@ -66,18 +65,11 @@ from autofusion.lowering.ffn_emit import emit_ffn_kernel
 from autofusion.lowering.ffn_host import ffn_launch, ffn_tiling, ffn_tiling_function
 from autofusion.lowering.ffn_plan import FfnPlan, plan_ffn
 from autofusion.lowering.index_expr import IntOps, IrOps
-from autofusion.lowering.template import (
-    GroupParts,
-    HostLaunch,
-    KernelCost,
-    KernelTemplate,
-    Lowered,
-    Plan,
-)
+from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
 from autofusion.passes.fusion_rule import Refusal
 
 
-class FfnTemplate(KernelTemplate):
+class FfnTemplate(KernelTemplate[FfnPlan]):
     """A graph.ffn as one mix kernel on split chips; the concerns live in ffn_plan,
     ffn_tiles, ffn_cost, ffn_emit and ffn_host."""
 
@@ -86,33 +78,31 @@ class FfnTemplate(KernelTemplate):
     def plan(self, parts: GroupParts, chip: ChipSpec) -> FfnPlan | Refusal:
         return plan_ffn(parts, chip)
 
-    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
-        return ffn_cost(cast(FfnPlan, plan), chip, dims)
+    def cost(self, plan: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
+        return ffn_cost(plan, chip, dims)
 
-    def read_first(self, plan: Plan) -> list[SSAValue]:
+    def read_first(self, plan: FfnPlan) -> list[SSAValue]:
         """The residual: the first pass reads it into the accumulator."""
-        residual = cast(FfnPlan, plan).root.residual
+        residual = plan.root.residual
         return [residual] if residual is not None else []
 
-    def scratch(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> int:
+    def scratch(self, plan: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> int:
         """GM bytes of the kernel's own tensors that live through the whole kernel: the
         accumulator and the workspace slots (the traffic model's scratch)."""
-        p = cast(FfnPlan, plan)
-        t = ffn_tiling(IntOps(), p.sizes(dims), p, chip).values
+        t = ffn_tiling(IntOps(), plan.sizes(dims), plan, chip).values
         return t["acc_bytes"] + t["gu_bytes"] + t["g_bytes"]
 
-    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
-        p = cast(FfnPlan, plan)
-        kernel, emitter = emit_ffn_kernel(p, name, chip)
-        tiling = ffn_tiling_function(p, name, chip)
+    def lower(self, plan: FfnPlan, name: str, chip: ChipSpec) -> Lowered:
+        kernel, emitter = emit_ffn_kernel(plan, name, chip)
+        tiling = ffn_tiling_function(plan, name, chip)
         return Lowered(kernel, tiling, emitter.kernel_inputs, emitter)
 
     def host(
         self,
-        plan: Plan,
+        plan: FfnPlan,
         lowered: Lowered,
         b: Builder,
         idx: IrOps,
         outside: dict[SSAValue, SSAValue],
     ) -> HostLaunch:
-        return ffn_launch(cast(FfnPlan, plan), b, idx, outside)
+        return ffn_launch(plan, b, idx, outside)

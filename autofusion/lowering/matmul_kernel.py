@@ -47,7 +47,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import cast
 
 from xdsl.builder import Builder
 from xdsl.ir import SSAValue
@@ -62,18 +61,11 @@ from autofusion.lowering.matmul_emit import emit_matmul_kernel
 from autofusion.lowering.matmul_host import matmul_launch, matmul_tiling_function
 from autofusion.lowering.matmul_plan import MatmulPlan, plan_matmul
 from autofusion.lowering.matmul_tiling import CubeTiles, tiles_footprint
-from autofusion.lowering.template import (
-    GroupParts,
-    HostLaunch,
-    KernelCost,
-    KernelTemplate,
-    Lowered,
-    Plan,
-)
+from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
 from autofusion.passes.fusion_rule import Refusal
 
 
-class MatmulTemplate(KernelTemplate):
+class MatmulTemplate(KernelTemplate[MatmulPlan]):
     """A matmul and its elementwise epilogue as one cube kernel; the concerns live in
     matmul_plan, matmul_tiling, matmul_cost, matmul_emit and matmul_host."""
 
@@ -82,14 +74,14 @@ class MatmulTemplate(KernelTemplate):
     def plan(self, parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
         return plan_matmul(parts, chip)
 
-    def footprint(self, plan: Plan) -> dict[str, int]:
-        p = cast(MatmulPlan, plan)
+    def footprint(self, plan: MatmulPlan) -> dict[str, int]:
+        p = plan
         return tiles_footprint(p.tiles, byte_width(p.in_elt))
 
     def retile(
-        self, plan: Plan, tiling: Mapping[str, TilingValue], chip: ChipSpec
+        self, plan: MatmulPlan, tiling: Mapping[str, TilingValue], chip: ChipSpec
     ) -> MatmulPlan | Refusal:
-        p = cast(MatmulPlan, plan)
+        p = plan
         fields = set(CubeTiles.__dataclass_fields__)
         if set(tiling) != fields or any(isinstance(v, bool) or v < 1 for v in tiling.values()):
             return Refusal(f"a matmul tiling is positive {', '.join(sorted(fields))}")
@@ -104,27 +96,28 @@ class MatmulTemplate(KernelTemplate):
                 )
         return replace(p, tiles=tiles)
 
-    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
-        return matmul_cost(cast(MatmulPlan, plan), chip, dims)
+    def cost(
+        self, plan: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None
+    ) -> KernelCost:
+        return matmul_cost(plan, chip, dims)
 
-    def read_once(self, plan: Plan, chip: ChipSpec) -> list[SSAValue]:
+    def read_once(self, plan: MatmulPlan, chip: ChipSpec) -> list[SSAValue]:
         """B when M fits one tile, A when N does (each not broadcast over batch dims):
         the other operand's tiles then never re-read it (A is read once per N tile, B
         once per M tile); the epilogue's full inputs. Static shapes only."""
-        return matmul_read_once(cast(MatmulPlan, plan), chip)
+        return matmul_read_once(plan, chip)
 
-    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
-        p = cast(MatmulPlan, plan)
-        kernel, emitter = emit_matmul_kernel(p, name, chip)
-        tiling = matmul_tiling_function(p, name, chip)
+    def lower(self, plan: MatmulPlan, name: str, chip: ChipSpec) -> Lowered:
+        kernel, emitter = emit_matmul_kernel(plan, name, chip)
+        tiling = matmul_tiling_function(plan, name, chip)
         return Lowered(kernel, tiling, emitter.kernel_inputs, emitter)
 
     def host(
         self,
-        plan: Plan,
+        plan: MatmulPlan,
         lowered: Lowered,
         b: Builder,
         idx: IrOps,
         outside: dict[SSAValue, SSAValue],
     ) -> HostLaunch:
-        return matmul_launch(cast(MatmulPlan, plan), b, idx, outside)
+        return matmul_launch(plan, b, idx, outside)

@@ -26,14 +26,7 @@ from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan, plan_rows
 from autofusion.lowering.row_tiling import TileBudget, rows_tiling
-from autofusion.lowering.template import (
-    GroupParts,
-    HostLaunch,
-    KernelCost,
-    KernelTemplate,
-    Lowered,
-    Plan,
-)
+from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
 from autofusion.passes.fusion_rule import Refusal
 
 # float32 vector instructions per element, by graph op (the cost model's vector work).
@@ -82,7 +75,7 @@ def tile_budget(p: RowPlan) -> TileBudget:
     return TileBudget(p.max_tile_elems, p.align_elems, p.has_reduction)
 
 
-class RowsTemplate(KernelTemplate):
+class RowsTemplate(KernelTemplate[RowPlan]):
     name = "rows"
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> RowPlan | Refusal:
@@ -100,16 +93,16 @@ class RowsTemplate(KernelTemplate):
             plan.parts = parts
         return plan
 
-    def read_once(self, plan: Plan, chip: ChipSpec) -> list[SSAValue]:
+    def read_once(self, plan: RowPlan, chip: ChipSpec) -> list[SSAValue]:
         """Inputs whose rows are the output's, streamed once tile by tile."""
         from autofusion.lowering.l2_hint import full_row_inputs
 
-        return full_row_inputs(cast(RowPlan, plan))
+        return full_row_inputs(plan)
 
     # ---- cost ---------------------------------------------------------------------
 
-    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
-        p = cast(RowPlan, plan)
+    def cost(self, plan: RowPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
+        p = plan
         anchor = concrete(p.anchor, dims)
         rows = si.num_elements(anchor[: p.split]) or 0
         cols = si.num_elements(anchor[p.split :]) or 0
@@ -164,8 +157,8 @@ class RowsTemplate(KernelTemplate):
 
     # ---- lowering -----------------------------------------------------------------
 
-    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
-        p = cast(RowPlan, plan)
+    def lower(self, plan: RowPlan, name: str, chip: ChipSpec) -> Lowered:
+        p = plan
         kernel, emitter = _emit_fitting(p, name, chip)
 
         # the tiling function: (rows, cols) -> tiling scalars..., blocks
@@ -179,13 +172,13 @@ class RowsTemplate(KernelTemplate):
 
     def host(
         self,
-        plan: Plan,
+        plan: RowPlan,
         lowered: Lowered,
         b: Builder,
         idx: IrOps,
         outside: dict[SSAValue, SSAValue],
     ) -> HostLaunch:
-        p = cast(RowPlan, plan)
+        p = plan
         pairs = [(outside[v], v) for v in outside]
         rank = len(p.anchor)
         dims = [_runtime_dim(b, pairs, rank, d, s) for d, s in enumerate(p.anchor)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import func
@@ -90,6 +90,9 @@ class Plan(ABC):
     template: ClassVar[str]
 
 
+P = TypeVar("P", bound=Plan)
+
+
 @dataclass
 class Lowered:
     """A built kernel: the kernel op, its tiling function, and its GM inputs in order
@@ -101,62 +104,63 @@ class Lowered:
     state: object = None  # the template's own data for `host`
 
 
-class KernelTemplate(ABC):
+class KernelTemplate(ABC, Generic[P]):
+    """One kind of kernel; generic in its plan type P, which its `plan` makes and its
+    other methods take."""
+
     name: ClassVar[str]
 
     @abstractmethod
-    def plan(self, parts: GroupParts, chip: ChipSpec) -> Plan | Refusal:
+    def plan(self, parts: GroupParts, chip: ChipSpec) -> P | Refusal:
         """Whether the group can be one kernel of this template, and how."""
 
     @abstractmethod
-    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
+    def cost(self, plan: P, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
         """The kernel's traffic and work; dynamic dims take the sizes in `dims` when given
         (default: 1, the smallest legal size)."""
 
-    def read_once(self, plan: Plan, chip: ChipSpec) -> list[SSAValue]:
+    def read_once(self, plan: P, chip: ChipSpec) -> list[SSAValue]:
         """The kernel inputs (group-body values) whose every byte the kernel reads exactly
         once at the group's static shapes: the candidates for reading past L2
         (lowering/l2_hint.py). None unless a template says so."""
         return []
 
-    def read_first(self, plan: Plan) -> list[SSAValue]:
+    def read_first(self, plan: P) -> list[SSAValue]:
         """The kernel inputs (group-body values) it reads whole before the rest of its
         work (the traffic model's `first`). None unless a template says so."""
         return []
 
-    def scratch(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> int:
+    def scratch(self, plan: P, chip: ChipSpec, dims: Sequence[int] | None = None) -> int:
         """GM bytes of the kernel's own tensors that it writes first and uses throughout
         (the traffic model's `scratch`: an accumulator it adds to, ...). None by default:
         the templates' workspace slots are small and rewritten in place."""
         return 0
 
-    def tiling(self, plan: Plan) -> dict[str, TilingValue]:
+    def tiling(self, plan: P) -> dict[str, TilingValue]:
         """The plan's tiling decisions (the group's `tiling` property): the fields of its
         `tiles`, when it has them."""
         tiles = getattr(plan, "tiles", None)
         return asdict(tiles) if is_dataclass(tiles) and not isinstance(tiles, type) else {}
 
-    def footprint(self, plan: Plan) -> dict[str, int]:
+    def footprint(self, plan: P) -> dict[str, int]:
         """Bytes the kernel's buffers take per on-chip space at the plan's tiling (the
         group's `footprint` property, checked against the target by the verifier); empty
         when the template sizes its buffers to fit while it builds the kernel."""
         return {}
 
-    def retile(
-        self, plan: Plan, tiling: Mapping[str, TilingValue], chip: ChipSpec
-    ) -> Plan | Refusal:
+    def retile(self, plan: P, tiling: Mapping[str, TilingValue], chip: ChipSpec) -> P | Refusal:
         """The plan with another tiling (a hand-edited group's), or why it cannot take it.
         Only the template's own tiling unless a template says so."""
         return Refusal(f"the {self.name} template takes only the tiling it plans")
 
     @abstractmethod
-    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
+    def lower(self, plan: P, name: str, chip: ChipSpec) -> Lowered:
         """Build the kernel and its host tiling function."""
 
     @abstractmethod
     def host(
         self,
-        plan: Plan,
+        plan: P,
         lowered: Lowered,
         b: Builder,
         idx: IrOps,
@@ -168,7 +172,7 @@ class KernelTemplate(ABC):
         """
 
 
-def templates() -> list[KernelTemplate]:
+def templates() -> list[KernelTemplate[Any]]:
     """Every template, in the order lower-to-buffer tries them. The cube templates come
     first: each takes only groups rooted at its own op (and refuses others with a falsy
     `NotApplicable`), so the order decides nothing but which refusal explains a group."""
@@ -197,7 +201,7 @@ def group_parts(group: graph.FusionGroupOp) -> GroupParts:
 
 def plan_group(
     parts: GroupParts, chip: ChipSpec, template_name: str | None = None
-) -> tuple[KernelTemplate, Plan] | Refusal:
+) -> tuple[KernelTemplate[Any], Plan] | Refusal:
     """The one planning function: the first template that plans the group (only the one
     named `template_name` when given), or the first template's refusal."""
     first: Refusal | None = None
@@ -213,7 +217,9 @@ def plan_group(
     return first or Refusal("no kernel template")
 
 
-def carry_out(group: graph.FusionGroupOp, chip: ChipSpec) -> tuple[KernelTemplate, Plan] | Refusal:
+def carry_out(
+    group: graph.FusionGroupOp, chip: ChipSpec
+) -> tuple[KernelTemplate[Any], Plan] | Refusal:
     """The group's plan as its properties give it: its template's analysis of the body at
     its recorded tiling. A group without a plan (hand-written IR) is planned here, once."""
     parts = group_parts(group)
