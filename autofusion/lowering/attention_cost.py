@@ -9,13 +9,7 @@ from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_host import plan_tiling
 from autofusion.lowering.attention_plan import AttentionPlan, softmax_ub
-from autofusion.lowering.cube_common import (
-    FRACTAL,
-    aivs_per_tile,
-    blended_transfer,
-    resolve_dynamic_dims,
-    round_up,
-)
+from autofusion.lowering.cube_common import FRACTAL, aivs_per_tile, blended_transfer, round_up
 from autofusion.lowering.cube_epilogue import (
     EpilogueSweep,
     epilogue_io,
@@ -25,7 +19,7 @@ from autofusion.lowering.cube_epilogue import (
 )
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.template import KernelCost
-from autofusion.lowering.value_types import element_type, tensor_shape
+from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 
 # vector instructions per S element: scale, rowmax, subtract, exp (2), rowsum, cast
 SOFTMAX_WORK = 7.0

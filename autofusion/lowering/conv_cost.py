@@ -8,13 +8,7 @@ from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.conv_host import plan_tiling
 from autofusion.lowering.conv_plan import ConvPlan
-from autofusion.lowering.cube_common import (
-    FRACTAL,
-    aivs_per_tile,
-    blended_transfer,
-    resolve_dynamic_dims,
-    round_up,
-)
+from autofusion.lowering.cube_common import FRACTAL, aivs_per_tile, blended_transfer, round_up
 from autofusion.lowering.cube_epilogue import (
     EpilogueSweep,
     epilogue_io,
@@ -24,7 +18,7 @@ from autofusion.lowering.cube_epilogue import (
 )
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.template import KernelCost
-from autofusion.lowering.value_types import element_type, tensor_shape
+from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 
 
 def conv_cost(p: ConvPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:

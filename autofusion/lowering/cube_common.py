@@ -79,12 +79,6 @@ def cube_dtype_refusal(root: Operation, chip: ChipSpec) -> Refusal | None:
     return None
 
 
-def resolve_dynamic_dims(dims: Sequence[int], given: Sequence[int] | None) -> list[int]:
-    """A shape with its dynamic dims replaced (by `given` in order, else 1)."""
-    it = iter(given or [])
-    return [next(it, 1) if d == DYN else d for d in dims]
-
-
 def blended_transfer(parts: Sequence[tuple[float, float]]) -> int:
     """One transfer size for traffic moved in transfers of different sizes: with the cost
     model's DataCopy efficiency t / (t + T_half), moving b_i bytes in t_i-byte transfers

@@ -19,7 +19,7 @@ from autofusion.dialects import shape_inference as si
 from autofusion.dialects.buffer_verifier import footprint
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import CUBE_ROOTS, FRACTAL, resolve_dynamic_dims, round_up
+from autofusion.lowering.cube_common import CUBE_ROOTS, FRACTAL, round_up
 from autofusion.lowering.row_ops import Emitter, activation_loc
 from autofusion.lowering.row_plan import (
     ELEMENTWISE,
@@ -32,7 +32,7 @@ from autofusion.lowering.row_plan import (
 from autofusion.lowering.row_vector_math import Loc, RowVectorMath, scalar_op
 from autofusion.lowering.rows_template import VECTOR_OP_WEIGHT, queue_slots
 from autofusion.lowering.template import GroupParts, NotApplicable
-from autofusion.lowering.value_types import element_type, tensor_shape
+from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
 # epilogue ops: the vector template's elementwise ops, except rope (it needs whole rows),

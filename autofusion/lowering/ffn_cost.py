@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from autofusion.dialects import shape_inference as si
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import blended_transfer, resolve_dynamic_dims
+from autofusion.lowering.cube_common import blended_transfer
 from autofusion.lowering.cube_epilogue import epilogue_ub, epilogue_work
 from autofusion.lowering.ffn_host import ffn_tiling
 from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import ZERO_ELEMS
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.template import KernelCost
-from autofusion.lowering.value_types import element_type, tensor_shape
+from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 
 
 def ffn_cost(p: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:

@@ -18,13 +18,13 @@ from autofusion.dialects.graph_fused import FFN_GATED
 from autofusion.dialects.shape_inference import DYN
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import FRACTAL, detached_value, resolve_dynamic_dims
+from autofusion.lowering.cube_common import FRACTAL, detached_value
 from autofusion.lowering.cube_epilogue import max_epilogue_cols
 from autofusion.lowering.ffn_tiles import FfnTiles, choose_ffn_tiles
 from autofusion.lowering.row_plan import RowPlan, plan_for_split
 from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import GroupParts, NotApplicable, Plan
-from autofusion.lowering.value_types import element_type, tensor_shape
+from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
 

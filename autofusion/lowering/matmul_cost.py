@@ -12,13 +12,7 @@ from autofusion.dialects import shape_inference as si
 from autofusion.dialects.shape_inference import DYN
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import (
-    FRACTAL,
-    aivs_per_tile,
-    blended_transfer,
-    resolve_dynamic_dims,
-    round_up,
-)
+from autofusion.lowering.cube_common import FRACTAL, aivs_per_tile, blended_transfer, round_up
 from autofusion.lowering.cube_epilogue import (
     EpilogueSweep,
     epilogue_io,
@@ -31,7 +25,7 @@ from autofusion.lowering.matmul_host import matmul_sizes, plan_tiling
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import GemmSizes, l2_budget
 from autofusion.lowering.template import KernelCost
-from autofusion.lowering.value_types import element_type, tensor_shape
+from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 
 
 def operand_bytes(v: SSAValue, dims: Sequence[int] | None) -> int:

@@ -14,18 +14,13 @@ from xdsl.ir import SSAValue
 from autofusion.dialects import shape_inference as si
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import (
-    launch_dim_size,
-    output_dynamic_dims,
-    resolve_dynamic_dims,
-    tiling_bounds,
-)
+from autofusion.lowering.cube_common import launch_dim_size, output_dynamic_dims, tiling_bounds
 from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import GemmSizes, GemmTiling, gemm_tiling, l2_budget
 from autofusion.lowering.template import HostLaunch
-from autofusion.lowering.value_types import tensor_shape
+from autofusion.lowering.value_types import resolve_dynamic_dims, tensor_shape
 
 V = TypeVar("V")
 

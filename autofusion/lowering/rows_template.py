@@ -27,6 +27,7 @@ from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan, plan_rows
 from autofusion.lowering.row_tiling import TileBudget, rows_tiling
 from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
+from autofusion.lowering.value_types import resolve_dynamic_dims
 from autofusion.passes.fusion_rule import Refusal
 
 # float32 vector instructions per element, by graph op (the cost model's vector work).
@@ -64,12 +65,6 @@ def queue_slots(chip: ChipSpec) -> int:
     return QUEUE_SLOTS_PER_POSITION.get(chip.arch, DEFAULT_QUEUE_SLOTS)
 
 
-def concrete(shape: Sequence[int], dims: Sequence[int] | None, offset: int = 0) -> list[int]:
-    """A shape with its dynamic dims replaced (by `dims` in order, else 1)."""
-    it = iter(dims or [])
-    return [next(it, 1) if d == DYN else d for d in shape]
-
-
 def tile_budget(p: RowPlan) -> TileBudget:
     """The bound the plan puts on its runtime tiles."""
     return TileBudget(p.max_tile_elems, p.align_elems, p.has_reduction)
@@ -103,7 +98,7 @@ class RowsTemplate(KernelTemplate[RowPlan]):
 
     def cost(self, plan: RowPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
         p = plan
-        anchor = concrete(p.anchor, dims)
+        anchor = resolve_dynamic_dims(p.anchor, dims)
         rows = si.num_elements(anchor[: p.split]) or 0
         cols = si.num_elements(anchor[p.split :]) or 0
         t = rows_tiling(IntOps(), rows, cols, tile_budget(p), chip.vector_cores)
@@ -112,7 +107,12 @@ class RowsTemplate(KernelTemplate[RowPlan]):
         for v, info in p.values.items():
             width = dtypes.byte_width(cast(TensorType, v.type).element_type)
             if info.is_input and info.constant is None:
-                own = si.num_elements(concrete(cast(TensorType, v.type).get_shape(), dims)) or 0
+                own = (
+                    si.num_elements(
+                        resolve_dynamic_dims(cast(TensorType, v.type).get_shape(), dims)
+                    )
+                    or 0
+                )
                 # re-reads (a row vector per tile, mapped rows, residents per core) hit
                 # L2 while the input fits in half of it
                 before = read
@@ -131,7 +131,9 @@ class RowsTemplate(KernelTemplate[RowPlan]):
         work = 0.0
         for op in p.ops:
             weight = VECTOR_OP_WEIGHT.get(type(op), 1.0)
-            result_shape = concrete(cast(TensorType, op.results[0].type).get_shape(), dims)
+            result_shape = resolve_dynamic_dims(
+                cast(TensorType, op.results[0].type).get_shape(), dims
+            )
             work += weight * (si.num_elements(result_shape) or 0)
         # widening and narrowing casts at the kernel's edges
         for v in (*p.inputs, *p.outputs):
