@@ -12,7 +12,7 @@ from typing import Generic, TypeVar
 
 from autofusion.hardware import ChipSpec
 from autofusion.lowering import matmul_tiling
-from autofusion.lowering.cube_common import FRACTAL, TilingBounds, round_up
+from autofusion.lowering.cube_common import FRACTAL, TilingBounds, round_up, spread_tiles
 from autofusion.lowering.index_expr import IndexOps
 from autofusion.passes.fusion_rule import Refusal
 
@@ -213,8 +213,7 @@ def conv_tiling(
     """The runtime tiling over N images (module docstring); `col_width`: bytes per X_col
     element of the explicit im2col's workspace (0: none)."""
     c = ops.const
-    cores, align, max_tile_elems = bounds.cores, bounds.align, bounds.max_tile_elems
-    ws_width = bounds.ws_width
+    cores = bounds.cores
     tm = c(min(t.tm, round_up(g.cog, FRACTAL)))
     mt = ops.ceildiv(c(g.cog), tm)
     rows_of_tiles = ops.mul(ops.mul(n, c(g.group)), mt)
@@ -226,13 +225,14 @@ def conv_tiling(
     tk = c(min(t.tk, round_up(g.k, FRACTAL)))
     c_stages = c(-(-g.cg // t.cstep))
     tiles = ops.mul(rows_of_tiles, pt)
-    blocks = ops.max(c(1), ops.min(tiles, c(cores)))
-    per_core = ops.ceildiv(tiles, blocks)
-    stride = ops.round_up(tn, align)
-    er = ops.min(
-        tm, ops.max(c(FRACTAL), ops.round_down(ops.floordiv(c(max_tile_elems), stride), FRACTAL))
+    spread = spread_tiles(ops, tiles, (tm, tn), bounds)
+    blocks, per_core, stride, er, ws = (
+        spread.blocks,
+        spread.per_core,
+        spread.stride,
+        spread.er,
+        spread.ws,
     )
-    ws = ops.mul(ops.mul(blocks, c(2 * ws_width)), ops.mul(tm, tn))
     ws_col = ops.mul(ops.mul(blocks, c(COL_SLOTS * col_width * g.k)), tn)
     values = dict(
         zip(PARAMS, (n, tm, tn, tk, mt, pt, c_stages, tiles, per_core, stride, er, ws, ws_col))

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
@@ -33,11 +33,13 @@ from autofusion import dtypes
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.index_expr import IrOps
+from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.value_types import element_type, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
+
+V = TypeVar("V")
 
 # one cube fractal is 16 x 16 (ascend.md 1.4, 1.5): M, N and K tiles are multiples of it
 FRACTAL = 16
@@ -178,6 +180,38 @@ def tiling_bounds(
     align = rows.align_elems if rows is not None else 8
     max_tile = rows.max_tile_elems if rows is not None else tile_elems
     return TilingBounds(chip.cube_cores, align, max_tile, ws_width)
+
+
+@dataclass(frozen=True)
+class TileSpread(Generic[V]):
+    """How a cube kernel's output tiles spread over its cores: `blocks` cores of
+    `per_core` tiles, and per tile the epilogue's UB row `stride`, its chunks of `er`
+    rows, and `ws` bytes of output workspace (two slots per core)."""
+
+    blocks: V
+    per_core: V
+    stride: V
+    er: V
+    ws: V
+
+
+def spread_tiles(
+    ops: IndexOps[V], tiles: V, tile: tuple[V, V], bounds: TilingBounds
+) -> TileSpread[V]:
+    """The spread of `tiles` output tiles of `tile` = (tm, tn) within `bounds`."""
+    c = ops.const
+    tm, tn = tile
+    blocks = ops.max(c(1), ops.min(tiles, c(bounds.cores)))
+    per_core = ops.ceildiv(tiles, blocks)
+    stride = ops.round_up(tn, bounds.align)
+    er = ops.min(
+        tm,
+        ops.max(
+            c(FRACTAL), ops.round_down(ops.floordiv(c(bounds.max_tile_elems), stride), FRACTAL)
+        ),
+    )
+    ws = ops.mul(ops.mul(blocks, c(2 * bounds.ws_width)), ops.mul(tm, tn))
+    return TileSpread(blocks, per_core, stride, er, ws)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import FRACTAL, TilingBounds
+from autofusion.lowering.cube_common import FRACTAL, TilingBounds, spread_tiles
 from autofusion.lowering.index_expr import IndexOps
 from autofusion.passes.fusion_rule import Refusal
 
@@ -131,8 +131,7 @@ def gemm_tiling(
     """The runtime tiling of a [batch x M x N] output over K (module docstring)."""
     c = ops.const
     m, n, k, batch = sizes.m, sizes.n, sizes.k, sizes.batch
-    cores, align, max_tile_elems = bounds.cores, bounds.align, bounds.max_tile_elems
-    ws_width = bounds.ws_width
+    cores = bounds.cores
     tm = ops.min(c(t.tm), ops.round_up(m, FRACTAL))
     mt = ops.ceildiv(m, tm)
     rows_of_tiles = ops.mul(batch, mt)
@@ -145,13 +144,14 @@ def gemm_tiling(
     kl1 = ops.min(c(t.kl1), ops.mul(ops.ceildiv(k, tk), tk))
     k_stages = ops.ceildiv(k, kl1)
     tiles = ops.mul(rows_of_tiles, nt)
-    blocks = ops.max(c(1), ops.min(tiles, c(cores)))
-    per_core = ops.ceildiv(tiles, blocks)
-    stride = ops.round_up(tn, align)
-    er = ops.min(
-        tm, ops.max(c(FRACTAL), ops.round_down(ops.floordiv(c(max_tile_elems), stride), FRACTAL))
+    spread = spread_tiles(ops, tiles, (tm, tn), bounds)
+    blocks, per_core, stride, er, ws = (
+        spread.blocks,
+        spread.per_core,
+        spread.stride,
+        spread.er,
+        spread.ws,
     )
-    ws = ops.mul(ops.mul(blocks, c(2 * ws_width)), ops.mul(tm, tn))
     # tile order: groups of group_m M tiles, M fastest within a group (module docstring)
     band = ops.max(c(1), ops.mul(ops.mul(tm, k), c(a_row_bytes)))
     group_m = ops.max(c(1), ops.min(mt, ops.floordiv(c(l2_budget), band)))
