@@ -225,19 +225,15 @@ def conv_tiling(
     tk = c(min(t.tk, round_up(g.k, FRACTAL)))
     c_stages = c(-(-g.cg // t.cstep))
     tiles = ops.mul(rows_of_tiles, pt)
-    spread = spread_tiles(ops, tiles, (tm, tn), bounds)
-    blocks, per_core, stride, er, ws = (
-        spread.blocks,
-        spread.per_core,
-        spread.stride,
-        spread.er,
-        spread.ws,
-    )
-    ws_col = ops.mul(ops.mul(blocks, c(COL_SLOTS * col_width * g.k)), tn)
+    sp = spread_tiles(ops, tiles, (tm, tn), bounds)
+    ws_col = ops.mul(ops.mul(sp.blocks, c(COL_SLOTS * col_width * g.k)), tn)
     values = dict(
-        zip(PARAMS, (n, tm, tn, tk, mt, pt, c_stages, tiles, per_core, stride, er, ws, ws_col))
+        zip(
+            PARAMS,
+            (n, tm, tn, tk, mt, pt, c_stages, tiles, sp.per_core, sp.stride, sp.er, sp.ws, ws_col),
+        )
     )
-    return ConvTiling(values, blocks)
+    return ConvTiling(values, sp.blocks)
 
 
 def im2col_cols(

@@ -144,24 +144,13 @@ def gemm_tiling(
     kl1 = ops.min(c(t.kl1), ops.mul(ops.ceildiv(k, tk), tk))
     k_stages = ops.ceildiv(k, kl1)
     tiles = ops.mul(rows_of_tiles, nt)
-    spread = spread_tiles(ops, tiles, (tm, tn), bounds)
-    blocks, per_core, stride, er, ws = (
-        spread.blocks,
-        spread.per_core,
-        spread.stride,
-        spread.er,
-        spread.ws,
-    )
+    sp = spread_tiles(ops, tiles, (tm, tn), bounds)
     # tile order: groups of group_m M tiles, M fastest within a group (module docstring)
     band = ops.max(c(1), ops.mul(ops.mul(tm, k), c(a_row_bytes)))
     group_m = ops.max(c(1), ops.min(mt, ops.floordiv(c(l2_budget), band)))
-    values = dict(
-        zip(
-            PARAMS,
-            (m, n, k, tm, tn, tk, kl1, mt, nt, k_stages, tiles, per_core, stride, er, ws, group_m),
-        )
-    )
-    return GemmTiling(values, blocks)
+    ordered = (m, n, k, tm, tn, tk, kl1, mt, nt, k_stages, tiles)
+    values = dict(zip(PARAMS, (*ordered, sp.per_core, sp.stride, sp.er, sp.ws, group_m)))
+    return GemmTiling(values, sp.blocks)
 
 
 def l2_budget(chip: ChipSpec) -> int:
