@@ -244,10 +244,11 @@ def group_entry(
     chosen: tuple[KernelTemplate, Plan] | Refusal | None = None,
 ) -> KernelEntry:
     """Cost a fusion group with its plan: `chosen` (what lower-to-buffer carries out), else
-    the plan its properties give (lowering/template.py's `carry_out`: the template's
+    the plan its properties give (lowering/template_registry.py's `carry_out`: the template's
     analysis at the recorded tiling, no search). The time and the UB footprint are the
     plan's (`cost_us`, `footprint`) when it records them."""
-    from autofusion.lowering.template import carry_out, group_parts
+    from autofusion.lowering.template import group_parts
+    from autofusion.lowering.template_registry import carry_out
     from autofusion.passes.fusion_rule import Refusal
 
     ops = group_parts(group).ops

@@ -34,7 +34,7 @@ from autofusion.codegen.emulate import EmulatedKernels, run_function_emulated
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.interpreter import run_function
-from autofusion.lowering import attention_kernel, matmul_kernel
+from autofusion.lowering import attention_plan, matmul_tiling
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 
 from differential import apply_pipeline
@@ -49,26 +49,26 @@ TOLERANCE = {"f32": (2e-5, 2e-5), "f16": (2e-3, 2e-3), "bf16": (1.6e-2, 1.6e-2)}
 def small_tiles() -> Iterator[None]:
     """Base tiles of 32 x 32 x 16 with two L0 steps per L1 stage; attention 16 x 32."""
     saved = (
-        matmul_kernel.MN_CANDIDATES,
-        matmul_kernel.K_CANDIDATES,
-        matmul_kernel.STEP_K,
-        attention_kernel.Q_CANDIDATES,
-        attention_kernel.KV_CANDIDATES,
+        matmul_tiling.MN_CANDIDATES,
+        matmul_tiling.K_CANDIDATES,
+        matmul_tiling.STEP_K,
+        attention_plan.Q_CANDIDATES,
+        attention_plan.KV_CANDIDATES,
     )
-    matmul_kernel.MN_CANDIDATES = ((32, 32), (16, 16))
-    matmul_kernel.K_CANDIDATES = (16,)
-    matmul_kernel.STEP_K = (2,)
-    attention_kernel.Q_CANDIDATES = (16,)
-    attention_kernel.KV_CANDIDATES = (32,)
+    matmul_tiling.MN_CANDIDATES = ((32, 32), (16, 16))
+    matmul_tiling.K_CANDIDATES = (16,)
+    matmul_tiling.STEP_K = (2,)
+    attention_plan.Q_CANDIDATES = (16,)
+    attention_plan.KV_CANDIDATES = (32,)
     try:
         yield
     finally:
         (
-            matmul_kernel.MN_CANDIDATES,
-            matmul_kernel.K_CANDIDATES,
-            matmul_kernel.STEP_K,
-            attention_kernel.Q_CANDIDATES,
-            attention_kernel.KV_CANDIDATES,
+            matmul_tiling.MN_CANDIDATES,
+            matmul_tiling.K_CANDIDATES,
+            matmul_tiling.STEP_K,
+            attention_plan.Q_CANDIDATES,
+            attention_plan.KV_CANDIDATES,
         ) = saved
 
 

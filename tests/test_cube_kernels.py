@@ -24,7 +24,8 @@ from autofusion.dialects.buffer_verifier import footprint
 from autofusion.fusion.cost import kernel_time
 from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
-from autofusion.lowering import attention_kernel, matmul_kernel
+from autofusion.lowering import attention_plan, matmul_cost, matmul_host, matmul_tiling
+from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.matmul_kernel import MatmulTemplate
 from autofusion.lowering.template import GroupParts, NotApplicable, group_parts
 from autofusion.mlir_io import default_context, module_to_text, parse_module
@@ -94,11 +95,11 @@ def kernel_of(module: ModuleOp) -> buffer.KernelOp:
 @pytest.fixture
 def small_tiles(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Base tiles of 32 x 32 x 16 with two L0 steps per L1 stage; attention 16 x 32."""
-    monkeypatch.setattr(matmul_kernel, "MN_CANDIDATES", ((32, 32), (16, 16)))
-    monkeypatch.setattr(matmul_kernel, "K_CANDIDATES", (16,))
-    monkeypatch.setattr(matmul_kernel, "STEP_K", (2,))
-    monkeypatch.setattr(attention_kernel, "Q_CANDIDATES", (16,))
-    monkeypatch.setattr(attention_kernel, "KV_CANDIDATES", (32,))
+    monkeypatch.setattr(matmul_tiling, "MN_CANDIDATES", ((32, 32), (16, 16)))
+    monkeypatch.setattr(matmul_tiling, "K_CANDIDATES", (16,))
+    monkeypatch.setattr(matmul_tiling, "STEP_K", (2,))
+    monkeypatch.setattr(attention_plan, "Q_CANDIDATES", (16,))
+    monkeypatch.setattr(attention_plan, "KV_CANDIDATES", (32,))
     yield
 
 
@@ -541,7 +542,7 @@ def parts_of(text: str) -> GroupParts:
 
 
 def refusal(text: str, chip: str = SPLIT) -> str:
-    from autofusion.lowering.template import templates
+    from autofusion.lowering.template_registry import templates
 
     parts = parts_of(text)
     reasons = [t.plan(parts, get_chip(chip)) for t in templates()]
@@ -662,9 +663,9 @@ def test_norm_apply_in_a_matmul_epilogue(gated: bool, small_tiles: None) -> None
 def test_grouped_tile_order_visits_every_tile_once(
     mt: int, nt: int, group_m: int, batch: int
 ) -> None:
-    ops = matmul_kernel.IntOps()
+    ops = IntOps()
     t = {"mt": mt, "nt": nt, "group_m": group_m}
-    seen = [matmul_kernel.tile_coords(ops, tile, t) for tile in range(batch * mt * nt)]
+    seen = [matmul_tiling.tile_coords(ops, tile, t) for tile in range(batch * mt * nt)]
     assert sorted(seen) == [(b, i, j) for b in range(batch) for i in range(mt) for j in range(nt)]
     # within a group, consecutive tiles share the N tile (one B band)
     first = seen[: min(group_m, mt)]
@@ -676,11 +677,13 @@ def test_matmul_in_groups_of_m_tiles_smaller_than_m(
 ) -> None:
     """An L2 budget of two A bands: groups of 2 of the 5 M tiles (a tail group of 1)."""
     m, k, n = 150, 40, 96
-    monkeypatch.setattr(matmul_kernel, "l2_budget", lambda chip: 2 * 32 * k * 2)
+    for module in (matmul_host, matmul_cost):  # the modules that read the budget
+        monkeypatch.setattr(module, "l2_budget", lambda chip: 2 * 32 * k * 2)
     text, args = matmul_case(m, k, n, "f16")
     plan = MatmulTemplate().plan(parts_of(text), get_chip(SPLIT))
     assert not isinstance(plan, Refusal)
-    tiling = matmul_kernel._tiling(matmul_kernel.IntOps(), plan, get_chip(SPLIT), m, n, k, 1)
+    sizes = matmul_tiling.GemmSizes(m, n, k, 1)
+    tiling = matmul_host.plan_tiling(IntOps(), plan, get_chip(SPLIT), sizes)
     assert (tiling.values["mt"], tiling.values["group_m"]) == (5, 2)
     check(text, SPLIT, feeds_for(args, 4), "f16", "matmul")
     cost = MatmulTemplate().cost(plan, get_chip(SPLIT))

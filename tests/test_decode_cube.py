@@ -26,7 +26,7 @@ from autofusion.codegen.emulate import EmulatedKernels, run_function_emulated
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer_verifier
 from autofusion.interpreter import run_function
-from autofusion.lowering import attention_kernel, ffn_kernel, matmul_kernel
+from autofusion.lowering import attention_plan, ffn_tiles, matmul_tiling
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 
 from differential import apply_pipeline
@@ -77,13 +77,13 @@ def sixteen_row_tiles() -> Iterator[None]:
     """16-row M tiles (M = 17 leaves a one-row tail) and 32-deep K steps (K = 40 takes
     two, which accumulate; the first is above one fractal row)."""
     with pytest.MonkeyPatch.context() as mp:
-        for module in (matmul_kernel, ffn_kernel):
+        for module in (matmul_tiling, ffn_tiles):
             mp.setattr(module, "MN_CANDIDATES", ((16, 16),))
             mp.setattr(module, "K_CANDIDATES", (32,))
             mp.setattr(module, "STEP_K", (1,))
-        mp.setattr(ffn_kernel, "BAND_CANDIDATES", (16,))
-        mp.setattr(attention_kernel, "Q_CANDIDATES", (16,))
-        mp.setattr(attention_kernel, "KV_CANDIDATES", (32,))
+        mp.setattr(ffn_tiles, "BAND_CANDIDATES", (16,))
+        mp.setattr(attention_plan, "Q_CANDIDATES", (16,))
+        mp.setattr(attention_plan, "KV_CANDIDATES", (32,))
         yield
 
 

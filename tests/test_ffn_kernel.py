@@ -23,7 +23,9 @@ from autofusion.dialects import buffer, graph
 from autofusion.dialects.target import set_target
 from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
-from autofusion.lowering import ffn_kernel
+from autofusion.lowering import ffn_tiles
+from autofusion.lowering.ffn_host import ffn_tiling
+from autofusion.lowering.ffn_plan import FfnPlan, plan_ffn
 from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.template import group_parts
 from autofusion.mlir_io import default_context, module_to_text, parse_module
@@ -38,10 +40,10 @@ TOLERANCE = {"f32": (2e-5, 2e-5), "f16": (2e-3, 2e-3), "bf16": (1.6e-2, 1.6e-2)}
 @pytest.fixture
 def small_tiles(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """32 x 32 output tiles, K stages of 2 x 16, bands of 32 columns."""
-    monkeypatch.setattr(ffn_kernel, "MN_CANDIDATES", ((32, 32), (16, 16)))
-    monkeypatch.setattr(ffn_kernel, "K_CANDIDATES", (16,))
-    monkeypatch.setattr(ffn_kernel, "STEP_K", (2,))
-    monkeypatch.setattr(ffn_kernel, "BAND_CANDIDATES", (32, 16))
+    monkeypatch.setattr(ffn_tiles, "MN_CANDIDATES", ((32, 32), (16, 16)))
+    monkeypatch.setattr(ffn_tiles, "K_CANDIDATES", (16,))
+    monkeypatch.setattr(ffn_tiles, "STEP_K", (2,))
+    monkeypatch.setattr(ffn_tiles, "BAND_CANDIDATES", (32, 16))
     yield
 
 
@@ -175,9 +177,9 @@ def test_ffn_kernel_structure(small_tiles: None) -> None:
     chip = get_chip(SPLIT)
     grouped = apply_pipeline(fused.clone(), "ub-fusion")
     group = next(op for op in grouped.walk() if isinstance(op, graph.FusionGroupOp))
-    plan = ffn_kernel.plan_ffn(group_parts(group), chip)
-    assert isinstance(plan, ffn_kernel.FfnPlan)
-    tiling = ffn_kernel.ffn_tiling(IntOps(), *plan.sizes(None), plan, chip)
+    plan = plan_ffn(group_parts(group), chip)
+    assert isinstance(plan, FfnPlan)
+    tiling = ffn_tiling(IntOps(), plan.sizes(None), plan, chip)
     assert (tiling.values["mt"], tiling.values["ft"], tiling.values["nt"]) == (4, 7, 2)
     assert tiling.values["items"] == 28 and tiling.blocks == chip.cube_cores == 24
 

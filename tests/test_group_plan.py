@@ -9,7 +9,8 @@ from xdsl.dialects.builtin import DictionaryAttr
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.group_plan import PLAN_ATTR, tiling_values
 from autofusion.hardware import get_chip
-from autofusion.lowering.template import carry_out, group_parts, plan_group
+from autofusion.lowering.template import group_parts
+from autofusion.lowering.template_registry import carry_out, plan_group
 from autofusion.mlir_io import default_context, parse_module
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.report import build_report, group_entry

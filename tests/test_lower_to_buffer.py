@@ -298,12 +298,12 @@ def test_input_views_need_data_copy_pad() -> None:
     grp = next(op for op in module.walk() if isinstance(op, graph.FusionGroupOp))
     parts: GroupParts = group_parts(grp)
     chip = get_chip("Ascend910")
-    got = plan_rows(parts.ops, parts.inputs, parts.outputs, chip.ub_bytes, 8, False)
+    got = plan_rows(parts, chip.ub_bytes, 8, False)
     assert isinstance(got, Refusal) and "DataCopyPad" in got.reason
 
 
 def test_strided_view_algebra() -> None:
-    from autofusion.lowering.row_plan import Strided, input_view
+    from autofusion.lowering.row_views import Strided, input_view
 
     x = Strided.contiguous((1, 2048, 4608))
     assert x is not None and x.strides == (9437184, 4608, 1)

@@ -126,6 +126,7 @@ def test_a_reduced_row_that_does_not_fit_ub_is_refused() -> None:
     planning refuses it (it would fail at run time), so it stays a library op."""
     from autofusion.fusion.cost import Refusal
     from autofusion.lowering.row_plan import plan_rows
+    from autofusion.lowering.template import GroupParts
 
     text = """
 func.func @main(%x: tensor<256x1024xf32>) -> tensor<1x1xf32> {
@@ -134,7 +135,8 @@ func.func @main(%x: tensor<256x1024xf32>) -> tensor<1x1xf32> {
 }"""
     module = parse_module(default_context(), text, "m.mlir")
     op = next(o for o in module.walk() if isinstance(o, graph.ReduceMaxOp))
-    refusal = plan_rows([op], [op.operands[0]], [op.results[0]], get_chip("Ascend910B1").ub_bytes)
+    body = GroupParts([op], [op.operands[0]], [op.results[0]])
+    refusal = plan_rows(body, get_chip("Ascend910B1").ub_bytes)
     assert isinstance(refusal, Refusal)
     assert "a reduced row of 262144 elements does not fit UB" in refusal.reason
     result = UbFusionPass().run(parse_module(default_context(), text, "m.mlir"))

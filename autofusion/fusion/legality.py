@@ -26,7 +26,8 @@ from xdsl.ir import Operation
 from autofusion.dialects import graph
 from autofusion.fusion.cost import Refusal
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, plan_group
+from autofusion.lowering.template import GroupParts, KernelTemplate, Plan
+from autofusion.lowering.template_registry import plan_group
 from autofusion.passes.fusion_switch import UB_FUSION, FusionSwitch
 
 AUTOMATIC_UB_FUSION = "AutomaticUbFusion"

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.group_plan import TilingValue
 from autofusion.hardware import ChipSpec
+from autofusion.lowering.cube_common import FRACTAL
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.passes.fusion_rule import Refusal
 
@@ -51,8 +52,6 @@ def take_tiles(
 
 def fractal_refusal(template: str, **dims: int) -> Refusal | None:
     """Cube tiles are whole 16x16 fractals."""
-    from autofusion.lowering.cube_common import FRACTAL  # cube_common imports the rows
-
     odd = [k for k, v in dims.items() if v % FRACTAL]
     if odd:
         return Refusal(f"{template} tiles {', '.join(dims)} must be multiples of {FRACTAL}")

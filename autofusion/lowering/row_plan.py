@@ -41,6 +41,7 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.shape_inference import DYN
+from autofusion.lowering.row_views import InputView, Strided, input_view
 from autofusion.lowering.template import GroupParts, Plan
 from autofusion.passes.fusion_rule import Refusal
 
@@ -114,125 +115,6 @@ class ValueInfo:
     constant: float | None = None  # the value of a splat constant input
 
 
-@dataclass(frozen=True)
-class Strided:
-    """A strided view of a contiguous tensor: element (i_0, ..., i_n-1) is at
-    offset + sum(i_d * strides[d]). Only the leading dim may be dynamic (DYN)."""
-
-    shape: tuple[int, ...]
-    strides: tuple[int, ...]
-    offset: int = 0
-
-    @staticmethod
-    def contiguous(shape: Sequence[int]) -> Strided | None:
-        if any(d == DYN for d in shape[1:]):
-            return None
-        strides = [1] * len(shape)
-        for d in range(len(shape) - 2, -1, -1):
-            strides[d] = strides[d + 1] * shape[d + 1]
-        return Strided(tuple(shape), tuple(strides))
-
-    def sliced(self, op: graph.SliceOp) -> Strided | None:
-        """The view of a unit-step slice (on static axes), or None."""
-        p = graph.Props(op.properties, op.name)
-        shape, offset = list(self.shape), self.offset
-        rank = len(shape)
-        for start, end, axis, step in zip(
-            p.integers("starts"), p.integers("ends"), p.integers("axes"), p.integers("steps")
-        ):
-            ax = si.normalize_axis(axis, rank)
-            if step != 1 or shape[ax] == DYN:
-                return None
-            lo, hi, _ = slice(start, end).indices(shape[ax])
-            offset += lo * self.strides[ax]
-            shape[ax] = max(0, hi - lo)
-        return Strided(tuple(shape), self.strides, offset)
-
-    def reshaped(self, new: Sequence[int]) -> Strided | None:
-        """The same elements as shape `new` without moving them (numpy's no-copy rule:
-        merged dims must be contiguous among themselves), or None."""
-        old, strides = list(self.shape), list(self.strides)
-        new = list(new)
-        lead = 0
-        if old and new and old[0] == DYN and new[0] == DYN:
-            lead = 1  # the dynamic batch dim stays as it is
-        elif DYN in old or DYN in new:
-            return None
-        ob = [(d, st) for d, st in zip(old[lead:], strides[lead:]) if d != 1]
-        nb = [d for d in new[lead:] if d != 1]
-        if si.num_elements([d for d, _ in ob]) != si.num_elements(nb):
-            return None
-        out: list[int] = []
-        oi = ni = 0
-        while oi < len(ob) and ni < len(nb):
-            np_, op_ = nb[ni], ob[oi][0]
-            nj, oj = ni + 1, oi + 1
-            while np_ != op_:
-                if np_ < op_:
-                    np_ *= nb[nj]
-                    nj += 1
-                else:
-                    op_ *= ob[oj][0]
-                    oj += 1
-            for k in range(oi, oj - 1):
-                if ob[k][1] != ob[k + 1][0] * ob[k + 1][1]:
-                    return None  # merging dims that are not contiguous
-            group = [ob[oj - 1][1]]
-            for k in range(nj - 1, ni, -1):
-                group.insert(0, group[0] * nb[k])
-            out += group
-            oi, ni = oj, nj
-        it = iter(out)
-        rest = [1 if d == 1 else next(it) for d in new[lead:]]
-        return Strided(tuple(new), tuple(strides[:lead] + rest), self.offset)
-
-
-@dataclass(frozen=True)
-class InputView:
-    """How a kernel streams a view value from the GM tensor `source`: row r of the
-    view's rows x columns layout starts at element
-    offset + (r // run) * run_stride + (r % run) * row_stride (run = 0: every row
-    row_stride apart); its columns are contiguous."""
-
-    source: SSAValue
-    offset: int
-    run: int
-    row_stride: int
-    run_stride: int
-
-
-def input_view(
-    source: SSAValue, view: Strided, anchor: Sequence[int], split: int
-) -> InputView | None:
-    """The rows x columns access of `view` in the view (anchor, split), or None when
-    its inner block is not contiguous or its rows need more than two strides."""
-    if tuple(view.shape) != tuple(anchor):
-        return None
-    expect = 1
-    for d in range(len(anchor) - 1, split - 1, -1):
-        if anchor[d] == DYN:
-            return None
-        if anchor[d] != 1 and view.strides[d] != expect:
-            return None
-        expect *= anchor[d]
-    groups: list[list[int]] = []  # [size, stride] of merged outer dims
-    for d in range(split):
-        size, stride = anchor[d], view.strides[d]
-        if size == 1:
-            continue
-        if groups and groups[-1][0] != DYN and size != DYN and groups[-1][1] == stride * size:
-            groups[-1] = [groups[-1][0] * size, stride]
-            continue
-        groups.append([size, stride])
-    if not groups:
-        return InputView(source, view.offset, 0, expect, 0)
-    if len(groups) == 1:
-        return InputView(source, view.offset, 0, groups[0][1], 0)
-    if len(groups) > 2 or groups[1][0] == DYN:
-        return None
-    return InputView(source, view.offset, groups[1][0], groups[1][1], groups[0][1])
-
-
 @dataclass
 class RowPlan(Plan):
     """The static part of a vector kernel: view, value kinds, buffers per tile element."""
@@ -266,6 +148,15 @@ class RowPlan(Plan):
             if self.values[v].constant is None
         ]
         return list(dict.fromkeys(out))
+
+    @property
+    def ub_bytes(self) -> int:
+        """UB bytes of the kernel's buffers at its largest tile."""
+        rows_per_tile = self.max_tile_elems // self.align_elems
+        return (
+            self.tile_bytes_per_elem * self.max_tile_elems
+            + self.column_bytes_per_row * rows_per_tile
+        )
 
     @property
     def outer(self) -> tuple[int, ...]:
@@ -357,21 +248,22 @@ def _supported(op: Operation) -> Refusal | None:
 
 
 def plan_rows(
-    ops: Sequence[Operation],
-    inputs: Sequence[SSAValue],
-    outputs: Sequence[SSAValue],
+    group: GroupParts,
     ub_bytes: int,
     queue_slots: int = 8,
     data_copy_pad: bool = True,
     split: int | None = None,
 ) -> RowPlan | Refusal:
-    """Plan a vector kernel for `ops` (in program order) or say why it cannot be one.
+    """Plan a vector kernel for the group's ops (in program order) or say why it cannot be
+    one.
 
     `queue_slots` is the chip's limit of TQue buffers per position (VECIN, VECOUT);
     without `data_copy_pad` (Ascend910, 310P) every transfer must be a 32-byte multiple.
     `split`: the rows x columns view to take (a recorded plan's) instead of the first
     that fits.
     """
+    ops, inputs, outputs = group.ops, group.inputs, group.outputs
+    wanted = split
     found_views = _view_chains(ops, inputs, outputs)
     if isinstance(found_views, Refusal):
         return found_views
@@ -409,16 +301,15 @@ def plan_rows(
         anchor = max((_shape(v) for v in outputs), key=len)
         candidates = list(range(len(anchor))) or [0]
     last: Refusal = Refusal("no rows x columns view fits every value")
-    if split is not None:
-        if split not in candidates:
-            return Refusal(f"the group has no rows x columns view split at dim {split}")
-        candidates = [split]
+    if wanted is not None:
+        if wanted not in candidates:
+            return Refusal(f"the group has no rows x columns view split at dim {wanted}")
+        candidates = [wanted]
     for split in candidates:
-        plan = _plan_for_split(
-            ops, inputs, outputs, anchor, split, bool(reductions), ub_bytes, queue_slots
-        )
+        body = GroupParts(list(ops), list(inputs), list(outputs))
+        plan = plan_for_split(body, anchor, split, bool(reductions), ub_bytes, queue_slots)
         if isinstance(plan, RowPlan) and not data_copy_pad:
-            plan = _aligned_transfers(plan)
+            plan = aligned_transfers(plan)
         if isinstance(plan, RowPlan) and view_ops:
             plan = _attach_views(plan, strided, view_ops)
         if isinstance(plan, RowPlan):
@@ -492,16 +383,15 @@ def _row_apply_ok(op: Operation, split: int) -> bool:
     return si.normalize_axis(axis, len(_shape(op.operands[0]))) == split
 
 
-def _plan_for_split(
-    ops: Sequence[Operation],
-    inputs: Sequence[SSAValue],
-    outputs: Sequence[SSAValue],
+def plan_for_split(
+    body: GroupParts,
     anchor: tuple[int, ...],
     split: int,
     has_reduction: bool,
     ub_bytes: int,
     queue_slots: int,
 ) -> RowPlan | Refusal:
+    ops, inputs, outputs = body.ops, body.inputs, body.outputs
     from autofusion.passes.matching import splat_value
 
     plan = RowPlan(list(ops), anchor, split, has_reduction)
@@ -568,7 +458,7 @@ def _plan_for_split(
     # double-buffer the queues when the chip has the slots for it
     plan.in_depth = 2 if 2 * len(streamed) <= queue_slots else 1
     plan.out_depth = 2 if 2 * len(outputs) <= queue_slots else 1
-    _budget(plan, ub_bytes)
+    size_tiles_to_ub(plan, ub_bytes)
     if plan.max_tile_elems < plan.align_elems:
         return Refusal("not even one padded row segment of the group's buffers fits UB")
     cols = si.num_elements(plan.inner)
@@ -585,7 +475,7 @@ def _plan_for_split(
     return plan
 
 
-def _aligned_transfers(plan: RowPlan) -> RowPlan | Refusal:
+def aligned_transfers(plan: RowPlan) -> RowPlan | Refusal:
     """Without DataCopyPad, DataCopy moves 32-byte multiples only (asc-devkit DataCopy.md;
     ascend.md 2.7): every row segment must be one, and per-row values, whose transfers
     shrink on tail tiles, cannot be streamed."""
@@ -606,7 +496,7 @@ def _aligned_transfers(plan: RowPlan) -> RowPlan | Refusal:
     return plan
 
 
-def _budget(plan: RowPlan, ub_bytes: int) -> None:
+def size_tiles_to_ub(plan: RowPlan, ub_bytes: int) -> None:
     """Bytes per tile element and the largest tile: every buffer of the kernel counted."""
     itemsizes = [dtypes.byte_width(cast(TensorType, v.type).element_type) for v in plan.values]
     plan.align_elems = 32 // min([F32, *itemsizes])

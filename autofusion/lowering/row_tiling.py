@@ -52,15 +52,20 @@ class RowTiling(Generic[V]):
         return [getattr(self, name) for name in ROW_TILING_PARAMS]
 
 
-def rows_tiling(
-    ops: IndexOps[V],
-    rows: V,
-    cols: V,
-    max_tile_elems: int,
-    align: int,
-    cores: int,
-    whole_rows: bool,
-) -> RowTiling[V]:
+@dataclass(frozen=True)
+class TileBudget:
+    """A row plan's bound on its tiles: the largest tile (elements), the UB row alignment
+    (elements), and whether tiles hold whole rows (the plan reduces them)."""
+
+    max_tile_elems: int
+    align: int
+    whole_rows: bool
+
+
+def rows_tiling(ops: IndexOps[V], rows: V, cols: V, budget: TileBudget, cores: int) -> RowTiling[V]:
+    """The runtime tiles of a rows x cols view on `cores` cores: as many rows as fit the
+    largest tile, whole rows when the plan reduces them."""
+    max_tile_elems, align, whole_rows = budget.max_tile_elems, budget.align, budget.whole_rows
     t = ops.const(max_tile_elems)
     tc = cols if whole_rows else ops.min(cols, t)
     tcp = ops.round_up(tc, align)

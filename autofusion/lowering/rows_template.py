@@ -28,15 +28,9 @@ from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.recorded_tiling import take_row_tile
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan, plan_rows
-from autofusion.lowering.row_tiling import rows_tiling
-from autofusion.lowering.template import (
-    GroupParts,
-    HostLaunch,
-    KernelCost,
-    KernelTemplate,
-    Lowered,
-    Plan,
-)
+from autofusion.lowering.row_tiling import TileBudget, rows_tiling
+from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
+from autofusion.lowering.value_types import resolve_dynamic_dims
 from autofusion.passes.fusion_rule import Refusal
 
 # the tiling key of the rows kernel's tile (elements), next to its view's `split`
@@ -47,13 +41,12 @@ def queue_slots(chip: ChipSpec) -> int:
     return QUEUE_SLOTS_PER_POSITION.get(chip.arch, DEFAULT_QUEUE_SLOTS)
 
 
-def concrete(shape: Sequence[int], dims: Sequence[int] | None, offset: int = 0) -> list[int]:
-    """A shape with its dynamic dims replaced (by `dims` in order, else 1)."""
-    it = iter(dims or [])
-    return [next(it, 1) if d == DYN else d for d in shape]
+def tile_budget(p: RowPlan) -> TileBudget:
+    """The bound the plan puts on its runtime tiles."""
+    return TileBudget(p.max_tile_elems, p.align_elems, p.has_reduction)
 
 
-class RowsTemplate(KernelTemplate):
+class RowsTemplate(KernelTemplate[RowPlan]):
     name = "rows"
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> RowPlan | Refusal:
@@ -76,9 +69,7 @@ class RowsTemplate(KernelTemplate):
         if any(o in parts.inputs for o in parts.outputs):
             return Refusal("the group yields one of its inputs unchanged")
         plan = plan_rows(
-            parts.ops,
-            parts.inputs,
-            parts.outputs,
+            parts,
             chip.ub_bytes,
             queue_slots(chip),
             chip.data_copy_pad,
@@ -88,43 +79,37 @@ class RowsTemplate(KernelTemplate):
             plan.parts = parts
         return plan
 
-    def tiling(self, plan: Plan) -> dict[str, TilingValue]:
-        p = cast(RowPlan, plan)
-        return {"split": p.split, TILE: p.max_tile_elems}
+    def tiling(self, plan: RowPlan) -> dict[str, TilingValue]:
+        return {"split": plan.split, TILE: plan.max_tile_elems}
 
-    def footprint(self, plan: Plan, chip: ChipSpec) -> dict[str, int]:
-        from autofusion.lowering.cube_common import epilogue_ub  # it imports this module
+    def footprint(self, plan: RowPlan, chip: ChipSpec) -> dict[str, int]:
+        return {"ub": plan.ub_bytes}
 
-        return {"ub": epilogue_ub(cast(RowPlan, plan))}
-
-    def read_once(self, plan: Plan, chip: ChipSpec) -> list[SSAValue]:
+    def read_once(self, plan: RowPlan, chip: ChipSpec) -> list[SSAValue]:
         """Inputs whose rows are the output's, streamed once tile by tile."""
         from autofusion.lowering.l2_hint import full_row_inputs
 
-        return full_row_inputs(cast(RowPlan, plan))
+        return full_row_inputs(plan)
 
     # ---- cost ---------------------------------------------------------------------
 
-    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
-        p = cast(RowPlan, plan)
-        anchor = concrete(p.anchor, dims)
+    def cost(self, plan: RowPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
+        p = plan
+        anchor = resolve_dynamic_dims(p.anchor, dims)
         rows = si.num_elements(anchor[: p.split]) or 0
         cols = si.num_elements(anchor[p.split :]) or 0
-        t = rows_tiling(
-            IntOps(),
-            rows,
-            cols,
-            p.max_tile_elems,
-            p.align_elems,
-            chip.vector_cores,
-            p.has_reduction,
-        )
+        t = rows_tiling(IntOps(), rows, cols, tile_budget(p), chip.vector_cores)
         row_tiles = -(-rows // t.tile_rows) if rows else 0
         read = write = unique = 0
         for v, info in p.values.items():
             width = dtypes.byte_width(cast(TensorType, v.type).element_type)
             if info.is_input and info.constant is None:
-                own = si.num_elements(concrete(cast(TensorType, v.type).get_shape(), dims)) or 0
+                own = (
+                    si.num_elements(
+                        resolve_dynamic_dims(cast(TensorType, v.type).get_shape(), dims)
+                    )
+                    or 0
+                )
                 # re-reads (a row vector per tile, mapped rows, residents per core) hit
                 # L2 while the input fits in half of it
                 before = read
@@ -143,7 +128,9 @@ class RowsTemplate(KernelTemplate):
         work = 0.0
         for op in p.ops:
             weight = vector_weight(op)  # the op states it (op_facts.OpFacts)
-            result_shape = concrete(cast(TensorType, op.results[0].type).get_shape(), dims)
+            result_shape = resolve_dynamic_dims(
+                cast(TensorType, op.results[0].type).get_shape(), dims
+            )
             work += weight * (si.num_elements(result_shape) or 0)
         # widening and narrowing casts at the kernel's edges
         for v in (*p.inputs, *p.outputs):
@@ -169,22 +156,14 @@ class RowsTemplate(KernelTemplate):
 
     # ---- lowering -----------------------------------------------------------------
 
-    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
-        p = cast(RowPlan, plan)
+    def lower(self, plan: RowPlan, name: str, chip: ChipSpec) -> Lowered:
+        p = plan
         kernel, emitter = _emit_fitting(p, name, chip)
 
         # the tiling function: (rows, cols) -> tiling scalars..., blocks
         def body(kb: KernelBuilder) -> list[SSAValue]:
             rows, cols = kb.entry.args
-            tiling = rows_tiling(
-                kb.idx,
-                rows,
-                cols,
-                p.max_tile_elems,
-                p.align_elems,
-                chip.vector_cores,
-                p.has_reduction,
-            )
+            tiling = rows_tiling(kb.idx, rows, cols, tile_budget(p), chip.vector_cores)
             return [*tiling.params(), tiling.blocks]
 
         tiling_func = tiling_function(name, ["rows", "cols"], body)
@@ -192,13 +171,13 @@ class RowsTemplate(KernelTemplate):
 
     def host(
         self,
-        plan: Plan,
+        plan: RowPlan,
         lowered: Lowered,
         b: Builder,
         idx: IrOps,
         outside: dict[SSAValue, SSAValue],
     ) -> HostLaunch:
-        p = cast(RowPlan, plan)
+        p = plan
         pairs = [(outside[v], v) for v in outside]
         rank = len(p.anchor)
         dims = [_runtime_dim(b, pairs, rank, d, s) for d, s in enumerate(p.anchor)]

@@ -6,7 +6,7 @@ it (`lower`: the buffer.kernel, its host tiling function, and the host-side valu
 launch needs). Planning is two steps: the analysis of the group's body (roles of its ops,
 shapes), then the choice of a tiling (a search over the chip's candidates); `plan` does
 both, `at_tiling` the analysis only, taking a recorded tiling (`tiling`) instead of the
-search. `plan_group` is the one place a group is planned: ub-fusion plans there and
+search. `plan_group` (template_registry.py) is the one place a group is planned: ub-fusion plans there and
 writes the plan on the group (dialects/group_plan.py); lower-to-buffer carries that plan
 out (`carry_out`: `at_tiling`, never the search) and plans only a group that has no
 tiling (hand-written IR).
@@ -14,21 +14,17 @@ tiling (hand-written IR).
 
 from __future__ import annotations
 
-import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
-from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
-from autofusion.dialects.group_plan import TilingValue, tiling_attribute, tiling_values
-from autofusion.dialects.target import TargetAttr
+from autofusion.dialects.group_plan import TilingValue
 from autofusion.fusion.cost import KernelCost, Refusal
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
@@ -71,6 +67,9 @@ class Plan(ABC):
     template: ClassVar[str]
 
 
+P = TypeVar("P", bound=Plan)
+
+
 @dataclass
 class Lowered:
     """A built kernel: the kernel op, its tiling function, and its GM inputs in order
@@ -82,36 +81,39 @@ class Lowered:
     state: object = None  # the template's own data for `host`
 
 
-class KernelTemplate(ABC):
+class KernelTemplate(ABC, Generic[P]):
+    """One kind of kernel; generic in its plan type P, which its `plan` makes and its
+    other methods take."""
+
     name: ClassVar[str]
 
     @abstractmethod
-    def plan(self, parts: GroupParts, chip: ChipSpec) -> Plan | Refusal:
+    def plan(self, parts: GroupParts, chip: ChipSpec) -> P | Refusal:
         """Whether the group can be one kernel of this template, and how."""
 
     @abstractmethod
-    def cost(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
+    def cost(self, plan: P, chip: ChipSpec, dims: Sequence[int] | None = None) -> KernelCost:
         """The kernel's traffic and work; dynamic dims take the sizes in `dims` when given
         (default: 1, the smallest legal size)."""
 
-    def read_once(self, plan: Plan, chip: ChipSpec) -> list[SSAValue]:
+    def read_once(self, plan: P, chip: ChipSpec) -> list[SSAValue]:
         """The kernel inputs (group-body values) whose every byte the kernel reads exactly
         once at the group's static shapes: the candidates for reading past L2
         (lowering/l2_hint.py). None unless a template says so."""
         return []
 
-    def read_first(self, plan: Plan) -> list[SSAValue]:
+    def read_first(self, plan: P) -> list[SSAValue]:
         """The kernel inputs (group-body values) it reads whole before the rest of its
         work (the traffic model's `first`). None unless a template says so."""
         return []
 
-    def scratch(self, plan: Plan, chip: ChipSpec, dims: Sequence[int] | None = None) -> int:
+    def scratch(self, plan: P, chip: ChipSpec, dims: Sequence[int] | None = None) -> int:
         """GM bytes of the kernel's own tensors that it writes first and uses throughout
         (the traffic model's `scratch`: an accumulator it adds to, ...). None by default:
         the templates' workspace slots are small and rewritten in place."""
         return 0
 
-    def tiling(self, plan: Plan) -> dict[str, TilingValue]:
+    def tiling(self, plan: P) -> dict[str, TilingValue]:
         """Every tiling decision of the plan (the group's `tiling` property, what `at_tiling`
         takes back): the fields of its `tiles`, when it has them."""
         tiles = getattr(plan, "tiles", None)
@@ -120,25 +122,25 @@ class KernelTemplate(ABC):
     @abstractmethod
     def at_tiling(
         self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec
-    ) -> Plan | Refusal:
+    ) -> P | Refusal:
         """The group's plan at `tiling` (a planned group's `tiling` property): the same
         analysis of the body as `plan` (roles of the ops, shapes), with the tiling taken
         instead of searched; a tiling that is incomplete or does not fit the chip is a
         refusal saying why."""
 
     @abstractmethod
-    def footprint(self, plan: Plan, chip: ChipSpec) -> dict[str, int]:
+    def footprint(self, plan: P, chip: ChipSpec) -> dict[str, int]:
         """Bytes the kernel's buffers take per on-chip space at the plan's tiling (the
         group's `footprint` property, checked against the target by the verifier)."""
 
     @abstractmethod
-    def lower(self, plan: Plan, name: str, chip: ChipSpec) -> Lowered:
+    def lower(self, plan: P, name: str, chip: ChipSpec) -> Lowered:
         """Build the kernel and its host tiling function."""
 
     @abstractmethod
     def host(
         self,
-        plan: Plan,
+        plan: P,
         lowered: Lowered,
         b: Builder,
         idx: IrOps,
@@ -148,19 +150,6 @@ class KernelTemplate(ABC):
 
         `outside` maps the group's block arguments to the values they are bound to.
         """
-
-
-def templates() -> list[KernelTemplate]:
-    """Every template, in the order lower-to-buffer tries them. The cube templates come
-    first: each takes only groups rooted at its own op (and refuses others with a falsy
-    `NotApplicable`), so the order decides nothing but which refusal explains a group."""
-    from autofusion.lowering.attention_kernel import AttentionTemplate
-    from autofusion.lowering.conv_kernel import ConvTemplate
-    from autofusion.lowering.ffn_kernel import FfnTemplate
-    from autofusion.lowering.matmul_kernel import MatmulTemplate
-    from autofusion.lowering.rows_template import RowsTemplate
-
-    return [MatmulTemplate(), ConvTemplate(), AttentionTemplate(), FfnTemplate(), RowsTemplate()]
 
 
 def group_parts(group: graph.FusionGroupOp) -> GroupParts:
@@ -175,68 +164,3 @@ def group_parts(group: graph.FusionGroupOp) -> GroupParts:
         else:
             ops.append(op)
     return GroupParts(ops, inputs, list(group.yield_op.values))
-
-
-def plan_group(
-    parts: GroupParts, chip: ChipSpec, template_name: str | None = None
-) -> tuple[KernelTemplate, Plan] | Refusal:
-    """The one planning function: the first template that plans the group (only the one
-    named `template_name` when given), or the first template's refusal."""
-    first: Refusal | None = None
-    chosen = [t for t in templates() if template_name in (None, t.name)]
-    if not chosen:
-        known = ", ".join(t.name for t in templates())
-        return Refusal(f"no kernel template '{template_name}' (known: {known})")
-    for template in chosen:
-        plan = template.plan(parts, chip)
-        if not isinstance(plan, Refusal):
-            return template, plan
-        first = first or plan
-    return first or Refusal("no kernel template")
-
-
-def settle(template: KernelTemplate, plan: Plan, chip: ChipSpec) -> Plan:
-    """The plan at the tiling its kernel is built with. A template sizes its vector
-    buffers from a per-value budget and, as it emits the kernel, shrinks the tiles until
-    the emitted buffers (a few working ones more) fit UB; building the kernel once when
-    the plan is written records that tiling, so lower-to-buffer carries it out as is. A
-    kernel that fits no tile is left to lower-to-buffer, which names it in its error."""
-    with contextlib.suppress(UserError):  # lower-to-buffer names the kernel and the group
-        template.lower(plan, "settle", chip)
-    return plan
-
-
-def plan_properties(
-    template: KernelTemplate, plan: Plan, chip: ChipSpec, cost_us: float, reason: str
-) -> dict[str, Attribute]:
-    """The plan as a fusion group's properties (dialects/group_plan.py): what ub-fusion
-    writes on a group and lower-to-buffer keeps on its launch."""
-    return {
-        "target": TargetAttr(chip.name),
-        "template": StringAttr(template.name),
-        "tiling": tiling_attribute(template.tiling(plan)),
-        "footprint": tiling_attribute(template.footprint(plan, chip)),
-        "cost_us": graph.float_attr(round(cost_us, 4)),
-        "reason": StringAttr(reason),
-    }
-
-
-def carry_out(group: graph.FusionGroupOp, chip: ChipSpec) -> tuple[KernelTemplate, Plan] | Refusal:
-    """The group's plan as its properties give it: its template's analysis of the body at
-    its recorded tiling, with no search. A group without a tiling (hand-written IR) is
-    planned here, once (by its template when it names one)."""
-    parts = group_parts(group)
-    name = group.template.data if group.template is not None else None
-    if group.tiling is None:
-        return plan_group(parts, chip, name)
-    chosen = [t for t in templates() if t.name == name]
-    if not chosen:
-        known = ", ".join(t.name for t in templates())
-        return Refusal(
-            f"a tiling with no kernel template (known: {known})"
-            if name is None
-            else f"no kernel template '{name}' (known: {known})"
-        )
-    template = chosen[0]
-    plan = template.at_tiling(parts, tiling_values(group.tiling), chip)
-    return plan if isinstance(plan, Refusal) else (template, plan)

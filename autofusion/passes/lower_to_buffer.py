@@ -3,7 +3,7 @@
     afc-opt model.mlir -p 'set-target{chip=Ascend910B1},ub-fusion,lower-to-buffer'
 
 The group's plan (its properties, written by ub-fusion: template and tiling) is carried
-out by that kernel template (autofusion/lowering/template.py): the template analyses the
+out by that kernel template (autofusion/lowering/template_registry.py): the template analyses the
 group's body and takes the recorded tiling, with no search; a tiling that does not fit is
 an error naming the group. A group without a tiling (hand-written IR) is planned once, by
 the planning function ub-fusion uses, and its plan completed on it. At the group's place
@@ -37,12 +37,8 @@ from autofusion.dialects.target import ReadsTarget, resolve_target
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.l2_hint import bypass_attribute, l2_bypass
-from autofusion.lowering.template import (
-    KernelTemplate,
-    Plan,
-    carry_out,
-    plan_properties,
-)
+from autofusion.lowering.template import KernelTemplate, Plan
+from autofusion.lowering.template_registry import carry_out, plan_properties
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.fusion_statistics import describe_op
 from autofusion.report import REPORT_ATTR, entry_attribute, group_entry

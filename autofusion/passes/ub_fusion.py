@@ -29,7 +29,8 @@ from autofusion.dialects.target import ReadsTarget, resolve_target
 from autofusion.fusion.legality import AUTOMATIC_UB_FUSION, UB_FUSION_RULES
 from autofusion.fusion.partition import FusionResult, Group, Partitioner, is_streamed
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.template import KernelTemplate, Plan, plan_properties, settle
+from autofusion.lowering.template import KernelTemplate, Plan
+from autofusion.lowering.template_registry import plan_properties, settle
 from autofusion.passes.fusion_policy_options import FusionPolicyOptions
 from autofusion.passes.fusion_statistics import describe_op
 from autofusion.passes.fusion_switch import UB_FUSION

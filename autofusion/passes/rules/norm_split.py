@@ -18,7 +18,7 @@ result), and y feeds kernels that cannot all be the norm's kernel (a cube op's e
 reads y from GM; kernels beyond the input or queue caps; reductions over other rows).
 Then the kernel that wrote y disappears: its apply is recomputed where y is read, at the
 price of the per-row statistics' round trip. A cube op cannot take the apply as a
-prologue (cube ops read their operands from GM, cube_common.py), so a norm feeding only
+prologue (cube ops read their operands from GM, cube_epilogue.py), so a norm feeding only
 matmuls is left whole. The cost gate (split_cost.py) decides each case.
 
 Any float input: the statistics are float32 (the ops' result type), as the whole norm
