@@ -14,6 +14,7 @@ from frontends.onnx import (
     ops_elementwise,
     ops_fused,
     ops_indexing,
+    ops_legacy,
     ops_math,
     ops_norm,
     ops_quant,
@@ -43,6 +44,7 @@ CONVERTER_MODULES: tuple[ModuleType, ...] = (
     ops_quant,
     ops_recurrent,
     ops_control,
+    ops_legacy,
 )
 
 
@@ -61,6 +63,8 @@ def operator_versions() -> tuple[OpVersions, RefusedVersions]:
     for m in CONVERTER_MODULES:
         versions.update(m.VERSIONS)
         refused.update(m.REFUSED_VERSIONS)
+    for op, old in ops_legacy.LEGACY_VERSIONS.items():  # the opsets before 13
+        versions[op] = tuple(sorted({*old, *versions[op]}))
     return versions, refused
 
 

@@ -69,11 +69,13 @@ from autofusion.dialects.shape_inference import ShapeError
 from autofusion.interpreter import NAME_ATTR
 from autofusion.interpreter.folding import evaluate
 
-# the oldest default-domain opset afc imports; the newest is the installed onnx's
+# afc imports every default-domain opset up to the installed onnx's newest
 # (`onnx.defs.onnx_opset_version()`). Each node is converted by the version of its
 # operator that the model's opset resolves to (its schema's since_version), and a
-# version its converter does not implement is refused (see `OpVersions`).
-MIN_OPSET = 13
+# version its converter does not implement is refused (see `OpVersions`). The versions
+# reached from this opset on (numpy-style broadcasting) are each implemented or refused
+# with what differs (frontends/onnx/ops_legacy.py); older ones are refused as such.
+LEGACY_OPSET = 7
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -485,15 +487,10 @@ class Importer:
             raise UserError("the model imports no default-domain (ai.onnx) opset")
         opset = versions[0]
         newest = onnx.defs.onnx_opset_version()
-        if opset < MIN_OPSET:
-            raise UserError(
-                f"the model uses ONNX opset {opset}; afc imports opsets {MIN_OPSET} to "
-                f"{newest} (convert it with onnx.version_converter)"
-            )
         if opset > newest:
             raise UserError(
                 f"the model uses ONNX opset {opset}, newer than the installed onnx "
-                f"{onnx.__version__} knows ({newest}); afc imports opsets {MIN_OPSET} to {newest}"
+                f"{onnx.__version__} knows ({newest}); afc imports opsets up to {newest}"
             )
         return opset
 
@@ -694,7 +691,13 @@ class Importer:
             return
         listed = ", ".join(str(v) for v in implemented)
         reason = self._refused.get((node.op_type, node.version))
-        if reason is None:
+        if reason is None and node.version < min(implemented, default=0):
+            reason = (
+                f"afc implements versions {listed} of {node.op_type}; version "
+                f"{node.version} is only reached from opsets before {LEGACY_OPSET} "
+                "(convert the model with onnx.version_converter)"
+            )
+        elif reason is None:
             reason = (
                 f"afc implements versions {listed} of {node.op_type}, and version "
                 f"{node.version} is newer than the ones it was checked against"

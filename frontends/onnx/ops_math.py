@@ -27,6 +27,7 @@ from frontends.onnx.importer import (
     probe_dims,
     register,
 )
+from frontends.onnx.ops_legacy import along_axis
 
 CONVERTERS: dict[str, Converter] = {}
 
@@ -209,9 +210,16 @@ def convert_variadic(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Clip")
 def convert_clip(node: Node) -> list[Value]:
-    """Clip-13: bounds are optional inputs; constant ones become the op's properties."""
+    """Clip-11 to -13: bounds are optional inputs; constant ones become the op's
+    properties. Clip-6 gives them as attributes (default: the float range)."""
     x = node.input(0)
     bounds: dict[str, float] = {}
+    if node.version < 11:
+        low, high = (
+            float(node.attr("min", -3.4028234663852886e38)),
+            float(node.attr("max", 3.4028234663852886e38)),
+        )
+        return node.emit(graph.ClipOp, [x], {"min": low, "max": high})
     result = x
     for i, key, op in ((1, "min", graph.MaxOp), (2, "max", graph.MinOp)):
         b = node.opt_input(i)
@@ -336,29 +344,32 @@ def convert_mish(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Softmax")
 def convert_softmax(node: Node) -> list[Value]:
-    """Softmax-13: along one axis (default -1)."""
-    return node.emit(graph.SoftmaxOp, [node.input(0)], {"axis": int(node.attr("axis", -1))})
+    """Softmax-13: along one axis (default -1); -1 and -11 over a 2-D flattening."""
+    return along_axis(node, lambda x, axis: node.emit(graph.SoftmaxOp, [x], {"axis": axis}))
 
 
 @register(CONVERTERS, "LogSoftmax")
 def convert_log_softmax(node: Node) -> list[Value]:
-    """LogSoftmax-13: (x - max) - ln(sum(exp(x - max))) along one axis."""
-    x = node.input(0)
-    axis = int(node.attr("axis", -1))
-    keep = {"axes": [axis], "keepdims": True}
-    shifted = node.emit1(graph.SubOp, [x, node.emit1(graph.ReduceMaxOp, [x], keep)])
-    total = node.emit1(graph.ReduceSumOp, [node.emit1(graph.ExpOp, [shifted])], keep)
-    return node.emit(graph.SubOp, [shifted, node.emit1(graph.LogOp, [total])])
+    """LogSoftmax-13: (x - max) - ln(sum(exp(x - max))) along one axis; -1 and -11 over a
+    2-D flattening."""
+
+    def log_softmax(x: Value, axis: int) -> list[Value]:
+        keep = {"axes": [axis], "keepdims": True}
+        shifted = node.emit1(graph.SubOp, [x, node.emit1(graph.ReduceMaxOp, [x], keep)])
+        total = node.emit1(graph.ReduceSumOp, [node.emit1(graph.ExpOp, [shifted])], keep)
+        return node.emit(graph.SubOp, [shifted, node.emit1(graph.LogOp, [total])])
+
+    return along_axis(node, log_softmax)
 
 
 def _reduce_axes(node: Node) -> list[int] | None:
     """The axes of a Reduce* node; None means "do nothing" (noop_with_empty_axes).
 
     ReduceSum takes axes as an input from version 13, the other reductions from version
-    18; before that they are an attribute. Empty axes reduce everything unless
+    18; before that they are an attribute (in ReduceSum-1 and -11 too). Empty axes reduce everything unless
     noop_with_empty_axes is set.
     """
-    if node.op_type == "ReduceSum" or node.version >= 18:
+    if (node.op_type == "ReduceSum" and node.version >= 13) or node.version >= 18:
         axes = node.ints_input(1, "axes") or []
         noop = bool(node.attr("noop_with_empty_axes", 0))
     else:
@@ -540,7 +551,10 @@ def convert_conv(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "BatchNormalization")
 def convert_batch_norm(node: Node) -> list[Value]:
-    """BatchNormalization-15 (and -14), inference only: training_mode must be 0."""
+    """BatchNormalization-15 (and -14, -9, and -7 with spatial=1), inference only:
+    training_mode must be 0."""
+    if node.version < 9 and int(node.attr("spatial", 1)) != 1:
+        raise node.reject("spatial", node.attr("spatial"), "only 1, statistics per channel")
     training = int(node.attr("training_mode", 0))
     if training:
         raise node.reject("training_mode", training, "only inference, training_mode=0")

@@ -94,8 +94,17 @@ def convert_identity(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Dropout")
 def convert_dropout(node: Node) -> list[Value]:
-    """Dropout-13 in inference: the input itself, and an all-true mask when asked for."""
+    """Dropout-13 in inference: the input itself, and an all-true mask when asked for.
+    Dropout-7 and -10 give the ratio as an attribute; Dropout-7's mask has the input's type."""
     x = node.input(0)
+    if node.version < 12:
+        node.attr("ratio", 0.5)  # unused in inference
+        if len(node.proto.output) > 1 and node.proto.output[1]:
+            if si.DYN in x.shape:
+                raise node.symbolic_error("the mask output")
+            elt = i1 if node.version >= 10 else x.elt
+            return [x, node.const(np.ones(x.shape, dtypes.storage_dtype(elt)), elt, 1)]
+        return [x]
     node.attr("seed", 0)  # only draws the training-mode mask
     training = node.const_input(2, "training_mode")
     if training is not None and bool(np.asarray(training).reshape(-1)[0]):
@@ -294,9 +303,9 @@ def convert_flatten(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Unsqueeze")
 def convert_unsqueeze(node: Node) -> list[Value]:
-    """Unsqueeze-13: axes (an input) of the output get size 1."""
+    """Unsqueeze-13: axes (an input; an attribute before 13) of the output get size 1."""
     x = node.input(0)
-    axes = node.ints_input(1, "axes")
+    axes = node.ints_input(1, "axes") if node.version >= 13 else node.ints_attr("axes")
     if axes is None:
         raise node.error("axes (input #1) is required")
     out_rank = len(x.shape) + len(axes)
@@ -313,11 +322,12 @@ def convert_unsqueeze(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Squeeze")
 def convert_squeeze(node: Node) -> list[Value]:
-    """Squeeze-13: drop the given size-1 axes (an optional input; all size-1 dims if absent)."""
+    """Squeeze-13: drop the given size-1 axes (an optional input, an attribute before 13;
+    all size-1 dims if absent)."""
     x = node.input(0)
     a, b = probe_dims(x)
     rank = len(a)
-    axes = node.ints_input(1, "axes")
+    axes = node.ints_input(1, "axes") if node.version >= 13 else node.ints_attr("axes")
     if axes is None:
         if si.DYN in x.shape:
             raise node.symbolic_error("which dims are 1")
@@ -348,11 +358,12 @@ def convert_concat(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Split")
 def convert_split(node: Node) -> list[Value]:
-    """Split-13 (sizes as an optional input) and Split-18 (or num_outputs, last part smaller)."""
+    """Split-13 (sizes as an optional input; an attribute before 13) and Split-18 (or
+    num_outputs, last part smaller)."""
     x = node.input(0)
     rank = len(x.shape)
     axis = _norm_axis(node, int(node.attr("axis", 0)), rank)
-    sizes = node.ints_input(1, "split")
+    sizes = node.ints_input(1, "split") if node.version >= 13 else node.ints_attr("split")
     count = len(node.proto.output)
     num_outputs = node.attr("num_outputs", None) if node.version >= 18 else None
     if sizes is None:
@@ -533,9 +544,13 @@ def convert_pad(node: Node) -> list[Value]:
     mode = node.attr("mode", "constant")
     if mode not in graph.PAD_MODES:
         raise node.reject("mode", mode, "constant, reflect, edge")
-    pads = node.ints_input(1, "pads")
+    if node.version < 11:  # Pad-2: pads and value are attributes
+        pads = node.ints_attr("pads")
+        value = np.asarray(node.attr("value", 0.0))
+    else:
+        pads = node.ints_input(1, "pads")
+        value = node.const_input(2, "constant_value")
     assert pads is not None
-    value = node.const_input(2, "constant_value")
     fill = 0.0 if value is None or value.size == 0 else float(np.asarray(value).reshape(-1)[0])
     axes = node.ints_input(3, "axes") if node.version >= 18 else None
     if axes is not None:
