@@ -9,6 +9,7 @@ from __future__ import annotations
 from types import ModuleType
 
 from frontends.onnx import (
+    functions,
     ops_control,
     ops_einsum,
     ops_elementwise,
@@ -70,4 +71,4 @@ def operator_versions() -> tuple[OpVersions, RefusedVersions]:
 
 def converter_table() -> ConverterTable:
     """What the importer is handed."""
-    return ConverterTable(converters(), *operator_versions())
+    return ConverterTable(converters(), *operator_versions(), functions.convert_function)

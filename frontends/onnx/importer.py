@@ -441,6 +441,9 @@ class ConverterTable(NamedTuple):
     converters: Mapping[str, Converter]
     versions: OpVersions
     refused: RefusedVersions
+    # an operator with no converter: its outputs converted as its ONNX function body, or
+    # None when it has none (frontends/onnx/functions.py)
+    function: Callable[[Node], Sequence[Value | None] | None] | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -473,10 +476,11 @@ class Importer:
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.block = Block()
         self.symbols: dict[str, int] = {}
-        self._since: dict[str, int] = {}
+        self._since: dict[tuple[str, int], int] = {}
         self._table: Mapping[str, Converter] = {}
         self._versions: OpVersions = {}
         self._refused: RefusedVersions = {}
+        self._function: Callable[[Node], Sequence[Value | None] | None] | None = None
         self._schemas: dict[tuple[str, int], onnx.defs.OpSchema] = {}
 
     # ---- opsets --------------------------------------------------------------------
@@ -496,20 +500,21 @@ class Importer:
 
     def since_version(self, op_type: str) -> int:
         """The version of `op_type` in the model's opset (its spec's since_version)."""
-        if op_type not in self._since:
+        key = (op_type, self.opset)  # a function body may import another opset
+        if key not in self._since:
             try:
                 schema = onnx.defs.get_schema(op_type, self.opset, "")
-                self._since[op_type] = schema.since_version
+                self._since[key] = schema.since_version
             except onnx.defs.SchemaError:
-                self._since[op_type] = 0
-        return self._since[op_type]
+                self._since[key] = 0
+        return self._since[key]
 
     # ---- the walk ------------------------------------------------------------------
 
     def run(self, table: ConverterTable) -> ModuleOp:
         """Import the model, converting each node with `table` (ONNX op type ->
         converter and the versions each implements: frontends/onnx/converters.py)."""
-        self._table, self._versions, self._refused = table
+        self._table, self._versions, self._refused, self._function = table
         g = self.model.graph
         if g.sparse_initializer:
             raise UserError(
@@ -636,13 +641,19 @@ class Importer:
             raise UserError(f"node '{node.name}': {_not_in_opset(proto.op_type, self.opset)}")
         fn = self._table.get(proto.op_type)
         if fn is None:
-            raise UserError(
-                f"node '{node.name}': unsupported ONNX operator {proto.op_type} (opset {self.opset})"
-            )
-        self._check_version(node)
-        self._check_schema(node)
-        outputs = list(fn(node))
-        node.check_attrs()
+            self._check_schema(node)
+            inlined = self._function(node) if self._function else None
+            if inlined is None:
+                raise UserError(
+                    f"node '{node.name}': unsupported ONNX operator {proto.op_type} "
+                    f"(opset {self.opset})"
+                )
+            outputs = list(inlined)
+        else:
+            self._check_version(node)
+            self._check_schema(node)
+            outputs = list(fn(node))
+            node.check_attrs()
         for k, out_name in enumerate(proto.output):
             if not out_name:
                 continue
