@@ -80,10 +80,8 @@ REFUSED: dict[str, str] = {
     r"test_averagepool_2d_dilations": r"attribute dilations=\[2, 2\] is not supported",
     r"test_(averagepool|maxpool)_3d_.*": r"only 1-D and 2-D \(NCW, NCHW\) inputs are supported",
     r"test_maxpool_with_argmax_.*": r"the Indices output is not supported",
-    r"test_gathernd_example_int32_batch_dim1": r"attribute batch_dims=1 is not supported",
     r"test_pow_types_int(32|64)_.*": r"'graph\.pow': expects a floating-point operand",
     r"test_reshape_allowzero_reordered": r"attribute allowzero=1 is not supported",
-    r"test_wrap_pad": r"attribute mode='wrap' is not supported",
     # operators afc does not convert (an `_expanded` case is the operator's function body;
     # an operator with a function body and no converter is converted as that body)
     r"test_attention_local_window_gqa_rank4_mask": r"softmax_precision='DOUBLE' is not supported",
@@ -93,13 +91,9 @@ REFUSED: dict[str, str] = {
         r"the trip count M \(input #0\) must be a constant, but it is computed at run time"
     ),
     r"test_det_.*": OP("Det"),
-    r"test_dft.*": OP("DFT"),
-    r"test_eyelike_.*": OP("EyeLike"),
     r"test_image_decoder_.*": OP("ImageDecoder"),
     r"test_nonmaxsuppression_.*": OP("NonMaxSuppression"),
-    r"test_melweightmatrix": OP("MelWeightMatrix"),
     r"test_split_to_sequence_.*": OP("SplitToSequence"),
-    r"test_stft.*": OP("STFT"),
     r"test_tensorscatter.*": OP("TensorScatter"),
     r"test_tfidfvectorizer_.*": OP("TfIdfVectorizer"),
 }

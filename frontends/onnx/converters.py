@@ -21,6 +21,7 @@ from frontends.onnx import (
     ops_quant,
     ops_recurrent,
     ops_search,
+    ops_signal,
     ops_tensor,
     ops_vision,
 )
@@ -46,6 +47,7 @@ CONVERTER_MODULES: tuple[ModuleType, ...] = (
     ops_recurrent,
     ops_control,
     ops_legacy,
+    ops_signal,
 )
 
 
@@ -71,4 +73,4 @@ def operator_versions() -> tuple[OpVersions, RefusedVersions]:
 
 def converter_table() -> ConverterTable:
     """What the importer is handed."""
-    return ConverterTable(converters(), *operator_versions(), functions.convert_function)
+    return ConverterTable(converters(), *operator_versions(), functions.function_converter)

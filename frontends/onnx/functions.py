@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import onnx
 from onnx import AttributeProto, FunctionProto, NodeProto, TypeProto
 
-from frontends.onnx.importer import DEFAULT_DOMAINS, ELEMENT_TYPES, Node, Value
+from frontends.onnx.importer import DEFAULT_DOMAINS, ELEMENT_TYPES, Converter, Node, Value
 
 # graph element type -> ONNX TensorProto data type, for a context-dependent function's
 # input types
@@ -106,13 +106,25 @@ def _bind(
     return out
 
 
-def convert_function(node: Node) -> list[Value | None] | None:
-    """The values of `node`'s outputs, converted as its operator's function body; None
-    when the operator has none."""
+def function_converter(node: Node) -> Converter | None:
+    """The converter of `node`'s operator as its function body, or None when it has none
+    at the model's opset."""
     if node.op_type in NOT_INLINED:
         return None
+    try:
+        schema = onnx.defs.get_schema(node.op_type, node.opset, "")
+    except onnx.defs.SchemaError:
+        return None
+    versions = [*schema.function_opset_versions, *schema.context_dependent_function_opset_versions]
+    return convert_function if any(v <= node.opset for v in versions) else None
+
+
+def convert_function(node: Node) -> list[Value | None]:
+    """The values of `node`'s outputs, converted as its operator's function body."""
     function = function_body(node)
-    return None if function is None else _inline(node, function)
+    if function is None:
+        raise node.error("ONNX gives no function body for these attributes and input types")
+    return _inline(node, function)
 
 
 def _inline(node: Node, function: FunctionProto) -> list[Value | None]:

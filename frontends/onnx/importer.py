@@ -441,9 +441,9 @@ class ConverterTable(NamedTuple):
     converters: Mapping[str, Converter]
     versions: OpVersions
     refused: RefusedVersions
-    # an operator with no converter: its outputs converted as its ONNX function body, or
-    # None when it has none (frontends/onnx/functions.py)
-    function: Callable[[Node], Sequence[Value | None] | None] | None = None
+    # for an operator with no converter: the converter of its ONNX function body, or None
+    # when it has none (frontends/onnx/functions.py)
+    function: Callable[[Node], Converter | None] | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -480,7 +480,7 @@ class Importer:
         self._table: Mapping[str, Converter] = {}
         self._versions: OpVersions = {}
         self._refused: RefusedVersions = {}
-        self._function: Callable[[Node], Sequence[Value | None] | None] | None = None
+        self._function: Callable[[Node], Converter | None] | None = None
         self._schemas: dict[tuple[str, int], onnx.defs.OpSchema] = {}
 
     # ---- opsets --------------------------------------------------------------------
@@ -641,14 +641,15 @@ class Importer:
             raise UserError(f"node '{node.name}': {_not_in_opset(proto.op_type, self.opset)}")
         fn = self._table.get(proto.op_type)
         if fn is None:
-            self._check_schema(node)
-            inlined = self._function(node) if self._function else None
-            if inlined is None:
+            # an operator with no converter may be defined by a function body
+            fn = self._function(node) if self._function else None
+            if fn is None:
                 raise UserError(
                     f"node '{node.name}': unsupported ONNX operator {proto.op_type} "
                     f"(opset {self.opset})"
                 )
-            outputs = list(inlined)
+            self._check_schema(node)
+            outputs = list(fn(node))
         else:
             self._check_version(node)
             self._check_schema(node)
