@@ -605,10 +605,11 @@ def convert_layer_norm(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "MaxPool", "AveragePool")
 def convert_pool(node: Node) -> list[Value]:
-    """MaxPool-12/22 and AveragePool-11/19/22 in 1-D and 2-D; MaxPool's Indices output is
-    unsupported. AveragePool has dilations from version 19 on; only 1 is supported."""
+    """MaxPool-12/22 and AveragePool-11/19/22 in 1-D, 2-D and 3-D; MaxPool's Indices
+    output is unsupported. AveragePool has dilations from version 19 on; only 1 is
+    supported."""
     x = node.input(0)
-    spatial = _check_spatial(node, x)
+    spatial = _rank(x) - 2 if _rank(x) == 5 else _check_spatial(node, x)
     kernel = node.ints_attr("kernel_shape")
     if kernel is None or len(kernel) != spatial:
         raise node.error(f"kernel_shape must have {spatial} values, got {kernel}")
@@ -624,23 +625,55 @@ def convert_pool(node: Node) -> list[Value]:
         if any(d != 1 for d in given):
             raise node.reject("dilations", given, "AveragePool supports only dilations of 1")
     pads = _window_pads(node, x, kernel, strides, dilations)
+    if spatial == 3:
+        return [_pool_3d(node, x, (kernel, strides, dilations, pads))]
     if spatial == 1:
         x = _insert_unit_dim(node, x, 2)
         kernel, strides, dilations = _as_2d(kernel, 1), _as_2d(strides, 1), _as_2d(dilations, 1)
         pads = _pads_2d(pads)
+    y = _pool_2d(node, x, (kernel, strides, dilations, pads))
+    return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
+
+
+# a pooling window: kernel_shape, strides, dilations and pads ([begins..., ends...])
+Window = tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[int]]
+
+
+def _pool_2d(node: Node, x: Value, window: Window) -> Value:
+    kernel, strides, dilations, pads = window
     props: dict[str, object] = {
-        "kernel_shape": kernel,
-        "strides": strides,
-        "pads": pads,
+        "kernel_shape": list(kernel),
+        "strides": list(strides),
+        "pads": list(pads),
         "ceil_mode": bool(node.attr("ceil_mode", 0)),
     }
     if node.op_type == "MaxPool":
-        props["dilations"] = dilations
-        y = node.emit1(graph.MaxPool2dOp, [x], props)
-    else:
-        props["count_include_pad"] = bool(node.attr("count_include_pad", 0))
-        y = node.emit1(graph.AvgPool2dOp, [x], props)
-    return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
+        props["dilations"] = list(dilations)
+        return node.emit1(graph.MaxPool2dOp, [x], props)
+    props["count_include_pad"] = bool(node.attr("count_include_pad", 0))
+    return node.emit1(graph.AvgPool2dOp, [x], props)
+
+
+def _pool_3d(node: Node, x: Value, window: Window) -> Value:
+    """A 3-D (NCDHW) pool as two 2-D ones: over H, W with D folded into the channels, then
+    over D with H, W folded into one dim. A window is a box, so its max is the max over D
+    of the maxima over H, W; its valid (or padded) element count is the product of the
+    per-axis counts, so its mean is the mean over D of the means over H, W."""
+    from frontends.onnx.ops_tensor import reshape_to
+
+    kernel, strides, dilations, pads = window
+    a, b = probe_dims(x)
+    if a[2] != b[2]:
+        raise node.symbolic_error("the depth of a 3-D pool")
+    by_hw = reshape_to(node, x, [a[0], a[1] * a[2], *a[3:]], [b[0], b[1] * b[2], *b[3:]])
+    hw_window = (kernel[1:], strides[1:], dilations[1:], [*pads[1:3], *pads[4:6]])
+    y = _pool_2d(node, by_hw, hw_window)
+    ya, yb = probe_dims(y)
+    by_d = reshape_to(node, y, [*a[:3], ya[2] * ya[3]], [*b[:3], yb[2] * yb[3]])
+    d_window = ([kernel[0], 1], [strides[0], 1], [dilations[0], 1], [pads[0], 0, pads[3], 0])
+    z = _pool_2d(node, by_d, d_window)
+    za, zb = probe_dims(z)
+    return reshape_to(node, z, [*za[:3], ya[2], ya[3]], [*zb[:3], yb[2], yb[3]])
 
 
 @register(CONVERTERS, "GlobalAveragePool")
