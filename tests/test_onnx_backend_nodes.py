@@ -85,13 +85,11 @@ REFUSED: dict[str, str] = {
     # an operator with a function body and no converter is converted as that body)
     r"test_attention_local_window_gqa_rank4_mask": r"softmax_precision='DOUBLE' is not supported",
     r"test_bernoulli.*": OP("(Bernoulli|RandomUniformLike)"),
-    r"test_bitcast_.*": OP("BitCast"),
     r"test_range_(float|float16|bfloat16)_type_positive_delta_expanded": (
         r"the trip count M \(input #0\) must be a constant, but it is computed at run time"
     ),
     r"test_det_.*": OP("Det"),
     r"test_image_decoder_.*": OP("ImageDecoder"),
-    r"test_nonmaxsuppression_.*": OP("NonMaxSuppression"),
     r"test_split_to_sequence_.*": OP("SplitToSequence"),
     r"test_tensorscatter.*": OP("TensorScatter"),
     r"test_tfidfvectorizer_.*": OP("TfIdfVectorizer"),

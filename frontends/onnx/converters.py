@@ -16,6 +16,7 @@ from frontends.onnx import (
     ops_fused,
     ops_indexing,
     ops_legacy,
+    ops_library,
     ops_math,
     ops_norm,
     ops_quant,
@@ -48,6 +49,7 @@ CONVERTER_MODULES: tuple[ModuleType, ...] = (
     ops_control,
     ops_legacy,
     ops_signal,
+    ops_library,
 )
 
 

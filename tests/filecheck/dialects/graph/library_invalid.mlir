@@ -1,0 +1,15 @@
+// RUN: afc-opt %s --split-input-file --verify-diagnostics
+
+func.func @nms_box_count(%b: tensor<1x5x4xf32>, %s: tensor<1x2x6xf32>) -> tensor<?x3xi64> {
+  // expected-error @+1 {{'graph.non_max_suppression': boxes and scores have different box counts 5 and 6}}
+  %0 = graph.non_max_suppression %b, %s {center_point_box = false, iou_threshold = 5.000000e-01, max_output_boxes_per_class = 4} : (tensor<1x5x4xf32>, tensor<1x2x6xf32>) -> tensor<?x3xi64>
+  func.return %0 : tensor<?x3xi64>
+}
+
+// -----
+
+func.func @bit_cast_width(%x: tensor<2xf32>) -> tensor<2xi64> {
+  // expected-error @+1 {{'graph.bit_cast' needs two element types of one width other than bf16, got f32 and i64}}
+  %0 = graph.bit_cast %x : tensor<2xf32> -> tensor<2xi64>
+  func.return %0 : tensor<2xi64>
+}
