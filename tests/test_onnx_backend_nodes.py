@@ -79,7 +79,6 @@ REFUSED: dict[str, str] = {
     # attributes and inputs of converted operators
     r"test_averagepool_(2d|3d)_dilations.*": r"attribute dilations=\[2, 2(, 2)?\] is not supported",
     r"test_maxpool_with_argmax_.*": r"the Indices output is not supported",
-    r"test_pow_types_int(32|64)_.*": r"'graph\.pow': expects a floating-point operand",
     r"test_reshape_allowzero_reordered": r"attribute allowzero=1 is not supported",
     # operators afc does not convert (an `_expanded` case is the operator's function body;
     # an operator with a function body and no converter is converted as that body)

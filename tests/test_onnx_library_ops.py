@@ -97,3 +97,32 @@ def test_refusals() -> None:
         "node 'nms' (NonMaxSuppression-11): max_output_boxes_per_class (input #2) must be a "
         "constant"
     )
+
+
+@pytest.mark.parametrize(
+    ("base", "exponent"),
+    [
+        (np.array([[1, -2, 3], [4, 5, -6]], np.int32), np.array([3, 2, 0], np.int32)),
+        (np.array([2, 3, -5], np.int64), np.array([[10], [3]], np.int64)),
+        (np.array([2, 3, 9], np.int64), np.array([0.5, 2.0, 1.5], np.float32)),
+    ],
+)
+def test_int_pow_matches_onnxruntime(base: np.ndarray, exponent: np.ndarray) -> None:
+    types = {np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int64): TensorProto.INT64}
+    types[np.dtype(np.float32)] = F
+    inputs = [vi("x", types[base.dtype], list(base.shape))]
+    inputs.append(vi("y", types[exponent.dtype], list(exponent.shape)))
+    node = helper.make_node("Pow", ["x", "y"], ["z"])
+    m = make_model([node], inputs, [vi("z", types[base.dtype], None)], opset=15)
+    module = check_against_ort(m, {"x": base, "y": exponent})
+    assert ops(module) == ["graph.int_pow"]
+    exported = export_module(module)
+    feeds = {"x": base, "y": exponent}
+    np.testing.assert_array_equal(ort_run(exported, feeds)[0], ort_run(m, feeds)[0])
+
+
+def test_int_pow_negative_exponent_truncates() -> None:
+    from autofusion.interpreter.graph_library import int_pow
+
+    got = int_pow(np.array([2, 1, -1, -1], np.int32), np.array([-1, -3, -3, -2], np.int32))
+    np.testing.assert_array_equal(got, np.array([0, 1, -1, 1], np.int32))

@@ -1,9 +1,10 @@
 """Graph ops that run as library kernels only: non-max suppression, which selects a
-data-dependent number of boxes, and the bit-pattern reinterpretation BitCast.
+data-dependent number of boxes, the bit-pattern reinterpretation BitCast, and the power
+of an integer base (graph.pow, which vector kernels compute, is floating point only).
 
 No kernel template covers them (fusion kind opaque), so ub-fusion leaves each one on its
 own. Semantics follow the ONNX operators of the same names
-(https://onnx.ai/onnx/operators/): NonMaxSuppression-11 and BitCast-26.
+(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26 and Pow-15.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion import dtypes
+from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph_base import Fusible, FusionKind, GraphOp, Props, tensor
 from autofusion.dialects.shape_inference import DYN, ShapeError
 
@@ -97,4 +99,26 @@ class BitCastOp(GraphOp):
             )
 
 
-LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp]
+@irdl_op_definition
+class IntPowOp(GraphOp):
+    """z = x ^ y with numpy broadcasting for an integer base x (ONNX Pow-15): an integer
+    exponent gives the exact power (wrapping on overflow as numpy does), a negative or
+    floating-point one pow in float64 truncated toward zero to x's type."""
+
+    name = "graph.int_pow"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x, y = types
+        if not dtypes.is_integer(x.element_type) or dtypes.type_name(x.element_type) == "i1":
+            raise ShapeError(f"expects an integer base, got {x.element_type}")
+        if dtypes.type_name(y.element_type) == "i1":
+            raise ShapeError("expects a numeric exponent, got i1")
+        return [tensor(si.broadcast(x.get_shape(), y.get_shape()), x.element_type)]
+
+
+LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp, IntPowOp]

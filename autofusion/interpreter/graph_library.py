@@ -62,6 +62,14 @@ def non_max_suppression(
     return np.asarray(selected, np.int64).reshape(-1, 3)
 
 
+def int_pow(x: Array, y: Array) -> Array:
+    """x ^ y in x's integer type (see graph_library.IntPowOp)."""
+    if y.dtype.kind in "iu" and not (y < 0).any():
+        return np.power(x, y.astype(x.dtype))
+    with np.errstate(all="ignore"):
+        return np.trunc(np.power(x.astype(np.float64), y.astype(np.float64))).astype(x.dtype)
+
+
 @register_impls
 class GraphLibraryFunctions(InterpreterFunctions):
     """numpy implementations of the graph dialect's library ops."""
@@ -77,6 +85,11 @@ class GraphLibraryFunctions(InterpreterFunctions):
         corner = p.flag("center_point_box")
         out = non_max_suppression(np.asarray(boxes), np.asarray(scores), corner, limits)
         return (_result(op, out),)
+
+    @impl(gl.IntPowOp)
+    def run_int_pow(self, i: Interpreter, op: gl.IntPowOp, args: PythonValues) -> PythonValues:
+        x, y = (np.asarray(a) for a in args)
+        return (_result(op, int_pow(x, y)),)
 
     @impl(gl.BitCastOp)
     def run_bit_cast(self, i: Interpreter, op: gl.BitCastOp, args: PythonValues) -> PythonValues:

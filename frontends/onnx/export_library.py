@@ -40,6 +40,11 @@ def _bit_cast(e: Emitter) -> None:
     e.nodes("BitCast", e.inputs, e.outputs, to=e.out_elem())
 
 
+def _int_pow(e: Emitter) -> None:
+    """Pow-15 (12 on take integer types); its output has the base's type."""
+    e.nodes("Pow", e.inputs, e.outputs)
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the library ops."""
     from frontends.onnx.export_ops import Standard
@@ -47,4 +52,5 @@ def table() -> dict[type[Operation], Mapping]:
     return {
         gl.NonMaxSuppressionOp: Standard(_non_max_suppression, "NonMaxSuppression"),
         gl.BitCastOp: Standard(_bit_cast, "BitCast (opset 26)"),
+        gl.IntPowOp: Standard(_int_pow, "Pow (integer base)"),
     }

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import f32, i1
 
+from autofusion import dtypes
 from autofusion.diagnostics import UserError
-from autofusion.dialects import graph, graph_math
+from autofusion.dialects import graph, graph_library, graph_math
 from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
     Const,
@@ -179,8 +180,11 @@ def convert_xor(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Pow")
 def convert_pow(node: Node) -> list[Value]:
-    """Pow-15: the exponent may have another type than the base; it is cast to the base's."""
+    """Pow-15: the exponent may have another type than the base; it is cast to the base's.
+    An integer base is graph_library's int_pow, with the exponent as given."""
     x, y = node.input(0), node.input(1)
+    if dtypes.is_integer(x.elt) and x.elt != i1:
+        return node.emit(graph_library.IntPowOp, [x, y])
     if y.elt != x.elt:
         y = node.emit1(graph.CastOp, [y], result_types=[graph.tensor(y.shape, x.elt)])
     return node.emit(graph.PowOp, [x, y])

@@ -8,6 +8,14 @@ func.func @nms_box_count(%b: tensor<1x5x4xf32>, %s: tensor<1x2x6xf32>) -> tensor
 
 // -----
 
+func.func @int_pow_float_base(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.int_pow': expects an integer base, got f32}}
+  %0 = graph.int_pow %x, %x : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+
+// -----
+
 func.func @bit_cast_width(%x: tensor<2xf32>) -> tensor<2xi64> {
   // expected-error @+1 {{'graph.bit_cast' needs two element types of one width other than bf16, got f32 and i64}}
   %0 = graph.bit_cast %x : tensor<2xf32> -> tensor<2xi64>
