@@ -19,6 +19,7 @@ from frontends.onnx import (
     ops_library,
     ops_math,
     ops_norm,
+    ops_optional,
     ops_quant,
     ops_recurrent,
     ops_search,
@@ -50,6 +51,7 @@ CONVERTER_MODULES: tuple[ModuleType, ...] = (
     ops_legacy,
     ops_signal,
     ops_library,
+    ops_optional,
 )
 
 
