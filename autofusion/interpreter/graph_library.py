@@ -94,7 +94,7 @@ class GraphLibraryFunctions(InterpreterFunctions):
     @impl(gl.BitCastOp)
     def run_bit_cast(self, i: Interpreter, op: gl.BitCastOp, args: PythonValues) -> PythonValues:
         (x,) = args
-        target = dtypes.storage_dtype(op.output.type.element_type)  # type: ignore[attr-defined]
+        target = dtypes.storage_dtype(op.output.type.element_type)
         # numpy views bytes in the host's order; afc's hosts are little endian, as ONNX's
         # bit patterns are
         flat = np.ascontiguousarray(x).reshape(-1)

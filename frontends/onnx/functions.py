@@ -34,17 +34,25 @@ def _input_type(value: Value) -> TypeProto:
     return onnx.helper.make_tensor_type_proto(_ONNX_TYPES[value.elt], shape)
 
 
+def _versions(schema: onnx.defs.OpSchema, context_dependent: bool) -> list[int]:
+    """The opsets `schema` defines a (context-dependent) function body for (the onnx
+    stubs lack these attributes)."""
+    if context_dependent:
+        return list(schema.context_dependent_function_opset_versions)  # type: ignore[attr-defined]
+    return list(schema.function_opset_versions)  # type: ignore[attr-defined]
+
+
 def function_body(node: Node) -> FunctionProto | None:
     """The function body of `node`'s operator at the model's opset, or None."""
     try:
         schema = onnx.defs.get_schema(node.op_type, node.opset, "")
     except onnx.defs.SchemaError:
         return None
-    static = [v for v in schema.function_opset_versions if v <= node.opset]
-    dependent = [v for v in schema.context_dependent_function_opset_versions if v <= node.opset]
+    static = [v for v in _versions(schema, False) if v <= node.opset]
+    dependent = [v for v in _versions(schema, True) if v <= node.opset]
     proto = FunctionProto()
     if static and (not dependent or max(static) >= max(dependent)):
-        proto.ParseFromString(schema.get_function_with_opset_version(max(static)))
+        proto.ParseFromString(schema.get_function_with_opset_version(max(static)))  # type: ignore[attr-defined]
         return proto
     if not dependent:
         return None
@@ -53,7 +61,7 @@ def function_body(node: Node) -> FunctionProto | None:
         _input_type(node.input(i)).SerializeToString() if node.proto.input[i] else b""
         for i in range(node.num_inputs)
     ]
-    data = schema.get_context_dependent_function_with_opset_version(
+    data = schema.get_context_dependent_function_with_opset_version(  # type: ignore[attr-defined]
         max(dependent), with_defaults.SerializeToString(), types
     )
     if not data:
@@ -115,7 +123,7 @@ def function_converter(node: Node) -> Converter | None:
         schema = onnx.defs.get_schema(node.op_type, node.opset, "")
     except onnx.defs.SchemaError:
         return None
-    versions = [*schema.function_opset_versions, *schema.context_dependent_function_opset_versions]
+    versions = [*_versions(schema, False), *_versions(schema, True)]
     return convert_function if any(v <= node.opset for v in versions) else None
 
 

@@ -18,7 +18,7 @@ are cited as `Op-<since_version>` from https://onnx.ai/onnx/operators/ (the Chan
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -166,6 +166,6 @@ def along_axis(node: Node, fn: Callable[[Value, int], list[Value]]) -> list[Valu
 
 
 @register(CONVERTERS, "Scatter")
-def convert_scatter(node: Node) -> list[Value]:
+def convert_scatter(node: Node) -> Sequence[Value | None]:
     """Scatter-9 and -11 (deprecated): ScatterElements-11 without a reduction."""
     return convert_scatter_elements(node)

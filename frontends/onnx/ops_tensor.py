@@ -553,6 +553,7 @@ def convert_pad(node: Node) -> list[Value]:
     modes = (*graph.PAD_MODES, "wrap") if node.version >= 19 else graph.PAD_MODES
     if mode not in modes:
         raise node.reject("mode", mode, ", ".join(modes))
+    value: np.ndarray | None
     if node.version < 11:  # Pad-2: pads and value are attributes
         pads = node.ints_attr("pads")
         value = np.asarray(node.attr("value", 0.0))

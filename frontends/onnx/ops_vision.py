@@ -108,7 +108,7 @@ def _resize_size_props(
 
 
 @register(CONVERTERS, "Resize")
-def convert_resize(node: Node) -> list[Value]:
+def convert_resize(node: Node) -> Sequence[Value | None]:
     """Resize-11/13/18/19: every mode, coordinate mode, nearest mode, axes and
     keep_aspect_ratio_policy; antialias for linear and cubic. scales, sizes and roi
     must be constants. Resize-10 is Upsample-10."""
