@@ -84,7 +84,6 @@ REFUSED: dict[str, str] = {
     # an operator with a function body and no converter is converted as that body)
     r"test_attention_local_window_gqa_rank4_mask": r"softmax_precision='DOUBLE' is not supported",
     r"test_bernoulli.*": OP("(Bernoulli|RandomUniformLike)"),
-    r"test_det_.*": OP("Det"),
     r"test_image_decoder_.*": OP("ImageDecoder"),
     r"test_split_to_sequence_.*": OP("SplitToSequence"),
     r"test_tensorscatter.*": OP("TensorScatter"),

@@ -1,4 +1,4 @@
-"""NonMaxSuppression and BitCast (graph_library ops): the interpreter against ONNX Runtime
+"""NonMaxSuppression, BitCast, integer Pow and Det (graph_library ops): the interpreter against ONNX Runtime
 and ONNX's reference, the export back to the same operators, the IR, and the refusals."""
 
 from __future__ import annotations
@@ -126,3 +126,12 @@ def test_int_pow_negative_exponent_truncates() -> None:
 
     got = int_pow(np.array([2, 1, -1, -1], np.int32), np.array([-1, -3, -3, -2], np.int32))
     np.testing.assert_array_equal(got, np.array([0, 1, -1, 1], np.int32))
+
+
+def test_det_matches_onnxruntime_and_exports() -> None:
+    node = helper.make_node("Det", ["x"], ["y"])
+    m = make_model([node], [vi("x", F, [2, 3, 4, 4])], [vi("y", F, None)], opset=22)
+    x = RNG.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    module = check_against_ort(m, {"x": x})
+    assert ops(module) == ["graph.det"]
+    assert [n.op_type for n in export_module(module).graph.node] == ["Det"]

@@ -1,10 +1,12 @@
 """Graph ops that run as library kernels only: non-max suppression, which selects a
 data-dependent number of boxes, the bit-pattern reinterpretation BitCast, and the power
-of an integer base (graph.pow, which vector kernels compute, is floating point only).
+of an integer base (graph.pow, which vector kernels compute, is floating point only), and
+the determinant.
 
 No kernel template covers them (fusion kind opaque), so ub-fusion leaves each one on its
 own. Semantics follow the ONNX operators of the same names
-(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26 and Pow-15.
+(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15 and
+Det-22.
 """
 
 from __future__ import annotations
@@ -121,4 +123,25 @@ class IntPowOp(GraphOp):
         return [tensor(si.broadcast(x.get_shape(), y.get_shape()), x.element_type)]
 
 
-LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp, IntPowOp]
+@irdl_op_definition
+class DetOp(GraphOp):
+    """The determinants of the trailing [M, M] matrices of a floating-point input: [...]
+    (ONNX Det-11/22)."""
+
+    name = "graph.det"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        (x,) = types
+        shape = list(x.get_shape())
+        if not dtypes.is_float(x.element_type):
+            raise ShapeError(f"expects a floating-point operand, got {x.element_type}")
+        if len(shape) < 2 or (DYN not in shape[-2:] and shape[-1] != shape[-2]):
+            raise ShapeError(f"expects square matrices in the last two dims, got {shape}")
+        return [tensor(shape[:-2], x.element_type)]
+
+
+LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp, IntPowOp, DetOp]

@@ -91,6 +91,11 @@ class GraphLibraryFunctions(InterpreterFunctions):
         x, y = (np.asarray(a) for a in args)
         return (_result(op, int_pow(x, y)),)
 
+    @impl(gl.DetOp)
+    def run_det(self, i: Interpreter, op: gl.DetOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        return (_result(op, np.linalg.det(np.asarray(x, np.float64))),)
+
     @impl(gl.BitCastOp)
     def run_bit_cast(self, i: Interpreter, op: gl.BitCastOp, args: PythonValues) -> PythonValues:
         (x,) = args

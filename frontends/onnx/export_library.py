@@ -47,10 +47,11 @@ def _int_pow(e: Emitter) -> None:
 
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the library ops."""
-    from frontends.onnx.export_ops import Standard
+    from frontends.onnx.export_ops import Standard, direct
 
     return {
         gl.NonMaxSuppressionOp: Standard(_non_max_suppression, "NonMaxSuppression"),
         gl.BitCastOp: Standard(_bit_cast, "BitCast (opset 26)"),
         gl.IntPowOp: Standard(_int_pow, "Pow (integer base)"),
+        gl.DetOp: direct("Det"),
     }

@@ -1,5 +1,5 @@
 """Converters of ONNX operators that become library ops
-(autofusion/dialects/graph_library.py): NonMaxSuppression and BitCast. NonMaxSuppression's
+(autofusion/dialects/graph_library.py): NonMaxSuppression, BitCast and Det. NonMaxSuppression's
 limits (max_output_boxes_per_class, iou_threshold, score_threshold) must be known at
 import time. Versions are cited as `Op-<since_version>` from https://onnx.ai/onnx/operators/.
 """
@@ -23,7 +23,7 @@ from frontends.onnx.importer import (
 
 CONVERTERS: dict[str, Converter] = {}
 
-VERSIONS: OpVersions = {"NonMaxSuppression": (10, 11), "BitCast": (26,)}
+VERSIONS: OpVersions = {"NonMaxSuppression": (10, 11), "BitCast": (26,), "Det": (11, 22)}
 REFUSED_VERSIONS: RefusedVersions = {}
 
 
@@ -53,6 +53,12 @@ def convert_non_max_suppression(node: Node) -> list[Value]:
     if least is not None:
         props["score_threshold"] = least
     return node.emit(gl.NonMaxSuppressionOp, [node.input(0), node.input(1)], props)
+
+
+@register(CONVERTERS, "Det")
+def convert_det(node: Node) -> list[Value]:
+    """Det-11/22 (22 adds bf16): the determinants of the trailing square matrices."""
+    return node.emit(gl.DetOp, [node.input(0)])
 
 
 @register(CONVERTERS, "BitCast")

@@ -16,6 +16,14 @@ func.func @int_pow_float_base(%x: tensor<2xf32>) -> tensor<2xf32> {
 
 // -----
 
+func.func @det_not_square(%x: tensor<2x3xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'graph.det': expects square matrices in the last two dims, got [2, 3]}}
+  %0 = graph.det %x : tensor<2x3xf32> -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// -----
+
 func.func @bit_cast_width(%x: tensor<2xf32>) -> tensor<2xi64> {
   // expected-error @+1 {{'graph.bit_cast' needs two element types of one width other than bf16, got f32 and i64}}
   %0 = graph.bit_cast %x : tensor<2xf32> -> tensor<2xi64>
