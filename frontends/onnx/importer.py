@@ -69,11 +69,13 @@ from autofusion.dialects.shape_inference import ShapeError
 from autofusion.interpreter import NAME_ATTR
 from autofusion.interpreter.folding import evaluate
 
-# the oldest default-domain opset afc imports; the newest is the installed onnx's
+# afc imports every default-domain opset up to the installed onnx's newest
 # (`onnx.defs.onnx_opset_version()`). Each node is converted by the version of its
 # operator that the model's opset resolves to (its schema's since_version), and a
-# version its converter does not implement is refused (see `OpVersions`).
-MIN_OPSET = 13
+# version its converter does not implement is refused (see `OpVersions`). The versions
+# reached from this opset on (numpy-style broadcasting) are each implemented or refused
+# with what differs (frontends/onnx/ops_legacy.py); older ones are refused as such.
+LEGACY_OPSET = 7
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -458,6 +460,9 @@ class ConverterTable(NamedTuple):
     converters: Mapping[str, Converter]
     versions: OpVersions
     refused: RefusedVersions
+    # for an operator with no converter: the converter of its ONNX function body, or None
+    # when it has none (frontends/onnx/functions.py)
+    function: Callable[[Node], Converter | None] | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -490,10 +495,11 @@ class Importer:
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.block = Block()
         self.symbols: dict[str, int] = {}
-        self._since: dict[str, int] = {}
+        self._since: dict[tuple[str, int], int] = {}
         self._table: Mapping[str, Converter] = {}
         self._versions: OpVersions = {}
         self._refused: RefusedVersions = {}
+        self._function: Callable[[Node], Converter | None] | None = None
         self._schemas: dict[tuple[str, int], onnx.defs.OpSchema] = {}
 
     # ---- opsets --------------------------------------------------------------------
@@ -504,34 +510,30 @@ class Importer:
             raise UserError("the model imports no default-domain (ai.onnx) opset")
         opset = versions[0]
         newest = onnx.defs.onnx_opset_version()
-        if opset < MIN_OPSET:
-            raise UserError(
-                f"the model uses ONNX opset {opset}; afc imports opsets {MIN_OPSET} to "
-                f"{newest} (convert it with onnx.version_converter)"
-            )
         if opset > newest:
             raise UserError(
                 f"the model uses ONNX opset {opset}, newer than the installed onnx "
-                f"{onnx.__version__} knows ({newest}); afc imports opsets {MIN_OPSET} to {newest}"
+                f"{onnx.__version__} knows ({newest}); afc imports opsets up to {newest}"
             )
         return opset
 
     def since_version(self, op_type: str) -> int:
         """The version of `op_type` in the model's opset (its spec's since_version)."""
-        if op_type not in self._since:
+        key = (op_type, self.opset)  # a function body may import another opset
+        if key not in self._since:
             try:
                 schema = onnx.defs.get_schema(op_type, self.opset, "")
-                self._since[op_type] = schema.since_version
+                self._since[key] = schema.since_version
             except onnx.defs.SchemaError:
-                self._since[op_type] = 0
-        return self._since[op_type]
+                self._since[key] = 0
+        return self._since[key]
 
     # ---- the walk ------------------------------------------------------------------
 
     def run(self, table: ConverterTable) -> ModuleOp:
         """Import the model, converting each node with `table` (ONNX op type ->
         converter and the versions each implements: frontends/onnx/converters.py)."""
-        self._table, self._versions, self._refused = table
+        self._table, self._versions, self._refused, self._function = table
         g = self.model.graph
         if g.sparse_initializer:
             raise UserError(
@@ -658,13 +660,20 @@ class Importer:
             raise UserError(f"node '{node.name}': {_not_in_opset(proto.op_type, self.opset)}")
         fn = self._table.get(proto.op_type)
         if fn is None:
-            raise UserError(
-                f"node '{node.name}': unsupported ONNX operator {proto.op_type} (opset {self.opset})"
-            )
-        self._check_version(node)
-        self._check_schema(node)
-        outputs = list(fn(node))
-        node.check_attrs()
+            # an operator with no converter may be defined by a function body
+            fn = self._function(node) if self._function else None
+            if fn is None:
+                raise UserError(
+                    f"node '{node.name}': unsupported ONNX operator {proto.op_type} "
+                    f"(opset {self.opset})"
+                )
+            self._check_schema(node)
+            outputs = list(fn(node))
+        else:
+            self._check_version(node)
+            self._check_schema(node)
+            outputs = list(fn(node))
+            node.check_attrs()
         for k, out_name in enumerate(proto.output):
             if not out_name:
                 continue
@@ -713,7 +722,13 @@ class Importer:
             return
         listed = ", ".join(str(v) for v in implemented)
         reason = self._refused.get((node.op_type, node.version))
-        if reason is None:
+        if reason is None and node.version < min(implemented, default=0):
+            reason = (
+                f"afc implements versions {listed} of {node.op_type}; version "
+                f"{node.version} is only reached from opsets before {LEGACY_OPSET} "
+                "(convert the model with onnx.version_converter)"
+            )
+        elif reason is None:
             reason = (
                 f"afc implements versions {listed} of {node.op_type}, and version "
                 f"{node.version} is newer than the ones it was checked against"
