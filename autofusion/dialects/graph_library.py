@@ -12,6 +12,7 @@ Det-22.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 from xdsl.dialects.builtin import BoolAttr, FloatAttr, IntegerAttr, TensorType, i64
 from xdsl.irdl import (
@@ -28,13 +29,14 @@ from xdsl.utils.exceptions import VerifyException
 from autofusion import dtypes
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph_base import Fusible, FusionKind, GraphOp, Props, tensor
+from autofusion.dialects.op_facts import MovementFacts, OpWork, StreamingFacts, elements
 from autofusion.dialects.shape_inference import DYN, ShapeError
 
 OPAQUE = Fusible(FusionKind.OPAQUE)
 
 
 @irdl_op_definition
-class NonMaxSuppressionOp(GraphOp):
+class NonMaxSuppressionOp(GraphOp, StreamingFacts):
     """Greedy non-max suppression per batch and class (ONNX NonMaxSuppression-11).
 
     boxes [B, N, 4] (corners [y1, x1, y2, x2] in either order, or with center_point_box
@@ -72,7 +74,7 @@ class NonMaxSuppressionOp(GraphOp):
 
 
 @irdl_op_definition
-class BitCastOp(GraphOp):
+class BitCastOp(GraphOp, MovementFacts):
     """The input's bits as another element type of the same width, shape unchanged
     (ONNX BitCast-26; little endian). The target type is the result's."""
 
@@ -102,7 +104,7 @@ class BitCastOp(GraphOp):
 
 
 @irdl_op_definition
-class IntPowOp(GraphOp):
+class IntPowOp(GraphOp, StreamingFacts):
     """z = x ^ y with numpy broadcasting for an integer base x (ONNX Pow-15): an integer
     exponent gives the exact power (wrapping on overflow as numpy does), a negative or
     floating-point one pow in float64 truncated toward zero to x's type."""
@@ -124,7 +126,7 @@ class IntPowOp(GraphOp):
 
 
 @irdl_op_definition
-class DetOp(GraphOp):
+class DetOp(GraphOp, StreamingFacts):
     """The determinants of the trailing [M, M] matrices of a floating-point input: [...]
     (ONNX Det-11/22)."""
 
@@ -142,6 +144,13 @@ class DetOp(GraphOp):
         if len(shape) < 2 or (DYN not in shape[-2:] and shape[-1] != shape[-2]):
             raise ShapeError(f"expects square matrices in the last two dims, got {shape}")
         return [tensor(shape[:-2], x.element_type)]
+
+    def flops(self, dynamic_size: int) -> OpWork:
+        # an LU factorisation: about M^3 / 3 multiply-adds per M x M matrix
+        shape = cast(TensorType, self.input.type).get_shape()
+        m = dynamic_size if shape[-1] == DYN else shape[-1]
+        matrices = elements(self.output, dynamic_size)
+        return OpWork(0.0, 2 * matrices * m**3 / 3)
 
 
 LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp, IntPowOp, DetOp]
