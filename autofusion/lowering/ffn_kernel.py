@@ -112,6 +112,14 @@ from autofusion.passes.fusion_rule import Refusal
 
 V = TypeVar("V")
 
+# the gate's activation op of each gated graph.ffn activation (FFN_GATED) but swiglu,
+# which is one graph.swiglu of gate and up
+GATE_ACTIVATIONS: dict[str, tuple[type[graph.GraphOp], dict[str, str]]] = {
+    "geglu": (graph.GeluOp, {"approximate": "none"}),
+    "geglu_tanh": (graph.GeluOp, {"approximate": "tanh"}),
+    "reglu": (graph.ReluOp, {}),
+}
+
 # static tile candidates, in order of preference (tests force small ones)
 MN_CANDIDATES = (
     (128, 128),
@@ -389,9 +397,8 @@ def _activation_plan(
     if act == "swiglu":
         ops.append(graph.SwigluOp.make([mms[0].results[0], mms[1].results[0]]))
     elif act in FFN_GATED:
-        gate = mms[0].results[0]
-        a = graph.GeluOp.make([gate], {"approximate": "none"}) if act == "geglu" else None
-        a = a or graph.ReluOp.make([gate])
+        gate_op, gate_props = GATE_ACTIVATIONS[act]
+        a = gate_op.make([mms[0].results[0]], gate_props)
         ops += [a, graph.MulOp.make([a.results[0], mms[1].results[0]])]
     g = ops[-1].results[0]
     inputs = [*raws, *biases]

@@ -68,6 +68,7 @@ from autofusion.dialects.graph import GraphOp, Props
 from autofusion.dialects.shape_inference import ShapeError
 from autofusion.interpreter import NAME_ATTR
 from autofusion.interpreter.folding import evaluate
+from frontends.onnx.schemas import operator_schema
 
 # afc imports every default-domain opset up to the installed onnx's newest
 # (`onnx.defs.onnx_opset_version()`). Each node is converted by the version of its
@@ -500,7 +501,6 @@ class Importer:
         self._versions: OpVersions = {}
         self._refused: RefusedVersions = {}
         self._function: Callable[[Node], Converter | None] | None = None
-        self._schemas: dict[tuple[str, int], onnx.defs.OpSchema] = {}
 
     # ---- opsets --------------------------------------------------------------------
 
@@ -738,31 +738,28 @@ class Importer:
     def _check_schema(self, node: Node) -> None:
         """The node's inputs and attributes as its operator version's schema declares them:
         required inputs given, no extra ones, every attribute known and of its type."""
-        key = (node.op_type, node.version)
-        if key not in self._schemas:
-            self._schemas[key] = onnx.defs.get_schema(node.op_type, node.version, "")
-        schema = self._schemas[key]
+        schema = operator_schema(node.op_type, node.version)
         given = node.proto.input
         if len(given) > schema.max_input:
             raise node.error(f"has {len(given)} inputs; it takes at most {schema.max_input}")
-        for i, formal in enumerate(schema.inputs):
-            if formal.option == Single and (i >= len(given) or not given[i]):
-                raise node.error(f"required input #{i} ('{formal.name}') is missing")
+        for i, name in schema.required_inputs:
+            if i >= len(given) or not given[i]:
+                raise node.error(f"required input #{i} ('{name}') is missing")
         if len(given) < schema.min_input:
             raise node.error(f"has {len(given)} inputs; it takes at least {schema.min_input}")
         for a in node.proto.attribute:
-            spec = schema.attributes.get(a.name)
-            if spec is None:
-                known = ", ".join(sorted(schema.attributes))
+            want = schema.attribute_types.get(a.name)
+            if want is None:
+                known = ", ".join(sorted(schema.attribute_types))
                 has = f"its attributes are {known}" if known else "it has no attributes"
                 raise node.error(f"attribute '{a.name}' is not in the spec ({has})")
-            # str(AttrType.INT) is "AttrType.INT" (the stubs lack the enum's .name)
-            want = str(spec.type).rsplit(".", 1)[-1]
-            got = onnx.AttributeProto.AttributeType.Name(a.type)
-            if a.type and not a.ref_attr_name and got != want:
-                raise node.error(f"attribute '{a.name}' must be {want}, got {got}")
-        for name, spec in schema.attributes.items():
-            if spec.required and all(a.name != name for a in node.proto.attribute):
+            if a.type and not a.ref_attr_name and a.type != want:
+                type_name = onnx.AttributeProto.AttributeType.Name
+                raise node.error(
+                    f"attribute '{a.name}' must be {type_name(want)}, got {type_name(a.type)}"
+                )
+        for name in schema.required_attributes:
+            if all(a.name != name for a in node.proto.attribute):
                 raise node.error(f"required attribute '{name}' is missing")
 
     def _results(self) -> list[SSAValue]:
@@ -923,9 +920,6 @@ class Importer:
         if a == b:
             return node.const(arr_a, i64)
         return Sym(arr_a, np.asarray(b, dtype=np.int64), i64)
-
-
-Single = onnx.defs.OpSchema.FormalParameterOption.Single
 
 
 def _not_in_opset(op_type: str, opset: int) -> str:
