@@ -35,4 +35,7 @@ def test_optional_input_is_refused() -> None:
     x = helper.make_value_info("x", helper.make_optional_type_proto(opt))
     node = helper.make_node("OptionalHasElement", ["x"], ["y"])
     m = make_model([node], [x], [vi("y", TensorProto.BOOL, [])], opset=18)
-    assert error_of(m) == "input 'x' is an optional, not a tensor (afc imports tensor inputs only)"
+    assert error_of(m) == (
+        "input 'x' is an optional, not a tensor (afc imports tensor inputs only: it "
+        "resolves sequences and optionals at compile time)"
+    )

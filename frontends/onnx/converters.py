@@ -23,6 +23,7 @@ from frontends.onnx import (
     ops_quant,
     ops_recurrent,
     ops_search,
+    ops_sequence,
     ops_signal,
     ops_tensor,
     ops_vision,
@@ -52,6 +53,7 @@ CONVERTER_MODULES: tuple[ModuleType, ...] = (
     ops_signal,
     ops_library,
     ops_optional,
+    ops_sequence,
 )
 
 

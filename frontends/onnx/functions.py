@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import onnx
 from onnx import AttributeProto, FunctionProto, NodeProto, TypeProto
 
-from frontends.onnx.importer import DEFAULT_DOMAINS, ELEMENT_TYPES, Converter, Node, Value
+from frontends.onnx.importer import DEFAULT_DOMAINS, ELEMENT_TYPES, Converter, Item, Node, Value
 
 # graph element type -> ONNX TensorProto data type, for a context-dependent function's
 # input types
@@ -127,7 +127,7 @@ def function_converter(node: Node) -> Converter | None:
     return convert_function if any(v <= node.opset for v in versions) else None
 
 
-def convert_function(node: Node) -> list[Value | None]:
+def convert_function(node: Node) -> list[Item | None]:
     """The values of `node`'s outputs, converted as its operator's function body."""
     function = function_body(node)
     if function is None:
@@ -135,7 +135,7 @@ def convert_function(node: Node) -> list[Value | None]:
     return _inline(node, function)
 
 
-def _inline(node: Node, function: FunctionProto) -> list[Value | None]:
+def _inline(node: Node, function: FunctionProto) -> list[Item | None]:
     importer = node.importer
     schema = onnx.defs.get_schema(node.op_type, node.opset, "")
     attrs = {a.name: a for a in _with_defaults(node.proto, schema).attribute}

@@ -31,7 +31,7 @@ from collections import ChainMap
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 import onnx
@@ -231,6 +231,31 @@ class Tensor:
 Value = Const | Sym | Tensor
 
 
+@dataclass(eq=False)
+class Seq:
+    """An ONNX sequence resolved at compile time: its tensors in order (the sequence ops are
+    taken apart by the importer, frontends/onnx/ops_sequence.py) and their element type."""
+
+    items: tuple[Value, ...]
+    elt: Attribute
+
+
+@dataclass(eq=False)
+class Opt:
+    """An ONNX optional resolved at compile time: the value it holds, or None if empty."""
+
+    value: Value | Seq | None
+
+
+# what a name of the ONNX graph stands for: a tensor, or a sequence or optional of them
+Item = Value | Seq | Opt
+
+
+def item_kind(v: Item) -> str:
+    """How diagnostics name a non-tensor value."""
+    return "a sequence" if isinstance(v, Seq) else "an optional"
+
+
 def probe_dims(v: Value) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape of `v` under probe assignments A and B (equal where static)."""
     if isinstance(v, Tensor):
@@ -305,10 +330,23 @@ class Node:
         return v
 
     def opt_input(self, i: int) -> Value | None:
-        """Input `i`, or None when it is omitted (absent or named '')."""
+        """Input `i`, a tensor, or None when it is omitted (absent or named '')."""
+        v = self.opt_item(i)
+        if v is None or isinstance(v, Const | Sym | Tensor):
+            return v
+        raise self.error(f"input #{i} ('{self.proto.input[i]}') is {item_kind(v)}, not a tensor")
+
+    def opt_item(self, i: int) -> Item | None:
+        """Input `i` of any kind (a tensor, sequence or optional), or None when omitted."""
         if i >= len(self.proto.input) or not self.proto.input[i]:
             return None
         return self.importer.lookup(self.proto.input[i], self)
+
+    def tensor(self, v: Item, what: str) -> Value:
+        """`v` (a subgraph's output, say), which must be a tensor."""
+        if isinstance(v, Seq | Opt):
+            raise self.error(f"{what} is {item_kind(v)}, not a tensor")
+        return v
 
     def inputs(self) -> list[Value]:
         return [self.input(i) for i in range(self.num_inputs)]
@@ -431,7 +469,7 @@ class Node:
         return Const(dtypes.to_storage(array, elt).reshape(array.shape), elt, self.output_name(k))
 
 
-Converter = Callable[[Node], Sequence[Value | None]]
+Converter = Callable[[Node], Sequence[Item | None]]
 
 # op type -> the since_versions its converter implements (a version it is not listed
 # for is refused); each converter module has one such table, `VERSIONS`
@@ -442,10 +480,13 @@ OpVersions = dict[str, tuple[int, ...]]
 RefusedVersions = dict[tuple[str, int], str]
 
 
-def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter], Converter]:
+ConverterT = TypeVar("ConverterT", bound=Converter)
+
+
+def register(table: dict[str, Converter], *op_types: str) -> Callable[[ConverterT], ConverterT]:
     """Decorator: register a converter for `op_types` in `table`."""
 
-    def add(fn: Converter) -> Converter:
+    def add(fn: ConverterT) -> ConverterT:
         for t in op_types:
             assert t not in table, f"two converters for {t}"
             table[t] = fn
@@ -490,8 +531,8 @@ class Importer:
         self.opset = self._default_opset()
         # the value table: the main graph's values, or while a subgraph is converted a
         # ChainMap of its scope over the enclosing ones (see `convert_subgraph`)
-        self.graph_values: dict[str, Value] = {}
-        self.values: MutableMapping[str, Value] = self.graph_values
+        self.graph_values: dict[str, Item] = {}
+        self.values: MutableMapping[str, Item] = self.graph_values
         self.scope = ""  # the node-name prefix of the subgraph being converted
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.block = Block()
@@ -590,7 +631,8 @@ class Importer:
             if tt is None:
                 kind = NON_TENSOR_TYPES.get(inp.type.WhichOneof("value") or "", "untyped")
                 raise UserError(
-                    f"input '{inp.name}' is {kind}, not a tensor (afc imports tensor inputs only)"
+                    f"input '{inp.name}' is {kind}, not a tensor (afc imports tensor inputs "
+                    "only: it resolves sequences and optionals at compile time)"
                 )
             elt = element_type(tt.elem_type, f"input '{inp.name}'")
             dims_a, dims_b, shape = self._input_dims(inp.name, tt)
@@ -686,8 +728,8 @@ class Importer:
             self.values[out_name] = value
 
     def convert_subgraph(
-        self, node: Node, body: onnx.GraphProto, bindings: Sequence[Value], scope: str
-    ) -> list[Value]:
+        self, node: Node, body: onnx.GraphProto, bindings: Sequence[Item], scope: str
+    ) -> list[Item]:
         """Convert the nodes of `body`, a GRAPH attribute of `node`, inline into the function
         being built, with its inputs bound to `bindings`: its outputs' values.
 
@@ -701,7 +743,7 @@ class Importer:
             )
         if body.sparse_initializer:
             raise node.error(f"subgraph '{scope}' has a sparse initializer, which is not supported")
-        local: dict[str, Value] = {}
+        local: dict[str, Item] = {}
         for t in body.initializer:
             local[t.name] = self._initializer(t)
         for inp, value in zip(body.input, bindings):
@@ -766,6 +808,15 @@ class Importer:
         results: list[SSAValue] = []
         for out in self.model.graph.output:
             v = self.lookup(out.name, None)
+            declared = out.type.WhichOneof("value")
+            if isinstance(v, Seq | Opt) or declared in NON_TENSOR_TYPES:
+                kind = (
+                    item_kind(v) if isinstance(v, Seq | Opt) else NON_TENSOR_TYPES[declared or ""]
+                )
+                raise UserError(
+                    f"graph output '{out.name}' is {kind}; afc compiles models whose "
+                    "outputs are tensors"
+                )
             if isinstance(v, Sym):
                 raise UserError(
                     f"output '{out.name}' depends on symbolic input dims; give static input "
@@ -797,7 +848,7 @@ class Importer:
 
     # ---- the value table -----------------------------------------------------------
 
-    def lookup(self, name: str, node: Node | None) -> Value:
+    def lookup(self, name: str, node: Node | None) -> Item:
         if name in self.values:
             return self.values[name]
         if name in self.initializers:

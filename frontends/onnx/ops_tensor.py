@@ -26,6 +26,7 @@ from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
     Const,
     Converter,
+    Item,
     Node,
     OpVersions,
     RefusedVersions,
@@ -86,10 +87,13 @@ def _norm_axis(node: Node, axis: int, rank: int) -> int:
 
 
 @register(CONVERTERS, "Identity")
-def convert_identity(node: Node) -> list[Value]:
-    """Identity-13 to -25: the input itself (optional and sequence values, which Identity-14
-    and -16 add, are not tensors and are refused where they are made)."""
-    return [node.input(0)]
+def convert_identity(node: Node) -> list[Item]:
+    """Identity-13 to -25: the input itself, a tensor, or a sequence (Identity-14) or
+    optional (Identity-16) resolved at compile time."""
+    v = node.opt_item(0)
+    if v is None:
+        raise node.error("input #0 is required")
+    return [v]
 
 
 @register(CONVERTERS, "Dropout")
