@@ -214,6 +214,24 @@ def test_symbolic_sequence_length_is_refused() -> None:
 
 
 @pytest.mark.parametrize(
+    ("split", "message"),
+    [
+        ([1, 0, 1], "split sizes [1, 0, 1] must be positive"),
+        ([1, 1], "split sizes [1, 1] do not add up to the dim's extent 3"),
+        (0, "the split size 0 must be positive"),
+    ],
+)
+def test_bad_split_is_refused(split: object, message: str) -> None:
+    nodes = [
+        node("SplitToSequence", ["x", "split"], ["s"], axis=1),
+        node("ConcatFromSequence", ["s"], ["y"], axis=1),
+    ]
+    inits = [init("split", np.asarray(split, np.int64))]
+    m = make_model(nodes, [vi("x", F, [2, 3])], [vi("y", F, None)], inits)
+    assert error_of(m) == f"node 's' (SplitToSequence-11): {message}"
+
+
+@pytest.mark.parametrize(
     ("extra", "message"),
     [
         (

@@ -165,7 +165,9 @@ def _split_sizes(node: Node, dim: int, keepdims: int) -> tuple[list[int], bool]:
             raise node.error(f"the split size {size} must be positive")
         return [min(size, dim - k) for k in range(0, dim, size)], False
     sizes = [int(s) for s in split.reshape(-1)]
-    if any(s < 0 for s in sizes) or sum(sizes) != dim:
+    if any(s <= 0 for s in sizes):
+        raise node.error(f"split sizes {sizes} must be positive")
+    if sum(sizes) != dim:
         raise node.error(f"split sizes {sizes} do not add up to the dim's extent {dim}")
     return sizes, False
 
