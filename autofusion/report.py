@@ -365,6 +365,26 @@ def _scalar_in_kernel(arg: SSAValue, group: graph.FusionGroupOp) -> bool:
 # ---- entries on launches (buffer level) -------------------------------------------------
 
 
+def _position(key: Hashable) -> tuple[int, ...]:
+    """Where a tensor key is defined in its function, as a sortable path of op and result
+    indices (a deterministic order for naming sets of tensors)."""
+    if not isinstance(key, SSAValue):  # a decoded kernel-local name: sorted by its text
+        return ()
+    path: list[int] = [key.index if isinstance(key, OpResult | BlockArgument) else 0]
+    op = key.owner if isinstance(key, OpResult) else None
+    block = key.owner if isinstance(key, BlockArgument) else None
+    while op is not None or block is not None:
+        if op is not None:
+            parent = op.parent_block()
+            path.append(parent.get_operation_index(op) + 1 if parent else 0)
+            block, op = parent, None
+        elif block is not None:
+            parent_op = block.parent_op()
+            path.append(-1)
+            op, block = parent_op, None
+    return tuple(reversed(path))
+
+
 def _encode(
     kernels: list[TrafficKernel], refs: dict[Hashable, str], local: dict[Hashable, str]
 ) -> ArrayAttr[Attribute]:
@@ -380,6 +400,12 @@ def _encode(
         return ArrayAttr([ArrayAttr([name(k), graph.int_attr(n)]) for k, n in items])
 
     def roles(keys: frozenset[Hashable]) -> ArrayAttr[Attribute]:
+        # name the set's unnamed tensors in program order, not in the set's (hash) order
+        for k in sorted(
+            (k for k in keys if k not in refs and k not in local),
+            key=lambda k: (_position(k), str(k)),
+        ):
+            name(k)
         return ArrayAttr([name(k) for k in sorted(keys, key=lambda k: name(k).data)])
 
     return ArrayAttr(

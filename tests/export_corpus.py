@@ -347,9 +347,7 @@ SPECS: tuple[ExportSpec, ...] = (
             "BertConfig",
             "BertModel",
             ("input_ids", "attention_mask", "token_type_ids"),
-            # afc --check feeds integers in [0, 8): every token type must be valid
-            type_vocab_size=8,
-            **_BERT_SIZE,
+            **_BERT_SIZE,  # two token types: afc --check feeds token_type_ids in [0, 2)
         ),
         _tokens(True, True),
     ),
@@ -376,7 +374,7 @@ SPECS: tuple[ExportSpec, ...] = (
             dim=32,
             n_layers=2,
             n_heads=4,
-            hidden_dim=320,  # = round_filters(1280): the head conv and its BatchNorm
+            hidden_dim=320,  # the MLP's inner width
             max_position_embeddings=32,
         ),
         _tokens(True),

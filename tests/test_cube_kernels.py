@@ -412,6 +412,27 @@ def test_flash_attention_with_the_chips_own_tiles() -> None:
     check(text, SPLIT, feeds_for(args, 13), "bf16", "attention")
 
 
+def test_flash_attention_rows_masked_by_the_lowest_float(small_tiles: None) -> None:
+    """transformers masks with torch.finfo(float32).min added to the scores: a query row
+    masked whole is then a softmax over equal scores (the mean of V), not a fully masked
+    row (that is -inf: 0). Rows masked up to one key, and rows masked by -inf, too.
+    (f32: the split chips' cube; the coupled ones have none.)"""
+    text, args = attention_case((2, 2, 2, 20, 40, 16, 16), "BNSD", False, "float", "f32")
+    feeds = feeds_for(args, 14)
+    mask = np.zeros(args[3][1], np.float32)
+    lowest = np.finfo(np.float32).min
+    mask[..., 0, :] = lowest  # every key of query 0
+    mask[..., 5, 1:] = lowest  # every key but the first of query 5
+    mask[..., 17, :] = -np.inf  # query 17 attends to nothing: 0
+    feeds["arg3"] = mask
+    lowered_module = check(text, SPLIT, feeds, "f32", "attention")
+    # the case adds a residual (arg4) to the attention
+    out = run_function(lowered_module, feeds)["out0"] - feeds["arg4"]
+    mean_v = feeds["arg2"].mean(axis=2)  # [B, H, Dv]
+    np.testing.assert_allclose(out[:, :, 0, :], mean_v, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[:, :, 17, :], 0, atol=1e-6)
+
+
 # ---- end to end: ub-fusion puts the cube op and its epilogue in one kernel -----------------------
 
 MLP = """

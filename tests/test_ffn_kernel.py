@@ -85,6 +85,20 @@ func.func @main(%x: {x}, %w13: {T((k, 2 * f), e)}, %b13: {T((2 * f,), e)}, %w2: 
 }}"""
 
 
+def geglu_tanh(e: str, m: int = 40, k: int = 24, f: int = 72, n: int = 36) -> str:
+    """T5 v1.1's and Gemma's MLP: a tanh GELU on the gate, times the up projection."""
+    x, mid, y = T((m, k), e), T((m, f), e), T((m, n), e)
+    return f"""
+func.func @main(%x: {x}, %wg: {T((k, f), e)}, %wu: {T((k, f), e)}, %wd: {T((f, n), e)}) -> {y} {{
+  %g = graph.matmul %x, %wg : ({x}, {T((k, f), e)}) -> {mid}
+  %a = graph.gelu %g {{approximate = "tanh"}} : {mid}
+  %u = graph.matmul %x, %wu : ({x}, {T((k, f), e)}) -> {mid}
+  %p = graph.mul %u, %a : {mid}
+  %y = graph.matmul %p, %wd : ({mid}, {T((f, n), e)}) -> {y}
+  func.return %y : {y}
+}}"""
+
+
 def plain(e: str, act: str, m: int = 45, k: int = 32, f: int = 80, n: int = 48) -> str:
     """BERT's MLP: act(x @ W1 + b1) @ W2 + b2, the bias adds separate (graph-fusion
     folds them); `m` < 0 makes the rows dynamic."""
@@ -107,6 +121,7 @@ func.func @main(%x: {x}, %w1: {T((k, f), e)}, %b1: {T((f,), e)}, %w2: {T((f, n),
 CASES = {
     "swiglu_residual": swiglu_residual,
     "geglu_merged": geglu_merged,
+    "geglu_tanh": geglu_tanh,
     "gelu_tanh": lambda e: plain(e, "gelu_tanh"),
     "relu_dynamic_rows": lambda e: plain(e, "relu", m=-1),
 }
@@ -225,7 +240,12 @@ def test_ffn_traffic_reads_weights_once_from_hbm() -> None:
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 @pytest.mark.parametrize(
     ("case", "elt"),
-    [("swiglu_residual", "f16"), ("geglu_merged", "f32"), ("gelu_tanh", "bf16")],
+    [
+        ("swiglu_residual", "f16"),
+        ("geglu_merged", "f32"),
+        ("geglu_tanh", "f16"),
+        ("gelu_tanh", "bf16"),
+    ],
 )
 def test_emulated_ffn_kernel_gives_the_ffn_formula(case: str, elt: str, small_tiles: None) -> None:
     from autofusion.codegen.emulate import run_function_emulated

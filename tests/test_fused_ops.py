@@ -166,23 +166,32 @@ func.func @main(%x: tensor<2x3x16xf32>, %r: tensor<2x3x16xf32>, %g: tensor<16xf3
 
 
 @pytest.mark.parametrize(
-    ("act", "merged"), [("swiglu", False), ("geglu", True), ("reglu", False), ("gelu_tanh", False)]
+    ("act", "merged"),
+    [
+        ("swiglu", False),
+        ("geglu", True),
+        ("geglu_tanh", False),
+        ("reglu", False),
+        ("gelu_tanh", False),
+    ],
 )
 def test_ffn(act: str, merged: bool) -> None:
     """graph.ffn in float32 against numpy: [residual +] act(x @ W1 + b1) @ W2 + b2, a
     merged gate/up weight holding the gate in its first half."""
     x, r, w2, b2 = f32(3, 5, 8), f32(3, 5, 6), f32(16, 6), f32(6)
-    gated = act in ("swiglu", "geglu", "reglu")
+    gated = act in ("swiglu", "geglu", "geglu_tanh", "reglu")
     w1s = [f32(8, 32)] if merged else [f32(8, 16), f32(8, 16)] if gated else [f32(8, 16)]
     b1s = [f32(w.shape[1]) for w in w1s]
     h = [x @ w + b for w, b in zip(w1s, b1s)]
     gate, up = (np.split(h[0], 2, axis=-1) if merged else h) if gated else (h[0], None)
     erf = np.vectorize(math.erf)
+    gelu_tanh = lambda g: 0.5 * g * (1 + np.tanh(0.7978845608 * (g + 0.044715 * g**3)))  # noqa: E731
     acts = {
         "swiglu": lambda g: g / (1 + np.exp(-g)),
         "geglu": lambda g: 0.5 * g * (1 + erf(g / math.sqrt(2))),
+        "geglu_tanh": gelu_tanh,
         "reglu": lambda g: np.maximum(g, 0),
-        "gelu_tanh": lambda g: 0.5 * g * (1 + np.tanh(0.7978845608 * (g + 0.044715 * g**3))),
+        "gelu_tanh": gelu_tanh,
     }
     g = acts[act](gate) * up if up is not None else acts[act](gate)
     want = r + g @ w2 + b2

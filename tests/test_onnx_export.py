@@ -26,6 +26,7 @@ from xdsl.ir import Operation  # noqa: E402
 from autofusion import dtypes  # noqa: E402
 from autofusion.diagnostics import UserError  # noqa: E402
 from autofusion.dialects import graph  # noqa: E402
+from autofusion.dialects.graph_fused import FFN_GATED  # noqa: E402
 from autofusion.interpreter import find_function, random_inputs, run_function  # noqa: E402
 from autofusion.mlir_io import default_context, parse_module  # noqa: E402
 from frontends.onnx import export_ops, export_table  # noqa: E402
@@ -836,6 +837,7 @@ FFN_CASES = {
     "swiglu_residual": ("swiglu", 2, False, False, True),
     "swiglu_merged_biases": ("swiglu", 1, True, True, False),
     "geglu": ("geglu", 2, True, False, True),
+    "geglu_tanh_merged": ("geglu_tanh", 1, True, True, False),
     "reglu": ("reglu", 1, False, True, True),
     "gelu_tanh": ("gelu_tanh", 1, True, True, False),
     "relu": ("relu", 1, False, False, False),
@@ -848,7 +850,7 @@ def test_ffn(case: str, elt: str) -> None:
     act, n_w1, bias1, bias2, residual = FFN_CASES[case]
     f = 12
     x, y = f"tensor<2x?x8x{elt}>", f"tensor<2x?x6x{elt}>"
-    width = 2 * f if n_w1 == 1 and act in ("swiglu", "geglu", "reglu") else f
+    width = 2 * f if n_w1 == 1 and act in FFN_GATED else f
     w1 = [f"tensor<8x{width}x{elt}>"] * n_w1
     args = [("x", x), *((f"w{i}", t) for i, t in enumerate(w1)), ("w2", f"tensor<{f}x6x{elt}>")]
     if bias1:

@@ -472,12 +472,6 @@ def test_gather_nd_with_constant_indices() -> None:
 NEWEST_OPSET = onnx.defs.onnx_opset_version()
 
 
-def test_opset_below_13_is_refused() -> None:
-    m = make_model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])])
-    m.opset_import[0].version = 12
-    assert f"ONNX opset 12; afc imports opsets 13 to {NEWEST_OPSET}" in error_of(m)
-
-
 def test_opset_newer_than_onnx_is_refused() -> None:
     m = make_model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", F, [2])], [vi("y", F, [2])])
     m.opset_import[0].version = NEWEST_OPSET + 1
@@ -639,15 +633,16 @@ def test_float8_initializer_is_imported_and_cast() -> None:
 
 
 def test_version_tables_cover_every_converter_and_version() -> None:
-    """Every converter lists, for each version its op reaches from opset 13 to the newest,
-    whether it implements it (VERSIONS) or what differs (REFUSED_VERSIONS)."""
+    """Every converter lists, for each version its op reaches from opset 7 (LEGACY_OPSET)
+    to the newest, whether it implements it (VERSIONS) or what differs (REFUSED_VERSIONS)."""
     from frontends.onnx.converters import converters, operator_versions
+    from frontends.onnx.importer import LEGACY_OPSET
 
     implemented, refused = operator_versions()
     assert set(implemented) == set(converters())
     for op, versions in implemented.items():
         reached = set()
-        for opset in range(13, NEWEST_OPSET + 1):
+        for opset in range(LEGACY_OPSET, NEWEST_OPSET + 1):
             try:
                 reached.add(onnx.defs.get_schema(op, opset, "").since_version)
             except onnx.defs.SchemaError:  # the op is newer than this opset
@@ -659,7 +654,8 @@ def test_version_tables_cover_every_converter_and_version() -> None:
 
 def test_unimplemented_operator_version_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """A version missing from the converter's table is refused in one line naming the
-    node, the operator and its version (here Relu-14, as if afc implemented only Relu-13)."""
+    node, the operator and its version (here Relu-14, as if afc implemented only Relu-13, and
+    Relu-6 from ops_legacy)."""
     from frontends.onnx import ops_math
 
     monkeypatch.setitem(ops_math.VERSIONS, "Relu", (13,))
@@ -671,7 +667,7 @@ def test_unimplemented_operator_version_is_refused(monkeypatch: pytest.MonkeyPat
     )
     assert error_of(m) == (
         "node 'act' (Relu-14): operator version 14 is not supported: afc implements versions "
-        "13 of Relu, and version 14 is newer than the ones it was checked against"
+        "6, 13 of Relu, and version 14 is newer than the ones it was checked against"
     )
     monkeypatch.setitem(ops_math.REFUSED_VERSIONS, ("Relu", 14), "it adds integer types")
     assert error_of(m) == (

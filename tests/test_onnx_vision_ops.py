@@ -59,9 +59,7 @@ TOLERANCE_OVERRIDE = {
 }
 
 # case -> the text of afc's refusal (each is a documented limitation)
-REFUSED = {
-    "test_upsample_nearest": "opset 9",  # Upsample-9 models predate afc's opset 13
-}
+REFUSED: dict[str, str] = {}
 
 
 def _vision_cases() -> list[str]:

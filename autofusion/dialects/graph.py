@@ -100,6 +100,7 @@ from autofusion.dialects.graph_fused import (
     SwigluOp,
 )
 from autofusion.dialects.graph_indexing import INDEXING_OPS
+from autofusion.dialects.graph_library import LIBRARY_OPS
 from autofusion.dialects.graph_math import MATH_OPS
 from autofusion.dialects.graph_quant import QUANT_OPS
 from autofusion.dialects.graph_vision import VISION_OPS
@@ -1343,6 +1344,7 @@ Graph = Dialect(
         *FUSED_OPS,
         *MATH_OPS,
         *INDEXING_OPS,
+        *LIBRARY_OPS,
         *VISION_OPS,
         *QUANT_OPS,
     ],

@@ -413,8 +413,10 @@ class RmsNormApplyOp(GraphOp, StreamingFacts):
 
 
 # graph.ffn activations: gated ones (act(gate) * up) with the activation of their gate,
-# and plain ones (act(h)), named as graph.ACTIVATIONS names them
-FFN_GATED = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}
+# and plain ones (act(h)), named as graph.ACTIVATIONS names them. geglu_tanh is the
+# gated tanh GELU of T5 v1.1 (gelu_new) and Gemma (gelu_pytorch_tanh); CANN's FFN has
+# no such form, so on the NPU it is afc's own.
+FFN_GATED = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh", "reglu": "relu"}
 FFN_PLAIN = ("relu", "gelu", "gelu_tanh", "silu", "sigmoid")
 FFN_ACTIVATIONS = (*FFN_GATED, *FFN_PLAIN)
 SEGMENTS = "operandSegmentSizes"
@@ -436,13 +438,15 @@ class FfnOp(GraphOp, OpFacts):
 
         gate = round(x @ W1g + b1g), up = round(x @ W1u + b1u)          (gated)
         swiglu:        g = round(silu(gate) * up)                        (graph.swiglu)
-        geglu, reglu:  g = round(round(act(gate)) * up)                  (act, then mul)
+        geglu, geglu_tanh, reglu:
+                       g = round(round(act(gate)) * up)                  (act, then mul)
         plain act:     g = round(act(x @ W1 + b1))    (a matmul with its activation epilogue)
         y = round(g @ W2 + b2 + residual)     (f32 accumulation, one rounding)
 
-    `activation` is one of FFN_ACTIVATIONS (gelu is the erf form, gelu_tanh the tanh
-    approximation). The operand groups are given by `operandSegmentSizes` (input,
-    weight1, weight2, bias1, bias2, residual); build the op with `FfnOp.from_parts`.
+    `activation` is one of FFN_ACTIVATIONS (gelu and geglu use the erf form, gelu_tanh
+    and geglu_tanh the tanh approximation). The operand groups are given by
+    `operandSegmentSizes` (input, weight1, weight2, bias1, bias2, residual); build the op
+    with `FfnOp.from_parts`.
 
     The residual joins the down projection's float32 sum before its one rounding (the
     decomposed graph rounds the projection, then the add): the ffn kernel starts its

@@ -1,5 +1,6 @@
 """`afc compile --check`: run the original and the fused model on the same random inputs.
 
+The random inputs are seeded; an integer input's range follows its use (input_ranges.py).
 Three comparisons against the original model run by the reference interpreter: the
 fused graph (interpreter), the buffer-level kernels (interpreter), and fused.onnx in
 ONNX Runtime when it is installed (for an .onnx model, ONNX Runtime also runs the
@@ -19,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 
 from autofusion import dtypes
 from autofusion.dialects import graph
+from autofusion.driver.input_ranges import integer_input_ranges
 from autofusion.driver.pipeline import fuse_and_lower
 from autofusion.interpreter import find_function, random_inputs, run_function
 
@@ -210,7 +212,9 @@ def check_numerics(c: Compilation) -> dict[str, Any]:
         }
     original, fused, lowered, notes = modules
     dtype_name, tol = _tolerance(original)
-    inputs = random_inputs(find_function(original), c.options.seed)
+    f = find_function(original)
+    ranges = integer_input_ranges(f, c.options.input_ranges)
+    inputs = random_inputs(f, c.options.seed, integer_ranges=ranges)
     reference = run_function(original, inputs)
     rows = [
         _row("interpreter: fused graph", compare(reference, run_function(fused, inputs), *tol)),
@@ -230,6 +234,7 @@ def check_numerics(c: Compilation) -> dict[str, Any]:
     return {
         "seed": c.options.seed,
         "inputs": {k: list(v.shape) for k, v in inputs.items()},
+        "integer_ranges": {k: list(v) for k, v in ranges.items()},
         "comparisons": rows,
         "notes": notes,
         "verdict": verdict,

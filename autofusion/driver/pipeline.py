@@ -53,6 +53,7 @@ class CompileOptions:
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     dynamic_size: int = 128  # what the cost model assumes for a dynamic dimension
     seed: int = 0  # random inputs of --check
+    input_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # --check's, by hand
 
 
 @dataclass

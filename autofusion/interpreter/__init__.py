@@ -21,6 +21,8 @@ from autofusion.diagnostics import UserError
 from autofusion.dialects import shape_inference as si
 
 NAME_ATTR = "graph.name"
+# random_inputs' integers: [low, high)
+DEFAULT_INTEGER_RANGE = (0, 8)
 
 
 def find_function(module: ModuleOp, entry: str | None = None) -> func.FuncOp:
@@ -141,10 +143,16 @@ def run_function(
     return dict(zip(result_names(f), (np.asarray(r) for r in results)))
 
 
-def random_inputs(f: func.FuncOp, seed: int, dynamic_size: int = 4) -> dict[str, np.ndarray]:
+def random_inputs(
+    f: func.FuncOp,
+    seed: int,
+    dynamic_size: int = 4,
+    integer_ranges: Mapping[str, tuple[int, int]] | None = None,
+) -> dict[str, np.ndarray]:
     """Random inputs for `f` (dynamic dims get `dynamic_size`), deterministic per seed.
 
-    Floats are standard normal; integers are in [0, 8) so they are valid small indices.
+    Floats are standard normal; an integer input is in its [low, high) of
+    `integer_ranges`, else in DEFAULT_INTEGER_RANGE so they are valid small indices.
     """
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
@@ -158,6 +166,7 @@ def random_inputs(f: func.FuncOp, seed: int, dynamic_size: int = 4) -> dict[str,
         elif dtypes.type_name(elt) == "i1":
             value = rng.random(shape) < 0.5
         else:
-            value = rng.integers(0, 8, shape)
+            low, high = (integer_ranges or {}).get(name, DEFAULT_INTEGER_RANGE)
+            value = rng.integers(low, high, shape)
         out[name] = dtypes.to_storage(value, elt)
     return out

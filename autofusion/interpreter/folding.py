@@ -20,6 +20,7 @@ def op_family_functions() -> list[InterpreterFunctions]:
     vision, quantization), registered by every interpreter of graph IR."""
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
     from autofusion.interpreter.graph_indexing import GraphIndexingFunctions
+    from autofusion.interpreter.graph_library import GraphLibraryFunctions
     from autofusion.interpreter.graph_math import GraphMathFunctions
     from autofusion.interpreter.graph_quant import GraphQuantFunctions
     from autofusion.interpreter.graph_vision import GraphVisionFunctions
@@ -28,6 +29,7 @@ def op_family_functions() -> list[InterpreterFunctions]:
         GraphFusedFunctions(),
         GraphMathFunctions(),
         GraphIndexingFunctions(),
+        GraphLibraryFunctions(),
         GraphVisionFunctions(),
         GraphQuantFunctions(),
     ]

@@ -37,8 +37,10 @@ from autofusion.lowering.row_vector_math import Loc
 from autofusion.lowering.value_types import element_type
 
 # a finite "minus infinity" for the running max: exp(S - m) stays 0, never NaN, when a
-# row's first key blocks are all masked
-M_INIT = -3.0e38
+# row's first key blocks are all masked. float32's lowest value, so that a row whose
+# scores an additive mask sets to it (transformers' torch.finfo(float32).min) stays a
+# softmax over those scores, as graph.flash_attention defines it, instead of 0
+M_INIT = -3.4028234663852886e38
 
 
 # the running sum's floor before the division: a fully masked row has l = 0 and O = 0,

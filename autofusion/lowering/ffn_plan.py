@@ -94,6 +94,15 @@ class FfnPlan(Plan):
         return m, sized[-2], sized[-1], sized[-3]
 
 
+# the gate's activation op of each gated graph.ffn activation (FFN_GATED) but swiglu,
+# which is one graph.swiglu of gate and up
+GATE_ACTIVATIONS: dict[str, tuple[type[graph.GraphOp], dict[str, str]]] = {
+    "geglu": (graph.GeluOp, {"approximate": "none"}),
+    "geglu_tanh": (graph.GeluOp, {"approximate": "tanh"}),
+    "reglu": (graph.ReluOp, {}),
+}
+
+
 def _activation_plan(
     root: graph.FfnOp, m: int, f: int, gu_elt: Attribute, ub: int, slots: int
 ) -> tuple[RowPlan, list[SSAValue], list[Operation], list[SSAValue], SSAValue] | Refusal:
@@ -121,9 +130,8 @@ def _activation_plan(
     if act == "swiglu":
         ops.append(graph.SwigluOp.make([mms[0].results[0], mms[1].results[0]]))
     elif act in FFN_GATED:
-        gate = mms[0].results[0]
-        a = graph.GeluOp.make([gate], {"approximate": "none"}) if act == "geglu" else None
-        a = a or graph.ReluOp.make([gate])
+        gate_op, gate_props = GATE_ACTIVATIONS[act]
+        a = gate_op.make([mms[0].results[0]], gate_props)
         ops += [a, graph.MulOp.make([a.results[0], mms[1].results[0]])]
     g = ops[-1].results[0]
     inputs = [*raws, *biases]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,6 +61,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="run the original and fused model on random inputs and report the largest errors",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of --check's random inputs")
+    p.add_argument(
+        "--input-range",
+        action="append",
+        default=[],
+        metavar="NAME=LO,HI",
+        help="--check's integers in [LO, HI) for the input NAME (repeatable; default: "
+        "[0, d) for an input that indexes an extent d, else [0, 8))",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -83,8 +92,13 @@ def options_from(
 
 def main(args: argparse.Namespace) -> int:
     from autofusion.driver.compile import compile_model, print_summary, write_outputs
+    from autofusion.driver.input_ranges import parse_input_ranges
 
     options = options_from(args, debug=args.debug, check=args.check, seed=args.seed)
+    if args.input_range:
+        if not args.check:
+            raise UserError("--input-range sets --check's inputs: give --check too")
+        options = replace(options, input_ranges=parse_input_ranges(args.input_range))
     out_dir = args.output or str(Path("build") / Path(args.model).stem)
     if Path(out_dir).exists() and not Path(out_dir).is_dir():
         raise UserError("the output exists and is not a directory", out_dir)

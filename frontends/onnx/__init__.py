@@ -1,4 +1,4 @@
-"""The ONNX frontend: ONNX models (opset 13 to the newest onnx knows) to the graph dialect.
+"""The ONNX frontend: ONNX models (up to the newest opset onnx knows) to the graph dialect.
 
 Importing this package does not import `onnx` (the exporter, `frontends.onnx.export`,
 is used without it); the entry points below load it on first use and raise a

@@ -9,16 +9,22 @@ from __future__ import annotations
 from types import ModuleType
 
 from frontends.onnx import (
+    functions,
     ops_control,
     ops_einsum,
     ops_elementwise,
     ops_fused,
     ops_indexing,
+    ops_legacy,
+    ops_library,
     ops_math,
     ops_norm,
+    ops_optional,
     ops_quant,
     ops_recurrent,
     ops_search,
+    ops_sequence,
+    ops_signal,
     ops_tensor,
     ops_vision,
 )
@@ -43,6 +49,11 @@ CONVERTER_MODULES: tuple[ModuleType, ...] = (
     ops_quant,
     ops_recurrent,
     ops_control,
+    ops_legacy,
+    ops_signal,
+    ops_library,
+    ops_optional,
+    ops_sequence,
 )
 
 
@@ -61,9 +72,11 @@ def operator_versions() -> tuple[OpVersions, RefusedVersions]:
     for m in CONVERTER_MODULES:
         versions.update(m.VERSIONS)
         refused.update(m.REFUSED_VERSIONS)
+    for op, old in ops_legacy.LEGACY_VERSIONS.items():  # the opsets before 13
+        versions[op] = tuple(sorted({*old, *versions[op]}))
     return versions, refused
 
 
 def converter_table() -> ConverterTable:
     """What the importer is handed."""
-    return ConverterTable(converters(), *operator_versions())
+    return ConverterTable(converters(), *operator_versions(), functions.function_converter)

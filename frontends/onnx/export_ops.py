@@ -1084,8 +1084,8 @@ def ffn(e: Emitter) -> None:
         gate, up = _rounded(e, h[0]), _rounded(e, h[1])
         if act == "swiglu":
             a = silu_into(e, gate, None)
-        elif act == "geglu":
-            a = _rounded(e, gelu_into(e, gate, "none", None))
+        elif act in ("geglu", "geglu_tanh"):
+            a = _rounded(e, gelu_into(e, gate, "tanh" if act == "geglu_tanh" else "none", None))
         else:
             a = e.node("Relu", [gate])
         g = e.node("Mul", [a, up])

@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 from xdsl.irdl import OptOperandDef, VarOperandDef
 
-from frontends.onnx import export_math_ops, export_quant, export_vision
+from frontends.onnx import export_library, export_math_ops, export_quant, export_vision
 from frontends.onnx.export_ops import (
     CORE_TABLE,
     DOMAIN,
@@ -34,6 +34,7 @@ TABLE: dict[type[Operation], Mapping] = {
     **export_math_ops.math_table(),
     **export_vision.table(),
     **export_quant.table(),
+    **export_library.table(),
 }
 
 

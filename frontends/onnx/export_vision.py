@@ -61,7 +61,7 @@ def _resize_inputs(e: Emitter) -> tuple[str, str, dict[str, Any]]:
 
 
 def resize(e: Emitter) -> None:
-    # Resize-13/18/19: roi, scales and sizes as inputs; antialias from 18,
+    # Resize-11/13/18/19: roi, scales and sizes as inputs; antialias from 18,
     # half_pixel_symmetric from 19, tf_half_pixel_for_nn before 18
     from frontends.onnx.export_ops import NotExportable
 
@@ -86,6 +86,10 @@ def resize(e: Emitter) -> None:
     roi = gv.reals(p, "roi")
     roi_name = "" if roi is None else e.const(np.asarray(roi, np.float32), TensorProto.FLOAT, "roi")
     scales, sizes, extra = _resize_inputs(e)
+    if e.opset < 13:  # Resize-11 always takes roi and scales (empty when unused)
+        empty = np.zeros(0, np.float32)
+        roi_name = roi_name or e.const(empty, TensorProto.FLOAT, "roi")
+        scales = scales or e.const(empty, TensorProto.FLOAT, "scales")
     ins = [e.inputs[0], roi_name, scales] + ([sizes] if sizes else [])
     e.nodes("Resize", ins, e.outputs, **attrs, **extra)
 

@@ -31,7 +31,7 @@ from collections import ChainMap
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 import onnx
@@ -68,12 +68,15 @@ from autofusion.dialects.graph import GraphOp, Props
 from autofusion.dialects.shape_inference import ShapeError
 from autofusion.interpreter import NAME_ATTR
 from autofusion.interpreter.folding import evaluate
+from frontends.onnx.schemas import operator_schema
 
-# the oldest default-domain opset afc imports; the newest is the installed onnx's
+# afc imports every default-domain opset up to the installed onnx's newest
 # (`onnx.defs.onnx_opset_version()`). Each node is converted by the version of its
 # operator that the model's opset resolves to (its schema's since_version), and a
-# version its converter does not implement is refused (see `OpVersions`).
-MIN_OPSET = 13
+# version its converter does not implement is refused (see `OpVersions`). The versions
+# reached from this opset on (numpy-style broadcasting) are each implemented or refused
+# with what differs (frontends/onnx/ops_legacy.py); older ones are refused as such.
+LEGACY_OPSET = 7
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -228,6 +231,31 @@ class Tensor:
 Value = Const | Sym | Tensor
 
 
+@dataclass(eq=False)
+class Seq:
+    """An ONNX sequence resolved at compile time: its tensors in order (the sequence ops are
+    taken apart by the importer, frontends/onnx/ops_sequence.py) and their element type."""
+
+    items: tuple[Value, ...]
+    elt: Attribute
+
+
+@dataclass(eq=False)
+class Opt:
+    """An ONNX optional resolved at compile time: the value it holds, or None if empty."""
+
+    value: Value | Seq | None
+
+
+# what a name of the ONNX graph stands for: a tensor, or a sequence or optional of them
+Item = Value | Seq | Opt
+
+
+def item_kind(v: Item) -> str:
+    """How diagnostics name a non-tensor value."""
+    return "a sequence" if isinstance(v, Seq) else "an optional"
+
+
 def probe_dims(v: Value) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shape of `v` under probe assignments A and B (equal where static)."""
     if isinstance(v, Tensor):
@@ -302,10 +330,23 @@ class Node:
         return v
 
     def opt_input(self, i: int) -> Value | None:
-        """Input `i`, or None when it is omitted (absent or named '')."""
+        """Input `i`, a tensor, or None when it is omitted (absent or named '')."""
+        v = self.opt_item(i)
+        if v is None or isinstance(v, Const | Sym | Tensor):
+            return v
+        raise self.error(f"input #{i} ('{self.proto.input[i]}') is {item_kind(v)}, not a tensor")
+
+    def opt_item(self, i: int) -> Item | None:
+        """Input `i` of any kind (a tensor, sequence or optional), or None when omitted."""
         if i >= len(self.proto.input) or not self.proto.input[i]:
             return None
         return self.importer.lookup(self.proto.input[i], self)
+
+    def tensor(self, v: Item, what: str) -> Value:
+        """`v` (a subgraph's output, say), which must be a tensor."""
+        if isinstance(v, Seq | Opt):
+            raise self.error(f"{what} is {item_kind(v)}, not a tensor")
+        return v
 
     def inputs(self) -> list[Value]:
         return [self.input(i) for i in range(self.num_inputs)]
@@ -428,7 +469,7 @@ class Node:
         return Const(dtypes.to_storage(array, elt).reshape(array.shape), elt, self.output_name(k))
 
 
-Converter = Callable[[Node], Sequence[Value | None]]
+Converter = Callable[[Node], Sequence[Item | None]]
 
 # op type -> the since_versions its converter implements (a version it is not listed
 # for is refused); each converter module has one such table, `VERSIONS`
@@ -439,10 +480,13 @@ OpVersions = dict[str, tuple[int, ...]]
 RefusedVersions = dict[tuple[str, int], str]
 
 
-def register(table: dict[str, Converter], *op_types: str) -> Callable[[Converter], Converter]:
+ConverterT = TypeVar("ConverterT", bound=Converter)
+
+
+def register(table: dict[str, Converter], *op_types: str) -> Callable[[ConverterT], ConverterT]:
     """Decorator: register a converter for `op_types` in `table`."""
 
-    def add(fn: Converter) -> Converter:
+    def add(fn: ConverterT) -> ConverterT:
         for t in op_types:
             assert t not in table, f"two converters for {t}"
             table[t] = fn
@@ -458,6 +502,9 @@ class ConverterTable(NamedTuple):
     converters: Mapping[str, Converter]
     versions: OpVersions
     refused: RefusedVersions
+    # for an operator with no converter: the converter of its ONNX function body, or None
+    # when it has none (frontends/onnx/functions.py)
+    function: Callable[[Node], Converter | None] | None = None
 
 
 # --------------------------------------------------------------------------------------
@@ -484,17 +531,17 @@ class Importer:
         self.opset = self._default_opset()
         # the value table: the main graph's values, or while a subgraph is converted a
         # ChainMap of its scope over the enclosing ones (see `convert_subgraph`)
-        self.graph_values: dict[str, Value] = {}
-        self.values: MutableMapping[str, Value] = self.graph_values
+        self.graph_values: dict[str, Item] = {}
+        self.values: MutableMapping[str, Item] = self.graph_values
         self.scope = ""  # the node-name prefix of the subgraph being converted
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.block = Block()
         self.symbols: dict[str, int] = {}
-        self._since: dict[str, int] = {}
+        self._since: dict[tuple[str, int], int] = {}
         self._table: Mapping[str, Converter] = {}
         self._versions: OpVersions = {}
         self._refused: RefusedVersions = {}
-        self._schemas: dict[tuple[str, int], onnx.defs.OpSchema] = {}
+        self._function: Callable[[Node], Converter | None] | None = None
 
     # ---- opsets --------------------------------------------------------------------
 
@@ -504,34 +551,30 @@ class Importer:
             raise UserError("the model imports no default-domain (ai.onnx) opset")
         opset = versions[0]
         newest = onnx.defs.onnx_opset_version()
-        if opset < MIN_OPSET:
-            raise UserError(
-                f"the model uses ONNX opset {opset}; afc imports opsets {MIN_OPSET} to "
-                f"{newest} (convert it with onnx.version_converter)"
-            )
         if opset > newest:
             raise UserError(
                 f"the model uses ONNX opset {opset}, newer than the installed onnx "
-                f"{onnx.__version__} knows ({newest}); afc imports opsets {MIN_OPSET} to {newest}"
+                f"{onnx.__version__} knows ({newest}); afc imports opsets up to {newest}"
             )
         return opset
 
     def since_version(self, op_type: str) -> int:
         """The version of `op_type` in the model's opset (its spec's since_version)."""
-        if op_type not in self._since:
+        key = (op_type, self.opset)  # a function body may import another opset
+        if key not in self._since:
             try:
                 schema = onnx.defs.get_schema(op_type, self.opset, "")
-                self._since[op_type] = schema.since_version
+                self._since[key] = schema.since_version
             except onnx.defs.SchemaError:
-                self._since[op_type] = 0
-        return self._since[op_type]
+                self._since[key] = 0
+        return self._since[key]
 
     # ---- the walk ------------------------------------------------------------------
 
     def run(self, table: ConverterTable) -> ModuleOp:
         """Import the model, converting each node with `table` (ONNX op type ->
         converter and the versions each implements: frontends/onnx/converters.py)."""
-        self._table, self._versions, self._refused = table
+        self._table, self._versions, self._refused, self._function = table
         g = self.model.graph
         if g.sparse_initializer:
             raise UserError(
@@ -588,7 +631,8 @@ class Importer:
             if tt is None:
                 kind = NON_TENSOR_TYPES.get(inp.type.WhichOneof("value") or "", "untyped")
                 raise UserError(
-                    f"input '{inp.name}' is {kind}, not a tensor (afc imports tensor inputs only)"
+                    f"input '{inp.name}' is {kind}, not a tensor (afc imports tensor inputs "
+                    "only: it resolves sequences and optionals at compile time)"
                 )
             elt = element_type(tt.elem_type, f"input '{inp.name}'")
             dims_a, dims_b, shape = self._input_dims(inp.name, tt)
@@ -658,13 +702,20 @@ class Importer:
             raise UserError(f"node '{node.name}': {_not_in_opset(proto.op_type, self.opset)}")
         fn = self._table.get(proto.op_type)
         if fn is None:
-            raise UserError(
-                f"node '{node.name}': unsupported ONNX operator {proto.op_type} (opset {self.opset})"
-            )
-        self._check_version(node)
-        self._check_schema(node)
-        outputs = list(fn(node))
-        node.check_attrs()
+            # an operator with no converter may be defined by a function body
+            fn = self._function(node) if self._function else None
+            if fn is None:
+                raise UserError(
+                    f"node '{node.name}': unsupported ONNX operator {proto.op_type} "
+                    f"(opset {self.opset})"
+                )
+            self._check_schema(node)
+            outputs = list(fn(node))
+        else:
+            self._check_version(node)
+            self._check_schema(node)
+            outputs = list(fn(node))
+            node.check_attrs()
         for k, out_name in enumerate(proto.output):
             if not out_name:
                 continue
@@ -677,8 +728,8 @@ class Importer:
             self.values[out_name] = value
 
     def convert_subgraph(
-        self, node: Node, body: onnx.GraphProto, bindings: Sequence[Value], scope: str
-    ) -> list[Value]:
+        self, node: Node, body: onnx.GraphProto, bindings: Sequence[Item], scope: str
+    ) -> list[Item]:
         """Convert the nodes of `body`, a GRAPH attribute of `node`, inline into the function
         being built, with its inputs bound to `bindings`: its outputs' values.
 
@@ -692,7 +743,7 @@ class Importer:
             )
         if body.sparse_initializer:
             raise node.error(f"subgraph '{scope}' has a sparse initializer, which is not supported")
-        local: dict[str, Value] = {}
+        local: dict[str, Item] = {}
         for t in body.initializer:
             local[t.name] = self._initializer(t)
         for inp, value in zip(body.input, bindings):
@@ -713,7 +764,13 @@ class Importer:
             return
         listed = ", ".join(str(v) for v in implemented)
         reason = self._refused.get((node.op_type, node.version))
-        if reason is None:
+        if reason is None and node.version < min(implemented, default=0):
+            reason = (
+                f"afc implements versions {listed} of {node.op_type}; version "
+                f"{node.version} is only reached from opsets before {LEGACY_OPSET} "
+                "(convert the model with onnx.version_converter)"
+            )
+        elif reason is None:
             reason = (
                 f"afc implements versions {listed} of {node.op_type}, and version "
                 f"{node.version} is newer than the ones it was checked against"
@@ -723,37 +780,43 @@ class Importer:
     def _check_schema(self, node: Node) -> None:
         """The node's inputs and attributes as its operator version's schema declares them:
         required inputs given, no extra ones, every attribute known and of its type."""
-        key = (node.op_type, node.version)
-        if key not in self._schemas:
-            self._schemas[key] = onnx.defs.get_schema(node.op_type, node.version, "")
-        schema = self._schemas[key]
+        schema = operator_schema(node.op_type, node.version)
         given = node.proto.input
         if len(given) > schema.max_input:
             raise node.error(f"has {len(given)} inputs; it takes at most {schema.max_input}")
-        for i, formal in enumerate(schema.inputs):
-            if formal.option == Single and (i >= len(given) or not given[i]):
-                raise node.error(f"required input #{i} ('{formal.name}') is missing")
+        for i, name in schema.required_inputs:
+            if i >= len(given) or not given[i]:
+                raise node.error(f"required input #{i} ('{name}') is missing")
         if len(given) < schema.min_input:
             raise node.error(f"has {len(given)} inputs; it takes at least {schema.min_input}")
         for a in node.proto.attribute:
-            spec = schema.attributes.get(a.name)
-            if spec is None:
-                known = ", ".join(sorted(schema.attributes))
+            want = schema.attribute_types.get(a.name)
+            if want is None:
+                known = ", ".join(sorted(schema.attribute_types))
                 has = f"its attributes are {known}" if known else "it has no attributes"
                 raise node.error(f"attribute '{a.name}' is not in the spec ({has})")
-            # str(AttrType.INT) is "AttrType.INT" (the stubs lack the enum's .name)
-            want = str(spec.type).rsplit(".", 1)[-1]
-            got = onnx.AttributeProto.AttributeType.Name(a.type)
-            if a.type and not a.ref_attr_name and got != want:
-                raise node.error(f"attribute '{a.name}' must be {want}, got {got}")
-        for name, spec in schema.attributes.items():
-            if spec.required and all(a.name != name for a in node.proto.attribute):
+            if a.type and not a.ref_attr_name and a.type != want:
+                type_name = onnx.AttributeProto.AttributeType.Name
+                raise node.error(
+                    f"attribute '{a.name}' must be {type_name(want)}, got {type_name(a.type)}"
+                )
+        for name in schema.required_attributes:
+            if all(a.name != name for a in node.proto.attribute):
                 raise node.error(f"required attribute '{name}' is missing")
 
     def _results(self) -> list[SSAValue]:
         results: list[SSAValue] = []
         for out in self.model.graph.output:
             v = self.lookup(out.name, None)
+            declared = out.type.WhichOneof("value")
+            if isinstance(v, Seq | Opt) or declared in NON_TENSOR_TYPES:
+                kind = (
+                    item_kind(v) if isinstance(v, Seq | Opt) else NON_TENSOR_TYPES[declared or ""]
+                )
+                raise UserError(
+                    f"graph output '{out.name}' is {kind}; afc compiles models whose "
+                    "outputs are tensors"
+                )
             if isinstance(v, Sym):
                 raise UserError(
                     f"output '{out.name}' depends on symbolic input dims; give static input "
@@ -785,7 +848,7 @@ class Importer:
 
     # ---- the value table -----------------------------------------------------------
 
-    def lookup(self, name: str, node: Node | None) -> Value:
+    def lookup(self, name: str, node: Node | None) -> Item:
         if name in self.values:
             return self.values[name]
         if name in self.initializers:
@@ -908,9 +971,6 @@ class Importer:
         if a == b:
             return node.const(arr_a, i64)
         return Sym(arr_a, np.asarray(b, dtype=np.int64), i64)
-
-
-Single = onnx.defs.OpSchema.FormalParameterOption.Single
 
 
 def _not_in_opset(op_type: str, opset: int) -> str:

@@ -22,6 +22,7 @@ from autofusion.dialects import graph
 from frontends.onnx.importer import (
     Const,
     Converter,
+    Item,
     Node,
     OpVersions,
     RefusedVersions,
@@ -95,7 +96,7 @@ def _graph(node: Node, name: str) -> onnx.GraphProto:
     return body
 
 
-def _outputs(node: Node, values: Sequence[Value], what: str) -> list[Value]:
+def _outputs(node: Node, values: Sequence[Item], what: str) -> list[Item]:
     if len(values) != len(node.proto.output):
         raise node.error(
             f"{what} gives {len(values)} outputs, but the node has {len(node.proto.output)}"
@@ -109,7 +110,7 @@ def _outputs(node: Node, values: Sequence[Value], what: str) -> list[Value]:
 
 
 @register(CONVERTERS, "If")
-def convert_if(node: Node) -> list[Value]:
+def convert_if(node: Node) -> list[Item]:
     """If-13: the branch the constant condition chooses, inlined."""
     then_branch, else_branch = _graph(node, "then_branch"), _graph(node, "else_branch")
     cond = bool(_scalar(node, "the condition", node.input(0), 0))
@@ -132,15 +133,21 @@ def _bool_const(node: Node, value: bool) -> Const:
 
 
 @register(CONVERTERS, "Loop")
-def convert_loop(node: Node) -> list[Value]:
+def convert_loop(node: Node) -> list[Item]:
     """Loop-13: unrolled; the trip count M, or else every iteration's condition, must be
-    known at compile time (a body's cond output computed at run time is refused)."""
+    known at compile time (a body's cond output computed at run time is refused). Loop-carried
+    sequences and optionals (Loop-13/16) are compile-time values like the rest."""
     body = _graph(node, "body")
     trip_in = node.opt_input(0)
     trip = None if trip_in is None else int(_scalar(node, "the trip count M", trip_in, 0))
     cond_in = node.opt_input(1)
     cond = True if cond_in is None else bool(_scalar(node, "the condition", cond_in, 1))
-    carried = [node.input(i) for i in range(2, node.num_inputs)]
+    carried: list[Item] = []
+    for i in range(2, node.num_inputs):
+        v = node.opt_item(i)
+        if v is None:
+            raise node.error(f"loop-carried input #{i} is required")
+        carried.append(v)
     n_carried = len(carried)
     n_scan = len(body.output) - 1 - n_carried
     if n_scan < 0:
@@ -148,20 +155,24 @@ def convert_loop(node: Node) -> list[Value]:
             f"the body has {len(body.output)} outputs; it needs the condition and "
             f"{n_carried} loop-carried values"
         )
-    steps: list[list[Value]] = []
+    steps: list[list[Item]] = []
     k = 0
     while cond and (trip is None or k < trip):
         if trip is None and k >= MAX_UNROLL:
             raise node.error(f"the loop runs past {MAX_UNROLL} iterations with no trip count M")
         args = [_iteration_const(node, k), _bool_const(node, cond), *carried]
         outs = node.importer.convert_subgraph(node, body, args, f"iter{k}")
-        cond = bool(_scalar(node, f"the body's condition output at iteration {k}", outs[0]))
+        what = f"the body's condition output at iteration {k}"
+        cond = bool(_scalar(node, what, node.tensor(outs[0], what)))
         carried = outs[1 : 1 + n_carried]
         steps.append(outs[1 + n_carried :])
         k += 1
     if n_scan and not steps:
         raise node.error("the loop runs no iteration, so its scan outputs have no shape")
-    scans = [stack(node, [s[j] for s in steps], 0) for j in range(n_scan)]
+    scans: list[Item] = []
+    for j in range(n_scan):
+        what = f"scan output #{j} of the body"
+        scans.append(stack(node, [node.tensor(s[j], what) for s in steps], 0))
     return _outputs(node, carried + scans, "the loop")
 
 
@@ -192,7 +203,7 @@ def _directions(node: Node, name: str, count: int) -> list[int]:
 
 
 @register(CONVERTERS, "Scan")
-def convert_scan(node: Node) -> list[Value]:
+def convert_scan(node: Node) -> list[Item]:
     """Scan-11/16: unrolled over the static length of its scan inputs."""
     body = _graph(node, "body")
     n_in = int(node.attr("num_scan_inputs"))
@@ -222,9 +233,10 @@ def convert_scan(node: Node) -> list[Value]:
             take(node, v, axis, length - 1 - t if rev else t)
             for v, axis, rev in zip(scan_in, in_axes, in_dirs)
         ]
-        outs = node.importer.convert_subgraph(node, body, states + slices, f"iter{t}")
-        states = outs[:n_state]
-        steps.append(outs[n_state:])
+        outs = node.importer.convert_subgraph(node, body, [*states, *slices], f"iter{t}")
+        outs_t = [node.tensor(v, f"output #{j} of the body") for j, v in enumerate(outs)]
+        states = outs_t[:n_state]
+        steps.append(outs_t[n_state:])
     ranks = [len(v.shape) + 1 for v in steps[0]] if steps else [1] * n_out
     out_axes = _axes(node, "scan_output_axes", n_out, ranks)
     scans = []

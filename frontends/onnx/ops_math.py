@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import f32, i1
 from xdsl.ir import Attribute
 
 from autofusion import dtypes
 from autofusion.diagnostics import UserError
-from autofusion.dialects import graph, graph_math
+from autofusion.dialects import graph, graph_library, graph_math
 from autofusion.dialects import graph_quant as gq
 from autofusion.dialects import shape_inference as si
 from autofusion.narrow_types import E8M0, ROUND_MODES
@@ -31,6 +31,7 @@ from frontends.onnx.importer import (
     probe_dims,
     register,
 )
+from frontends.onnx.ops_legacy import along_axis
 
 CONVERTERS: dict[str, Converter] = {}
 
@@ -182,8 +183,11 @@ def convert_xor(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Pow")
 def convert_pow(node: Node) -> list[Value]:
-    """Pow-15: the exponent may have another type than the base; it is cast to the base's."""
+    """Pow-15: the exponent may have another type than the base; it is cast to the base's.
+    An integer base is graph_library's int_pow, with the exponent as given."""
     x, y = node.input(0), node.input(1)
+    if dtypes.is_integer(x.elt) and x.elt != i1:
+        return node.emit(graph_library.IntPowOp, [x, y])
     if y.elt != x.elt:
         y = node.emit1(graph.CastOp, [y], result_types=[graph.tensor(y.shape, x.elt)])
     return node.emit(graph.PowOp, [x, y])
@@ -213,9 +217,16 @@ def convert_variadic(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Clip")
 def convert_clip(node: Node) -> list[Value]:
-    """Clip-13: bounds are optional inputs; constant ones become the op's properties."""
+    """Clip-11 to -13: bounds are optional inputs; constant ones become the op's
+    properties. Clip-6 gives them as attributes (default: the float range)."""
     x = node.input(0)
     bounds: dict[str, float] = {}
+    if node.version < 11:
+        low, high = (
+            float(node.attr("min", -3.4028234663852886e38)),
+            float(node.attr("max", 3.4028234663852886e38)),
+        )
+        return node.emit(graph.ClipOp, [x], {"min": low, "max": high})
     result = x
     for i, key, op in ((1, "min", graph.MaxOp), (2, "max", graph.MinOp)):
         b = node.opt_input(i)
@@ -340,29 +351,32 @@ def convert_mish(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Softmax")
 def convert_softmax(node: Node) -> list[Value]:
-    """Softmax-13: along one axis (default -1)."""
-    return node.emit(graph.SoftmaxOp, [node.input(0)], {"axis": int(node.attr("axis", -1))})
+    """Softmax-13: along one axis (default -1); -1 and -11 over a 2-D flattening."""
+    return along_axis(node, lambda x, axis: node.emit(graph.SoftmaxOp, [x], {"axis": axis}))
 
 
 @register(CONVERTERS, "LogSoftmax")
 def convert_log_softmax(node: Node) -> list[Value]:
-    """LogSoftmax-13: (x - max) - ln(sum(exp(x - max))) along one axis."""
-    x = node.input(0)
-    axis = int(node.attr("axis", -1))
-    keep = {"axes": [axis], "keepdims": True}
-    shifted = node.emit1(graph.SubOp, [x, node.emit1(graph.ReduceMaxOp, [x], keep)])
-    total = node.emit1(graph.ReduceSumOp, [node.emit1(graph.ExpOp, [shifted])], keep)
-    return node.emit(graph.SubOp, [shifted, node.emit1(graph.LogOp, [total])])
+    """LogSoftmax-13: (x - max) - ln(sum(exp(x - max))) along one axis; -1 and -11 over a
+    2-D flattening."""
+
+    def log_softmax(x: Value, axis: int) -> list[Value]:
+        keep = {"axes": [axis], "keepdims": True}
+        shifted = node.emit1(graph.SubOp, [x, node.emit1(graph.ReduceMaxOp, [x], keep)])
+        total = node.emit1(graph.ReduceSumOp, [node.emit1(graph.ExpOp, [shifted])], keep)
+        return node.emit(graph.SubOp, [shifted, node.emit1(graph.LogOp, [total])])
+
+    return along_axis(node, log_softmax)
 
 
 def _reduce_axes(node: Node) -> list[int] | None:
     """The axes of a Reduce* node; None means "do nothing" (noop_with_empty_axes).
 
     ReduceSum takes axes as an input from version 13, the other reductions from version
-    18; before that they are an attribute. Empty axes reduce everything unless
+    18; before that they are an attribute (in ReduceSum-1 and -11 too). Empty axes reduce everything unless
     noop_with_empty_axes is set.
     """
-    if node.op_type == "ReduceSum" or node.version >= 18:
+    if (node.op_type == "ReduceSum" and node.version >= 13) or node.version >= 18:
         axes = node.ints_input(1, "axes") or []
         noop = bool(node.attr("noop_with_empty_axes", 0))
     else:
@@ -544,7 +558,10 @@ def convert_conv(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "BatchNormalization")
 def convert_batch_norm(node: Node) -> list[Value]:
-    """BatchNormalization-15 (and -14), inference only: training_mode must be 0."""
+    """BatchNormalization-15 (and -14, -9, and -7 with spatial=1), inference only:
+    training_mode must be 0."""
+    if node.version < 9 and int(node.attr("spatial", 1)) != 1:
+        raise node.reject("spatial", node.attr("spatial"), "only 1, statistics per channel")
     training = int(node.attr("training_mode", 0))
     if training:
         raise node.reject("training_mode", training, "only inference, training_mode=0")
@@ -595,10 +612,10 @@ def convert_layer_norm(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "MaxPool", "AveragePool")
 def convert_pool(node: Node) -> list[Value]:
-    """MaxPool-12/22 and AveragePool-11/19/22 in 1-D and 2-D; MaxPool's Indices output is
-    unsupported. AveragePool has dilations from version 19 on; only 1 is supported."""
+    """MaxPool-12/22 and AveragePool-11/19/22 in 1-D, 2-D and 3-D; MaxPool's Indices
+    output is unsupported. AveragePool has dilations from version 19 on."""
     x = node.input(0)
-    spatial = _check_spatial(node, x)
+    spatial = _rank(x) - 2 if _rank(x) == 5 else _check_spatial(node, x)
     kernel = node.ints_attr("kernel_shape")
     if kernel is None or len(kernel) != spatial:
         raise node.error(f"kernel_shape must have {spatial} values, got {kernel}")
@@ -610,27 +627,93 @@ def convert_pool(node: Node) -> list[Value]:
         node.attr("storage_order", 0)  # only affects Indices
         dilations = node.ints_attr("dilations", dilations) or []
     elif node.version >= 19:
-        given = node.ints_attr("dilations", dilations) or []
-        if any(d != 1 for d in given):
-            raise node.reject("dilations", given, "AveragePool supports only dilations of 1")
+        dilations = node.ints_attr("dilations", dilations) or []
     pads = _window_pads(node, x, kernel, strides, dilations)
+    if spatial == 3:
+        return [_pool_3d(node, x, (kernel, strides, dilations, pads))]
     if spatial == 1:
         x = _insert_unit_dim(node, x, 2)
         kernel, strides, dilations = _as_2d(kernel, 1), _as_2d(strides, 1), _as_2d(dilations, 1)
         pads = _pads_2d(pads)
+    y = _pool_2d(node, x, (kernel, strides, dilations, pads))
+    return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
+
+
+# a pooling window: kernel_shape, strides, dilations and pads ([begins..., ends...])
+Window = tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[int]]
+
+
+def _pool_2d(node: Node, x: Value, window: Window) -> Value:
+    kernel, strides, dilations, pads = window
     props: dict[str, object] = {
-        "kernel_shape": kernel,
-        "strides": strides,
-        "pads": pads,
+        "kernel_shape": list(kernel),
+        "strides": list(strides),
+        "pads": list(pads),
         "ceil_mode": bool(node.attr("ceil_mode", 0)),
     }
     if node.op_type == "MaxPool":
-        props["dilations"] = dilations
-        y = node.emit1(graph.MaxPool2dOp, [x], props)
-    else:
-        props["count_include_pad"] = bool(node.attr("count_include_pad", 0))
-        y = node.emit1(graph.AvgPool2dOp, [x], props)
-    return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
+        props["dilations"] = list(dilations)
+        return node.emit1(graph.MaxPool2dOp, [x], props)
+    props["count_include_pad"] = bool(node.attr("count_include_pad", 0))
+    if any(d != 1 for d in dilations):
+        return _dilated_avg_pool_2d(node, x, window)
+    return node.emit1(graph.AvgPool2dOp, [x], props)
+
+
+def _dilated_avg_pool_2d(node: Node, x: Value, window: Window) -> Value:
+    """AveragePool-19 with dilations: the window sums as a depthwise graph.conv2d with a
+    ones kernel (the input zero-padded, ceil_mode's extra windows by more end padding),
+    divided by each window's tap count (constants: the input's shape is static)."""
+    kernel, strides, dilations, pads = window
+    if si.DYN in x.shape[1:]:
+        raise node.symbolic_error("a dilated average pool's window counts")
+    ceil = bool(node.attr("ceil_mode", 0))
+    whole = bool(node.attr("count_include_pad", 0))
+    counts, ends = [], []
+    for axis in range(2):
+        size, k, s, d = x.shape[2 + axis], kernel[axis], strides[axis], dilations[axis]
+        begin, end = pads[axis], pads[axis + 2]
+        span = size + begin + end - ((k - 1) * d + 1)
+        out = (-(-span // s) if ceil else span // s) + 1
+        if ceil and (out - 1) * s >= size + begin:  # a last window starting in the end pad
+            out -= 1
+        taps = np.arange(out)[:, None] * s - begin + np.arange(k)[None, :] * d
+        low, high = (-begin, size + end) if whole else (0, size)
+        counts.append(((taps >= low) & (taps < high)).sum(1))
+        ends.append(max(end, (out - 1) * s + (k - 1) * d + 1 - size - begin))
+    channels = x.shape[1]
+    ones = node.const(np.ones((channels, 1, kernel[0], kernel[1])), x.elt)
+    props = {
+        "strides": list(strides),
+        "pads": [pads[0], pads[1], ends[0], ends[1]],
+        "dilations": list(dilations),
+        "group": channels,
+    }
+    total = node.emit1(graph.Conv2dOp, [x, ones], props)
+    count = node.const(np.outer(counts[0], counts[1]).astype(np.float64), x.elt)
+    return node.emit1(graph.DivOp, [total, count])
+
+
+def _pool_3d(node: Node, x: Value, window: Window) -> Value:
+    """A 3-D (NCDHW) pool as two 2-D ones: over H, W with D folded into the channels, then
+    over D with H, W folded into one dim. A window is a box, so its max is the max over D
+    of the maxima over H, W; its valid (or padded) element count is the product of the
+    per-axis counts, so its mean is the mean over D of the means over H, W."""
+    from frontends.onnx.ops_tensor import reshape_to
+
+    kernel, strides, dilations, pads = window
+    a, b = probe_dims(x)
+    if a[2] != b[2]:
+        raise node.symbolic_error("the depth of a 3-D pool")
+    by_hw = reshape_to(node, x, [a[0], a[1] * a[2], *a[3:]], [b[0], b[1] * b[2], *b[3:]])
+    hw_window = (kernel[1:], strides[1:], dilations[1:], [*pads[1:3], *pads[4:6]])
+    y = _pool_2d(node, by_hw, hw_window)
+    ya, yb = probe_dims(y)
+    by_d = reshape_to(node, y, [*a[:3], ya[2] * ya[3]], [*b[:3], yb[2] * yb[3]])
+    d_window = ([kernel[0], 1], [strides[0], 1], [dilations[0], 1], [pads[0], 0, pads[3], 0])
+    z = _pool_2d(node, by_d, d_window)
+    za, zb = probe_dims(z)
+    return reshape_to(node, z, [*za[:3], ya[2], ya[3]], [*zb[:3], yb[2], yb[3]])
 
 
 @register(CONVERTERS, "GlobalAveragePool")

@@ -15,6 +15,7 @@ from frontends.onnx.importer import (
     Value,
     register,
 )
+from frontends.onnx.ops_legacy import along_axis
 
 CONVERTERS: dict[str, Converter] = {}
 
@@ -48,8 +49,9 @@ def convert_arg(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Hardmax")
 def convert_hardmax(node: Node) -> list[Value]:
-    """Hardmax-13: one-hot of the first maximum along axis (default -1)."""
-    return node.emit(gm.HardmaxOp, [node.input(0)], {"axis": int(node.attr("axis", -1))})
+    """Hardmax-13: one-hot of the first maximum along axis (default -1); -1 and -11 over
+    a 2-D flattening."""
+    return along_axis(node, lambda x, axis: node.emit(gm.HardmaxOp, [x], {"axis": axis}))
 
 
 def _scalar_input(node: Node, i: int, what: str) -> int:
@@ -63,9 +65,10 @@ def _scalar_input(node: Node, i: int, what: str) -> int:
 
 @register(CONVERTERS, "TopK")
 def convert_top_k(node: Node) -> list[Value]:
-    """TopK-11 and -24 (bf16 added): K is a constant input; results are values, indices."""
+    """TopK-10, -11 and -24 (bf16 added): K is a constant input (TopK-1: the k attribute);
+    results are values, indices."""
     props = {
-        "k": _scalar_input(node, 1, "K"),
+        "k": int(node.attr("k")) if node.version < 10 else _scalar_input(node, 1, "K"),
         "axis": int(node.attr("axis", -1)),
         "largest": bool(node.attr("largest", 1)),
         "sorted": bool(node.attr("sorted", 1)),

@@ -26,6 +26,7 @@ from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
     Const,
     Converter,
+    Item,
     Node,
     OpVersions,
     RefusedVersions,
@@ -86,16 +87,28 @@ def _norm_axis(node: Node, axis: int, rank: int) -> int:
 
 
 @register(CONVERTERS, "Identity")
-def convert_identity(node: Node) -> list[Value]:
-    """Identity-13 to -25: the input itself (optional and sequence values, which Identity-14
-    and -16 add, are not tensors and are refused where they are made)."""
-    return [node.input(0)]
+def convert_identity(node: Node) -> list[Item]:
+    """Identity-13 to -25: the input itself, a tensor, or a sequence (Identity-14) or
+    optional (Identity-16) resolved at compile time."""
+    v = node.opt_item(0)
+    if v is None:
+        raise node.error("input #0 is required")
+    return [v]
 
 
 @register(CONVERTERS, "Dropout")
 def convert_dropout(node: Node) -> list[Value]:
-    """Dropout-13 in inference: the input itself, and an all-true mask when asked for."""
+    """Dropout-13 in inference: the input itself, and an all-true mask when asked for.
+    Dropout-7 and -10 give the ratio as an attribute; Dropout-7's mask has the input's type."""
     x = node.input(0)
+    if node.version < 12:
+        node.attr("ratio", 0.5)  # unused in inference
+        if len(node.proto.output) > 1 and node.proto.output[1]:
+            if si.DYN in x.shape:
+                raise node.symbolic_error("the mask output")
+            elt = i1 if node.version >= 10 else x.elt
+            return [x, node.const(np.ones(x.shape, dtypes.storage_dtype(elt)), elt, 1)]
+        return [x]
     node.attr("seed", 0)  # only draws the training-mode mask
     training = node.const_input(2, "training_mode")
     if training is not None and bool(np.asarray(training).reshape(-1)[0]):
@@ -294,9 +307,9 @@ def convert_flatten(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Unsqueeze")
 def convert_unsqueeze(node: Node) -> list[Value]:
-    """Unsqueeze-13: axes (an input) of the output get size 1."""
+    """Unsqueeze-13: axes (an input; an attribute before 13) of the output get size 1."""
     x = node.input(0)
-    axes = node.ints_input(1, "axes")
+    axes = node.ints_input(1, "axes") if node.version >= 13 else node.ints_attr("axes")
     if axes is None:
         raise node.error("axes (input #1) is required")
     out_rank = len(x.shape) + len(axes)
@@ -313,11 +326,12 @@ def convert_unsqueeze(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Squeeze")
 def convert_squeeze(node: Node) -> list[Value]:
-    """Squeeze-13: drop the given size-1 axes (an optional input; all size-1 dims if absent)."""
+    """Squeeze-13: drop the given size-1 axes (an optional input, an attribute before 13;
+    all size-1 dims if absent)."""
     x = node.input(0)
     a, b = probe_dims(x)
     rank = len(a)
-    axes = node.ints_input(1, "axes")
+    axes = node.ints_input(1, "axes") if node.version >= 13 else node.ints_attr("axes")
     if axes is None:
         if si.DYN in x.shape:
             raise node.symbolic_error("which dims are 1")
@@ -348,11 +362,12 @@ def convert_concat(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Split")
 def convert_split(node: Node) -> list[Value]:
-    """Split-13 (sizes as an optional input) and Split-18 (or num_outputs, last part smaller)."""
+    """Split-13 (sizes as an optional input; an attribute before 13) and Split-18 (or
+    num_outputs, last part smaller)."""
     x = node.input(0)
     rank = len(x.shape)
     axis = _norm_axis(node, int(node.attr("axis", 0)), rank)
-    sizes = node.ints_input(1, "split")
+    sizes = node.ints_input(1, "split") if node.version >= 13 else node.ints_attr("split")
     count = len(node.proto.output)
     num_outputs = node.attr("num_outputs", None) if node.version >= 18 else None
     if sizes is None:
@@ -452,14 +467,22 @@ def convert_gather(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "GatherND")
 def convert_gather_nd(node: Node) -> list[Value]:
-    """GatherND-13 with batch_dims=0 and constant indices: the first q dims of the data are
-    flattened into one, and a graph.gather takes the flat indices."""
+    """GatherND-13 with constant indices: the first q dims of the data are flattened into
+    one, and a graph.gather takes the flat indices. With batch_dims=b, each index is
+    prefixed with its b batch coordinates, which gathers the same elements."""
     data = node.input(0)
     batch_dims = int(node.attr("batch_dims", 0))
-    if batch_dims != 0:
-        raise node.reject("batch_dims", batch_dims, "only 0")
     idx = node.const_input(1, "indices")
     assert idx is not None
+    if batch_dims:
+        if not 0 < batch_dims < min(idx.ndim, len(data.shape) + 1):
+            raise node.reject("batch_dims", batch_dims, "fewer than the ranks of both inputs")
+        if tuple(data.shape[:batch_dims]) != idx.shape[:batch_dims]:
+            raise node.error(
+                f"the batch dims of {si.fmt(data.shape)} and {si.fmt(idx.shape)} differ"
+            )
+        grid = np.indices(idx.shape[:-1])[:batch_dims]
+        idx = np.concatenate([np.stack(list(grid), -1).astype(idx.dtype), idx], -1)
     q = idx.shape[-1] if idx.ndim else 0
     if idx.ndim == 0 or q > len(data.shape):
         raise node.error(f"indices of shape {si.fmt(idx.shape)} do not index {si.fmt(data.shape)}")
@@ -526,16 +549,22 @@ def convert_tile(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Pad")
 def convert_pad(node: Node) -> list[Value]:
-    """Pad-13, Pad-18 (optional axes input), Pad-19 (adds mode wrap, refused): modes
-    constant, reflect, edge."""
+    """Pad-13, Pad-18 (optional axes input), Pad-19 (adds mode wrap: slices and a concat);
+    Pad-2 and -11 too (see ops_legacy). Modes constant, reflect, edge."""
     x = node.input(0)
     rank = len(x.shape)
     mode = node.attr("mode", "constant")
-    if mode not in graph.PAD_MODES:
-        raise node.reject("mode", mode, "constant, reflect, edge")
-    pads = node.ints_input(1, "pads")
+    modes = (*graph.PAD_MODES, "wrap") if node.version >= 19 else graph.PAD_MODES
+    if mode not in modes:
+        raise node.reject("mode", mode, ", ".join(modes))
+    value: np.ndarray | None
+    if node.version < 11:  # Pad-2: pads and value are attributes
+        pads = node.ints_attr("pads")
+        value = np.asarray(node.attr("value", 0.0))
+    else:
+        pads = node.ints_input(1, "pads")
+        value = node.const_input(2, "constant_value")
     assert pads is not None
-    value = node.const_input(2, "constant_value")
     fill = 0.0 if value is None or value.size == 0 else float(np.asarray(value).reshape(-1)[0])
     axes = node.ints_input(3, "axes") if node.version >= 18 else None
     if axes is not None:
@@ -547,7 +576,33 @@ def convert_pad(node: Node) -> list[Value]:
             full[ax] = pads[k]
             full[ax + rank] = pads[k + len(norm)]
         pads = full
+    if mode == "wrap":
+        return [_wrap_pad(node, x, pads)]
     return node.emit(graph.PadOp, [x], {"pads": pads, "mode": mode, "value": fill})
+
+
+def _wrap_pad(node: Node, x: Value, pads: Sequence[int]) -> Value:
+    """Pad-19 mode wrap: each padded axis is the input's last `before` elements, the
+    input, and its first `after` elements, concatenated."""
+    rank = len(x.shape)
+    for axis in range(rank):
+        before, after = pads[axis], pads[axis + rank]
+        if not before and not after:
+            continue
+        dim = x.shape[axis]
+        if dim == si.DYN:
+            raise node.symbolic_error(f"the wrapped dim {axis}")
+        if not (0 <= before <= dim and 0 <= after <= dim):
+            raise node.error(f"wrap pads {before}, {after} of dim {axis} must be in 0..{dim}")
+        parts = []
+        for start, end in ((dim - before, dim), (0, dim), (0, after)):
+            if end > start:
+                props = {"starts": [start], "ends": [end], "axes": [axis], "steps": [1]}
+                parts.append(
+                    x if (start, end) == (0, dim) else node.emit1(graph.SliceOp, [x], props)
+                )
+        x = node.emit1(graph.ConcatOp, parts, {"axis": axis})
+    return x
 
 
 # --------------------------------------------------------------------------------------

@@ -108,10 +108,12 @@ def _resize_size_props(
 
 
 @register(CONVERTERS, "Resize")
-def convert_resize(node: Node) -> list[Value]:
+def convert_resize(node: Node) -> Sequence[Value | None]:
     """Resize-11/13/18/19: every mode, coordinate mode, nearest mode, axes and
     keep_aspect_ratio_policy; antialias for linear and cubic. scales, sizes and roi
-    must be constants."""
+    must be constants. Resize-10 is Upsample-10."""
+    if node.version < 11:
+        return convert_upsample(node)
     x = node.input(0)
     rank = len(x.shape)
     mode = _choice(node, "mode", "nearest", gv.RESIZE_MODES)
@@ -170,12 +172,13 @@ def convert_resize(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Upsample")
 def convert_upsample(node: Node) -> list[Value]:
-    """Upsample-10 (deprecated): Resize with asymmetric coordinates; nearest takes the
+    """Upsample-7/9/10 (deprecated) and Resize-10: Resize with asymmetric coordinates; nearest takes the
     floor of the source coordinate, as ONNX Runtime does. Scales below 1 are refused
     (ONNX Runtime rounds those up, which no Resize mode expresses)."""
     x = node.input(0)
     mode = _choice(node, "mode", "nearest", ("nearest", "linear"))
-    scales = node.const_input(1, "scales")
+    # Upsample-7 gives scales as an attribute, Upsample-9 on as an input
+    scales = node.const_input(1, "scales") if node.version >= 9 else node.attr("scales")
     if scales is None:
         raise node.error("input #1 (scales) is required")
     values = [float(v) for v in np.asarray(scales).reshape(-1)]

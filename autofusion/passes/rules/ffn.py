@@ -13,9 +13,9 @@ transposed A, alpha 1) and traces its left operand back, through reshapes, to on
 the forms the other rules leave:
 
 * gated: graph.swiglu(gate, up) (SwiGluFusionPass); mul(act(gate), up) with act a
-  graph.silu, graph.gelu (erf) or graph.relu (swiglu, geglu, reglu); mul(gate', up) where
-  gate' is the gate projection with that activation as its epilogue
-  (MatMulActivationFusionPass);
+  graph.silu, graph.gelu (erf or tanh) or graph.relu (swiglu, geglu, geglu_tanh, reglu);
+  mul(gate', up) where gate' is the gate projection with that activation as its
+  epilogue (MatMulActivationFusionPass; T5 v1.1's and Gemma's tanh-GELU MLPs come so);
 * plain: a projection with an activation epilogue (relu, gelu, gelu_tanh, silu, sigmoid),
   or such an activation op on a projection.
 
@@ -53,22 +53,20 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from autofusion.dialects import graph
-from autofusion.dialects.graph_fused import FFN_PLAIN
+from autofusion.dialects.graph_fused import FFN_GATED, FFN_PLAIN
 from autofusion.passes import matching as m
 from autofusion.passes.fusion_rule import FusionRule, Refusal
 
 CubeOp = graph.MatmulOp | graph.GemmOp
-# the gated activation of mul(act(gate), up), by the activation op (graph.gelu: erf form)
-GATED_BY_OP: dict[type[Operation], str] = {
-    graph.SiluOp: "swiglu",
-    graph.GeluOp: "geglu",
-    graph.ReluOp: "reglu",
-}
-GATED_BY_EPILOGUE = {"silu": "swiglu", "gelu": "geglu", "relu": "reglu"}
-PLAIN_OPS: dict[type[Operation], str] = {
+# the gated activation of mul(act(gate), up), by the gate's activation (graph.ACTIVATIONS)
+GATED_BY_ACTIVATION = {gate: gated for gated, gate in FFN_GATED.items()}
+# the activation ops of an FFN, by their graph.ACTIVATIONS name (graph.gelu's depends on
+# its `approximate`: `_activation`)
+ACTIVATION_OPS: dict[type[Operation], str] = {
     graph.ReluOp: "relu",
     graph.SiluOp: "silu",
     graph.SigmoidOp: "sigmoid",
+    graph.GeluOp: "gelu",
 }
 NORM_OPS = (graph.LayerNormOp, graph.RmsNormOp, graph.ReduceMeanOp)
 # how far the look-ahead for a norm after the residual sum goes (cast, pow, mul between)
@@ -212,6 +210,14 @@ def _projection(value: SSAValue) -> Projection | Refusal | None:
     return proj
 
 
+def _activation(op: Operation) -> str | None:
+    """The graph.ACTIVATIONS name of `op` if it is one of ACTIVATION_OPS."""
+    if isinstance(op, graph.GeluOp):
+        approx = graph.Props(op.properties, op.name).text("approximate")
+        return "gelu_tanh" if approx == "tanh" else "gelu"
+    return ACTIVATION_OPS.get(type(op))
+
+
 def _gated(
     product: Operation,
 ) -> tuple[str, Projection, Projection, list[Operation]] | Refusal | None:
@@ -230,16 +236,14 @@ def _gated(
             act_op = a.owner
             if not isinstance(act_op, Operation):
                 continue
-            if isinstance(act_op, tuple(GATED_BY_OP)) and m.single_use(a):
-                approx = graph.Props(act_op.properties, act_op.name)
-                if isinstance(act_op, graph.GeluOp) and approx.text("approximate") != "none":
-                    continue  # a tanh GeGLU is no gated activation of graph.ffn
-                act = GATED_BY_OP[type(act_op)]
-                pairs.append((act, act_op.operands[0], up_value, [act_op], False))
+            act = _activation(act_op)
+            if act in GATED_BY_ACTIVATION and m.single_use(a):
+                gated = GATED_BY_ACTIVATION[act]
+                pairs.append((gated, act_op.operands[0], up_value, [act_op], False))
             elif isinstance(act_op, CubeOp) and "activation" in act_op.properties:
                 act = graph.Props(act_op.properties, act_op.name).text("activation")
-                if act in GATED_BY_EPILOGUE:
-                    pairs.append((GATED_BY_EPILOGUE[act], a, up_value, [], True))
+                if act in GATED_BY_ACTIVATION:
+                    pairs.append((GATED_BY_ACTIVATION[act], a, up_value, [], True))
     refusal: Refusal | None = None
     for act, gate_v, up_v, extra, epilogue in pairs:
         gate, up = _projection(gate_v), _projection(up_v)
@@ -266,13 +270,8 @@ def _plain(
         if proj.activation not in FFN_PLAIN:
             return None
         return proj.activation, proj, []
-    act: str | None = None
-    if isinstance(value_op, graph.GeluOp):
-        approx = graph.Props(value_op.properties, value_op.name).text("approximate")
-        act = "gelu_tanh" if approx == "tanh" else "gelu"
-    elif isinstance(value_op, tuple(PLAIN_OPS)):
-        act = PLAIN_OPS[type(value_op)]
-    if act is None:
+    act = _activation(value_op)
+    if act not in FFN_PLAIN:
         return None
     proj = _projection(value_op.operands[0])
     if proj is None or isinstance(proj, Refusal):

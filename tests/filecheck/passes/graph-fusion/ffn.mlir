@@ -62,6 +62,78 @@ func.func @geglu_merged(%x: tensor<6x8xf32>, %w13: tensor<8x32xf32>, %b13: tenso
 
 // -----
 
+// T5 v1.1's gated-gelu MLP as the dynamo exporter writes it (gelu_new decomposed: 0.5 x
+// (1 + tanh(0.7978846 (x + 0.044715 x^3)))), with the residual: GeluFusionPass makes the
+// tanh graph.gelu, MatMulActivationFusionPass the gate's epilogue, then one graph.ffn
+// geglu_tanh. Gemma's gelu_pytorch_tanh MLP, a graph.gelu tanh op on the gate, the up
+// projection on the left of the product, f16: geglu_tanh as well.
+// CHECK-LABEL: func.func @geglu_tanh
+// CHECK-NEXT:    %y = graph.ffn %x, %wg, %wu, %wd, %h {activation = "geglu_tanh", operandSegmentSizes = array<i32: 1, 2, 1, 0, 0, 1>} : (tensor<2x4x8xf32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+// CHECK-NEXT:    %z = graph.ffn %v, %vg, %vu, %vd {activation = "geglu_tanh", operandSegmentSizes = array<i32: 1, 2, 1, 0, 0, 0>} : (tensor<6x8xf16>, tensor<8x16xf16>, tensor<8x16xf16>, tensor<16x8xf16>) -> tensor<6x8xf16>
+// CHECK-NEXT:    func.return %y, %z
+func.func @geglu_tanh(%x: tensor<2x4x8xf32>, %h: tensor<2x4x8xf32>, %wg: tensor<8x16xf32>, %wu: tensor<8x16xf32>, %wd: tensor<16x8xf32>, %v: tensor<6x8xf16>, %vg: tensor<8x16xf16>, %vu: tensor<8x16xf16>, %vd: tensor<16x8xf16>) -> (tensor<2x4x8xf32>, tensor<6x8xf16>) {
+  %g = graph.matmul %x, %wg : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
+  %half = graph.constant dense<0.5> : tensor<f32>
+  %hg = graph.mul %g, %half : (tensor<2x4x16xf32>, tensor<f32>) -> tensor<2x4x16xf32>
+  %three = graph.constant dense<3.0> : tensor<f32>
+  %g3 = graph.pow %g, %three : (tensor<2x4x16xf32>, tensor<f32>) -> tensor<2x4x16xf32>
+  %kappa = graph.constant dense<4.471500e-02> : tensor<f32>
+  %k3 = graph.mul %g3, %kappa : (tensor<2x4x16xf32>, tensor<f32>) -> tensor<2x4x16xf32>
+  %inner = graph.add %g, %k3 : tensor<2x4x16xf32>
+  %beta = graph.constant dense<0.797884583> : tensor<f32>
+  %z0 = graph.mul %inner, %beta : (tensor<2x4x16xf32>, tensor<f32>) -> tensor<2x4x16xf32>
+  %th = graph.tanh %z0 : tensor<2x4x16xf32>
+  %one = graph.constant dense<1.0> : tensor<f32>
+  %t = graph.add %th, %one : (tensor<2x4x16xf32>, tensor<f32>) -> tensor<2x4x16xf32>
+  %a = graph.mul %hg, %t : tensor<2x4x16xf32>
+  %u = graph.matmul %x, %wu : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x16xf32>
+  %p = graph.mul %a, %u : tensor<2x4x16xf32>
+  %d = graph.matmul %p, %wd : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+  %y = graph.add %h, %d : tensor<2x4x8xf32>
+  %g2 = graph.matmul %v, %vg : (tensor<6x8xf16>, tensor<8x16xf16>) -> tensor<6x16xf16>
+  %a2 = graph.gelu %g2 {approximate = "tanh"} : tensor<6x16xf16>
+  %u2 = graph.matmul %v, %vu : (tensor<6x8xf16>, tensor<8x16xf16>) -> tensor<6x16xf16>
+  %p2 = graph.mul %u2, %a2 : tensor<6x16xf16>
+  %z = graph.matmul %p2, %vd : (tensor<6x16xf16>, tensor<16x8xf16>) -> tensor<6x8xf16>
+  func.return %y, %z : tensor<2x4x8xf32>, tensor<6x8xf16>
+}
+
+// -----
+
+// Gated tanh-GELU products that are no FFN: the gate's GELU is also returned; the up
+// projection applies the tanh GELU too (both factors activated); the gate and up
+// projections read different inputs; a sigmoid gate (no gated form of graph.ffn).
+// CHECK-LABEL: func.func @geglu_tanh_refusals
+// CHECK-NOT:     graph.ffn
+// CHECK:         %y1 = graph.matmul %p1, %wd
+// CHECK:         %y2 = graph.matmul %p2, %wd
+// CHECK:         %y3 = graph.matmul %p3, %wd
+// CHECK:         %y4 = graph.matmul %p4, %wd
+// CHECK-NOT:     graph.ffn
+// CHECK:         func.return
+func.func @geglu_tanh_refusals(%x: tensor<4x8xf32>, %v: tensor<4x8xf32>, %wg: tensor<8x16xf32>, %wu: tensor<8x16xf32>, %wd: tensor<16x8xf32>) -> (tensor<4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %g1 = graph.matmul %x, %wg : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %a1 = graph.gelu %g1 {approximate = "tanh"} : tensor<4x16xf32>
+  %u1 = graph.matmul %x, %wu : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %p1 = graph.mul %a1, %u1 : tensor<4x16xf32>
+  %y1 = graph.matmul %p1, %wd : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %g2 = graph.matmul %x, %wg {activation = "gelu_tanh"} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %u2 = graph.matmul %x, %wu {activation = "gelu_tanh"} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %p2 = graph.mul %g2, %u2 : tensor<4x16xf32>
+  %y2 = graph.matmul %p2, %wd : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %g3 = graph.matmul %x, %wg {activation = "gelu_tanh"} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %u3 = graph.matmul %v, %wu : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %p3 = graph.mul %g3, %u3 : tensor<4x16xf32>
+  %y3 = graph.matmul %p3, %wd : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  %g4 = graph.matmul %x, %wg {activation = "sigmoid"} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %u4 = graph.matmul %x, %wu : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  %p4 = graph.mul %g4, %u4 : tensor<4x16xf32>
+  %y4 = graph.matmul %p4, %wd : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+  func.return %y1, %a1, %y2, %y3, %y4 : tensor<4x8xf32>, tensor<4x16xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
 // A BERT-style MLP: bias adds folded first, the tanh GELU as the first projection's
 // epilogue, then the FFN; and our torch frontend's form, gemms with transposed constant
 // weights between 2-D reshapes (the rewrite lays the weights out [K, N]).

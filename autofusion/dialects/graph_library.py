@@ -1,0 +1,156 @@
+"""Graph ops that run as library kernels only: non-max suppression, which selects a
+data-dependent number of boxes, the bit-pattern reinterpretation BitCast, and the power
+of an integer base (graph.pow, which vector kernels compute, is floating point only), and
+the determinant.
+
+No kernel template covers them (fusion kind opaque), so ub-fusion leaves each one on its
+own. Semantics follow the ONNX operators of the same names
+(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15 and
+Det-22.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+from xdsl.dialects.builtin import BoolAttr, FloatAttr, IntegerAttr, TensorType, i64
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from autofusion import dtypes
+from autofusion.dialects import shape_inference as si
+from autofusion.dialects.graph_base import Fusible, FusionKind, GraphOp, Props, tensor
+from autofusion.dialects.op_facts import MovementFacts, OpWork, StreamingFacts, elements
+from autofusion.dialects.shape_inference import DYN, ShapeError
+
+OPAQUE = Fusible(FusionKind.OPAQUE)
+
+
+@irdl_op_definition
+class NonMaxSuppressionOp(GraphOp, StreamingFacts):
+    """Greedy non-max suppression per batch and class (ONNX NonMaxSuppression-11).
+
+    boxes [B, N, 4] (corners [y1, x1, y2, x2] in either order, or with center_point_box
+    [x_center, y_center, width, height]) and scores [B, C, N]. Per (batch, class), boxes
+    scoring above score_threshold (when given) are taken by descending score (ties: lower
+    index first), each unless its IoU with one already taken exceeds iou_threshold, up
+    to max_output_boxes_per_class. The result is [n, 3] (batch, class, box) triples, n
+    dynamic.
+    """
+
+    name = "graph.non_max_suppression"
+    boxes = operand_def(TensorType)
+    scores = operand_def(TensorType)
+    output = result_def(TensorType)
+    center_point_box = prop_def(BoolAttr)
+    max_output_boxes_per_class = prop_def(IntegerAttr)
+    iou_threshold = prop_def(FloatAttr)
+    score_threshold = opt_prop_def(FloatAttr)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        boxes, scores = (list(t.get_shape()) for t in types)
+        p.flag("center_point_box")
+        if p.integer("max_output_boxes_per_class") < 0:
+            raise ShapeError("max_output_boxes_per_class must be >= 0")
+        if len(boxes) != 3 or boxes[2] not in (4, DYN) or len(scores) != 3:
+            raise ShapeError(f"boxes must be [B, N, 4] and scores [B, C, N], got {boxes}, {scores}")
+        for what, b, s in (("batch", boxes[0], scores[0]), ("box", boxes[1], scores[2])):
+            if DYN not in (b, s) and b != s:
+                raise ShapeError(f"boxes and scores have different {what} counts {b} and {s}")
+        if types[0].element_type != types[1].element_type:
+            raise ShapeError("boxes and scores have different element types")
+        return [tensor([DYN, 3], i64)]
+
+
+@irdl_op_definition
+class BitCastOp(GraphOp, MovementFacts):
+    """The input's bits as another element type of the same width, shape unchanged
+    (ONNX BitCast-26; little endian). The target type is the result's."""
+
+    name = "graph.bit_cast"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        # the target element type is the result's own; only the shape is inferred
+        return [types[0]]
+
+    def verify_(self) -> None:
+        x = self.input.type
+        y = self.output.type
+        assert isinstance(x, TensorType) and isinstance(y, TensorType)
+        if x.get_shape() != y.get_shape():
+            raise VerifyException(f"'graph.bit_cast' changes the shape from {x} to {y}")
+        widths = {dtypes.byte_width(t.element_type) for t in (x, y)}
+        names = {dtypes.type_name(t.element_type) for t in (x, y)}
+        if len(widths) != 1 or "bf16" in names:  # bf16 is stored as float32
+            raise VerifyException(
+                f"'graph.bit_cast' needs two element types of one width other than bf16, "
+                f"got {x.element_type} and {y.element_type}"
+            )
+
+
+@irdl_op_definition
+class IntPowOp(GraphOp, StreamingFacts):
+    """z = x ^ y with numpy broadcasting for an integer base x (ONNX Pow-15): an integer
+    exponent gives the exact power (wrapping on overflow as numpy does), a negative or
+    floating-point one pow in float64 truncated toward zero to x's type."""
+
+    name = "graph.int_pow"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x, y = types
+        if not dtypes.is_integer(x.element_type) or dtypes.type_name(x.element_type) == "i1":
+            raise ShapeError(f"expects an integer base, got {x.element_type}")
+        if dtypes.type_name(y.element_type) == "i1":
+            raise ShapeError("expects a numeric exponent, got i1")
+        return [tensor(si.broadcast(x.get_shape(), y.get_shape()), x.element_type)]
+
+
+@irdl_op_definition
+class DetOp(GraphOp, StreamingFacts):
+    """The determinants of the trailing [M, M] matrices of a floating-point input: [...]
+    (ONNX Det-11/22)."""
+
+    name = "graph.det"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        (x,) = types
+        shape = list(x.get_shape())
+        if not dtypes.is_float(x.element_type):
+            raise ShapeError(f"expects a floating-point operand, got {x.element_type}")
+        if len(shape) < 2 or (DYN not in shape[-2:] and shape[-1] != shape[-2]):
+            raise ShapeError(f"expects square matrices in the last two dims, got {shape}")
+        return [tensor(shape[:-2], x.element_type)]
+
+    def flops(self, dynamic_size: int) -> OpWork:
+        # an LU factorisation: about M^3 / 3 multiply-adds per M x M matrix
+        shape = cast(TensorType, self.input.type).get_shape()
+        m = dynamic_size if shape[-1] == DYN else shape[-1]
+        matrices = elements(self.output, dynamic_size)
+        return OpWork(0.0, 2 * matrices * m**3 / 3)
+
+
+LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp, IntPowOp, DetOp]

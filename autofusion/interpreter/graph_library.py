@@ -1,0 +1,106 @@
+"""Reference semantics of the graph dialect's library ops (autofusion/dialects/graph_library.py)
+on numpy; constant folding uses the same code (interpreter.folding)."""
+
+from __future__ import annotations
+
+import numpy as np
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+
+from autofusion import dtypes
+from autofusion.dialects import graph_library as gl
+from autofusion.interpreter.graph import Array, _props, _result
+
+
+def box_corners(boxes: Array, center_point_box: bool) -> Array:
+    """[..., 4] boxes as [y_min, x_min, y_max, x_max]."""
+    b = boxes.astype(np.float64)
+    if center_point_box:  # [x_center, y_center, width, height]
+        x, y, w, h = b[..., 0], b[..., 1], b[..., 2] / 2, b[..., 3] / 2
+        return np.stack([y - h, x - w, y + h, x + w], -1)
+    y = np.sort(b[..., 0::2], -1)
+    x = np.sort(b[..., 1::2], -1)
+    return np.stack([y[..., 0], x[..., 0], y[..., 1], x[..., 1]], -1)
+
+
+def overlaps(corners: Array, k: int, others: Array, threshold: float) -> Array:
+    """Whether the IoU of box `k` with each of `others` (indices) exceeds `threshold`
+    (ONNX: an empty intersection or a non-positive area never suppresses)."""
+    a, b = corners[k], corners[others]
+    low = np.maximum(a[:2], b[:, :2])
+    high = np.minimum(a[2:], b[:, 2:])
+    extent = high - low
+    inter = extent[:, 0] * extent[:, 1]
+    area_a = (a[2] - a[0]) * (a[3] - a[1])
+    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    union = area_a + area_b - inter
+    valid = (extent > 0).all(1) & (area_a > 0) & (area_b > 0) & (union > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return valid & (inter / np.where(union > 0, union, 1) > threshold)
+
+
+def non_max_suppression(
+    boxes: Array, scores: Array, center_point_box: bool, limits: tuple[int, float, float | None]
+) -> Array:
+    """[n, 3] selected (batch, class, box) indices; `limits` is (max boxes per class,
+    iou threshold, score threshold or None)."""
+    most, iou, least = limits
+    selected: list[tuple[int, int, int]] = []
+    for batch in range(boxes.shape[0]):
+        corners = box_corners(boxes[batch], center_point_box)
+        for cls in range(scores.shape[1]):
+            s = scores[batch, cls].astype(np.float64)
+            candidates = np.arange(len(s)) if least is None else np.flatnonzero(s > least)
+            # descending score; a stable sort keeps lower indices first among ties
+            order = candidates[np.argsort(-s[candidates], kind="stable")]
+            kept: list[int] = []
+            for k in order:
+                if len(kept) >= most:
+                    break
+                if not kept or not overlaps(corners, int(k), np.asarray(kept), iou).any():
+                    kept.append(int(k))
+            selected.extend((batch, cls, k) for k in kept)
+    return np.asarray(selected, np.int64).reshape(-1, 3)
+
+
+def int_pow(x: Array, y: Array) -> Array:
+    """x ^ y in x's integer type (see graph_library.IntPowOp)."""
+    if y.dtype.kind in "iu" and not (y < 0).any():
+        return np.power(x, y.astype(x.dtype))
+    with np.errstate(all="ignore"):
+        return np.trunc(np.power(x.astype(np.float64), y.astype(np.float64))).astype(x.dtype)
+
+
+@register_impls
+class GraphLibraryFunctions(InterpreterFunctions):
+    """numpy implementations of the graph dialect's library ops."""
+
+    @impl(gl.NonMaxSuppressionOp)
+    def run_non_max_suppression(
+        self, i: Interpreter, op: gl.NonMaxSuppressionOp, args: PythonValues
+    ) -> PythonValues:
+        boxes, scores = args
+        p = _props(op)
+        least = p.real("score_threshold") if p.has("score_threshold") else None
+        limits = (p.integer("max_output_boxes_per_class"), p.real("iou_threshold"), least)
+        corner = p.flag("center_point_box")
+        out = non_max_suppression(np.asarray(boxes), np.asarray(scores), corner, limits)
+        return (_result(op, out),)
+
+    @impl(gl.IntPowOp)
+    def run_int_pow(self, i: Interpreter, op: gl.IntPowOp, args: PythonValues) -> PythonValues:
+        x, y = (np.asarray(a) for a in args)
+        return (_result(op, int_pow(x, y)),)
+
+    @impl(gl.DetOp)
+    def run_det(self, i: Interpreter, op: gl.DetOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        return (_result(op, np.linalg.det(np.asarray(x, np.float64))),)
+
+    @impl(gl.BitCastOp)
+    def run_bit_cast(self, i: Interpreter, op: gl.BitCastOp, args: PythonValues) -> PythonValues:
+        (x,) = args
+        target = dtypes.storage_dtype(op.output.type.element_type)
+        # numpy views bytes in the host's order; afc's hosts are little endian, as ONNX's
+        # bit patterns are
+        flat = np.ascontiguousarray(x).reshape(-1)
+        return (flat.view(target).reshape(np.shape(x)),)

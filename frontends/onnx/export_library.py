@@ -1,0 +1,57 @@
+"""ONNX export of the library graph ops (autofusion/dialects/graph_library.py): each is
+the ONNX operator it was imported from, NonMaxSuppression with its limits as constant
+inputs.
+
+`table()` gives their entries of `export_table.TABLE`; export_ops is imported where it
+is used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+from onnx import TensorProto
+from xdsl.ir import Operation
+
+from autofusion.dialects import graph_library as gl
+
+if TYPE_CHECKING:
+    from frontends.onnx.export_ops import Emitter, Mapping
+
+
+def _non_max_suppression(e: Emitter) -> None:
+    """NonMaxSuppression-11: max_output_boxes_per_class, iou_threshold and (when given)
+    score_threshold as constant inputs."""
+    most = np.asarray([e.props.integer("max_output_boxes_per_class")], np.int64)
+    inputs = [*e.inputs, e.const(most, TensorProto.INT64, "max_boxes")]
+    inputs.append(e.const([e.props.real("iou_threshold")], TensorProto.FLOAT, "iou"))
+    if e.op.properties.get("score_threshold") is not None:
+        inputs.append(e.const([e.props.real("score_threshold")], TensorProto.FLOAT, "score"))
+    center = int(e.props.flag("center_point_box"))
+    e.nodes("NonMaxSuppression", inputs, e.outputs, center_point_box=center)
+
+
+def _bit_cast(e: Emitter) -> None:
+    from frontends.onnx.export_ops import NotExportable
+
+    if e.opset < 26:
+        raise NotExportable(f"BitCast needs opset 26, not {e.opset}")
+    e.nodes("BitCast", e.inputs, e.outputs, to=e.out_elem())
+
+
+def _int_pow(e: Emitter) -> None:
+    """Pow-15 (12 on take integer types); its output has the base's type."""
+    e.nodes("Pow", e.inputs, e.outputs)
+
+
+def table() -> dict[type[Operation], Mapping]:
+    """The export entries of the library ops."""
+    from frontends.onnx.export_ops import Standard, direct
+
+    return {
+        gl.NonMaxSuppressionOp: Standard(_non_max_suppression, "NonMaxSuppression"),
+        gl.BitCastOp: Standard(_bit_cast, "BitCast (opset 26)"),
+        gl.IntPowOp: Standard(_int_pow, "Pow (integer base)"),
+        gl.DetOp: direct("Det"),
+    }

@@ -1,0 +1,31 @@
+// RUN: afc-opt %s --split-input-file --verify-diagnostics
+
+func.func @nms_box_count(%b: tensor<1x5x4xf32>, %s: tensor<1x2x6xf32>) -> tensor<?x3xi64> {
+  // expected-error @+1 {{'graph.non_max_suppression': boxes and scores have different box counts 5 and 6}}
+  %0 = graph.non_max_suppression %b, %s {center_point_box = false, iou_threshold = 5.000000e-01, max_output_boxes_per_class = 4} : (tensor<1x5x4xf32>, tensor<1x2x6xf32>) -> tensor<?x3xi64>
+  func.return %0 : tensor<?x3xi64>
+}
+
+// -----
+
+func.func @int_pow_float_base(%x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.int_pow': expects an integer base, got f32}}
+  %0 = graph.int_pow %x, %x : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @det_not_square(%x: tensor<2x3xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'graph.det': expects square matrices in the last two dims, got [2, 3]}}
+  %0 = graph.det %x : tensor<2x3xf32> -> tensor<f32>
+  func.return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @bit_cast_width(%x: tensor<2xf32>) -> tensor<2xi64> {
+  // expected-error @+1 {{'graph.bit_cast' needs two element types of one width other than bf16, got f32 and i64}}
+  %0 = graph.bit_cast %x : tensor<2xf32> -> tensor<2xi64>
+  func.return %0 : tensor<2xi64>
+}

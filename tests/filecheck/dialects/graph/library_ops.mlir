@@ -1,0 +1,22 @@
+// RUN: AFC_ROUNDTRIP
+// RUN: AFC_GENERIC_ROUNDTRIP
+
+// Library ops round-trip; non-max suppression selects a dynamic number of boxes.
+
+// CHECK-LABEL: func.func @library
+// CHECK-NEXT:    %0 = graph.non_max_suppression %b, %s {center_point_box = false, iou_threshold = 5.000000e-01, max_output_boxes_per_class = 4, score_threshold = 1.000000e-01} : (tensor<2x12x4xf32>, tensor<2x3x12xf32>) -> tensor<?x3xi64>
+// CHECK-NEXT:    %1 = graph.non_max_suppression %b, %s {center_point_box = true, iou_threshold = 0.000000e+00, max_output_boxes_per_class = 0} : (tensor<2x12x4xf32>, tensor<2x3x12xf32>) -> tensor<?x3xi64>
+// CHECK-NEXT:    %2 = graph.bit_cast %x : tensor<2x3xf32> -> tensor<2x3xi32>
+// CHECK-NEXT:    %3 = graph.bit_cast %h : tensor<4xf16> -> tensor<4xui16>
+// CHECK-NEXT:    %4 = graph.int_pow %i, %x : (tensor<3xi32>, tensor<2x3xf32>) -> tensor<2x3xi32>
+// CHECK-NEXT:    %5 = graph.det %m : tensor<2x3x3xf32> -> tensor<2xf32>
+// CHECK-GENERIC: "graph.bit_cast"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi32>
+func.func @library(%b: tensor<2x12x4xf32>, %s: tensor<2x3x12xf32>, %x: tensor<2x3xf32>, %h: tensor<4xf16>, %i: tensor<3xi32>, %m: tensor<2x3x3xf32>) {
+  %0 = graph.non_max_suppression %b, %s {center_point_box = false, iou_threshold = 5.000000e-01, max_output_boxes_per_class = 4, score_threshold = 1.000000e-01} : (tensor<2x12x4xf32>, tensor<2x3x12xf32>) -> tensor<?x3xi64>
+  %1 = graph.non_max_suppression %b, %s {center_point_box = true, iou_threshold = 0.000000e+00, max_output_boxes_per_class = 0} : (tensor<2x12x4xf32>, tensor<2x3x12xf32>) -> tensor<?x3xi64>
+  %2 = graph.bit_cast %x : tensor<2x3xf32> -> tensor<2x3xi32>
+  %3 = graph.bit_cast %h : tensor<4xf16> -> tensor<4xui16>
+  %4 = graph.int_pow %i, %x : (tensor<3xi32>, tensor<2x3xf32>) -> tensor<2x3xi32>
+  %5 = graph.det %m : tensor<2x3x3xf32> -> tensor<2xf32>
+  func.return
+}

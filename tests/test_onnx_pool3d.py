@@ -1,0 +1,59 @@
+"""3-D MaxPool and AveragePool (two 2-D pools, frontends/onnx/ops_math.py `_pool_3d`) and
+AveragePool with dilations (a ones-kernel depthwise conv over tap counts) against ONNX
+Runtime, over the window attributes: pads, strides, dilations, ceil_mode,
+count_include_pad and auto_pad."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper  # noqa: E402
+from test_onnx_import import check_against_ort, make_model, ops, vi  # noqa: E402
+
+F = TensorProto.FLOAT
+
+WINDOWS = [
+    {"kernel_shape": [2, 2, 2]},
+    {"kernel_shape": [3, 2, 3], "strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0]},
+    {"kernel_shape": [3, 3, 2], "strides": [2, 2, 2], "ceil_mode": 1},
+    {"kernel_shape": [2, 3, 3], "auto_pad": "SAME_UPPER", "strides": [1, 2, 2]},
+]
+
+
+@pytest.mark.parametrize("window", WINDOWS, ids=range(len(WINDOWS)))
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool", "AveragePool-count-pad"])
+def test_pool_3d_matches_onnxruntime(op: str, window: dict) -> None:
+    attrs = dict(window)
+    if op == "AveragePool-count-pad":
+        op, attrs["count_include_pad"] = "AveragePool", 1
+    if op == "MaxPool" and "auto_pad" not in attrs:
+        attrs["dilations"] = [1, 2, 1]
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    m = make_model([node], [vi("x", F, [2, 3, 7, 6, 8])], [vi("y", F, None)], opset=19)
+    x = np.random.default_rng(3).standard_normal((2, 3, 7, 6, 8)).astype(np.float32)
+    module = check_against_ort(m, {"x": x})
+    assert ops(module).count("graph.max_pool2d" if op == "MaxPool" else "graph.avg_pool2d") == 2
+
+
+@pytest.mark.parametrize("window", WINDOWS[:3], ids=range(3))
+@pytest.mark.parametrize("include_pad", [0, 1])
+@pytest.mark.parametrize("rank", [2, 3])
+def test_dilated_average_pool_matches_onnxruntime(
+    window: dict, include_pad: int, rank: int
+) -> None:
+    attrs = {
+        k: v[3 - rank :] if isinstance(v, list) and len(v) == 3 else v for k, v in window.items()
+    }
+    if "pads" in attrs:
+        attrs["pads"] = window["pads"][3 - rank : 3] + window["pads"][6 - rank :]
+    attrs["dilations"] = [2] * rank
+    node = helper.make_node("AveragePool", ["x"], ["y"], count_include_pad=include_pad, **attrs)
+    shape = [2, 3, 9, 8, 10][: 2 + rank]
+    m = make_model([node], [vi("x", F, shape)], [vi("y", F, None)], opset=19)
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    module = check_against_ort(m, {"x": x})
+    assert "graph.avg_pool2d" not in ops(module) and "graph.conv2d" in ops(module)

@@ -1,0 +1,118 @@
+"""DFT, STFT, MelWeightMatrix and EyeLike (frontends/onnx/ops_signal.py), Pad mode wrap and
+GatherND batch_dims: afc's interpreter against ONNX Runtime on onnx.helper-built models
+(the attribute and input combinations the backend cases miss), and the refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+
+from onnx import TensorProto, helper  # noqa: E402
+from test_onnx_import import check_against_ort, error_of, init, make_model, vi  # noqa: E402
+
+from frontends.onnx.ops_signal import dft_tables  # noqa: E402
+
+F = TensorProto.FLOAT
+RNG = np.random.default_rng(1)
+
+
+def randn(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("inverse", [False, True])
+@pytest.mark.parametrize("onesided", [False, True])
+@pytest.mark.parametrize("length", [5, 8, 11])
+def test_dft_tables_are_numpy_fft(inverse: bool, onesided: bool, length: int) -> None:
+    """The matrices reproduce numpy's fft, rfft, ifft and irfft, truncating or zero-padding
+    an input of 8 points to `length`."""
+    n = 8
+    x = RNG.standard_normal(n) + 1j * RNG.standard_normal(n)
+    a, b, c, d = dft_tables(n, length, inverse, onesided)
+    real = x.real @ a + x.imag @ b
+    imag = x.real @ c + x.imag @ d
+    if inverse and onesided:
+        want = np.fft.irfft(x, n=length)
+    elif inverse:
+        want = np.fft.ifft(x, n=length)
+    else:
+        want = np.fft.fft(x, n=length)[: length // 2 + 1 if onesided else length]
+    np.testing.assert_allclose(real + 1j * imag, want, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("shape", "attrs", "length", "axis"),
+    [
+        ([2, 6, 1], {}, None, 1),  # real input
+        ([2, 6, 2], {"inverse": 1}, 4, -2),  # truncated
+        ([3, 5, 4, 2], {}, 7, 2),  # zero-padded, another axis
+        ([2, 6, 1], {"onesided": 1}, None, 1),
+        ([2, 4, 2], {"inverse": 1, "onesided": 1}, 7, 1),
+    ],
+)
+def test_dft_20_matches_onnxruntime(
+    shape: list[int], attrs: dict, length: int | None, axis: int
+) -> None:
+    inits = [init("axis", np.array(axis, np.int64))]
+    names = ["x", "", "axis"]
+    if length is not None:
+        inits.append(init("n", np.array(length, np.int64)))
+        names[1] = "n"
+    node = helper.make_node("DFT", names, ["y"], **attrs)
+    m = make_model([node], [vi("x", F, shape)], [vi("y", F, None)], inits, opset=20)
+    check_against_ort(m, {"x": randn(*shape)})
+
+
+def test_stft_with_window_matches_onnxruntime() -> None:
+    node = helper.make_node("STFT", ["x", "step", "w"], ["y"], onesided=1)
+    inits = [init("step", np.array(3, np.int64))]
+    inputs = [vi("x", F, [2, 20, 1]), vi("w", F, [8])]
+    m = make_model([node], inputs, [vi("y", F, None)], inits, opset=17)
+    check_against_ort(m, {"x": randn(2, 20, 1), "w": np.hanning(8).astype(np.float32)})
+
+
+def test_mel_weight_matrix_matches_onnxruntime() -> None:
+    args = {"bins": 6, "n": 32, "rate": 8000, "low": 100.0, "high": 3500.0}
+    inits = [
+        init(k, np.array(v, np.float32 if isinstance(v, float) else np.int64))
+        for k, v in args.items()
+    ]
+    node = helper.make_node("MelWeightMatrix", list(args), ["y"])
+    m = make_model([node], [], [vi("y", F, None)], inits, opset=17)
+    check_against_ort(m, {})
+
+
+def test_eye_like_matches_onnxruntime() -> None:
+    node = helper.make_node("EyeLike", ["x"], ["y"], k=-1, dtype=TensorProto.INT32)
+    m = make_model([node], [vi("x", F, [3, 5])], [vi("y", TensorProto.INT32, None)], opset=22)
+    check_against_ort(m, {"x": randn(3, 5)})
+
+
+def test_wrap_pad_matches_onnxruntime() -> None:
+    pads = init("p", np.array([1, 0, 2, 3], np.int64))
+    node = helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")
+    m = make_model([node], [vi("x", F, [3, 4])], [vi("y", F, None)], [pads], opset=19)
+    check_against_ort(m, {"x": randn(3, 4)})
+
+
+def test_gather_nd_batch_dims_matches_onnxruntime() -> None:
+    idx = init("i", np.array([[[1, 0], [0, 2]], [[1, 1], [0, 0]]], np.int64))
+    node = helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)
+    m = make_model([node], [vi("x", F, [2, 2, 3, 4])], [vi("y", F, None)], [idx], opset=13)
+    check_against_ort(m, {"x": randn(2, 2, 3, 4)})
+
+
+def test_refusals() -> None:
+    node = helper.make_node("DFT", ["x"], ["y"], name="f", axis=2)
+    m = make_model([node], [vi("x", F, [2, 6, 1])], [vi("y", F, None)], opset=17)
+    assert error_of(m) == "node 'f' (DFT-17): axis 2 must name a dim other than the last of rank 3"
+    node = helper.make_node("DFT", ["x"], ["y"], name="f")
+    m = make_model([node], [vi("x", F, [2, "n", 1])], [vi("y", F, None)], opset=17)
+    assert "node 'f' (DFT-17): the transformed dim 1 depends on symbolic input dims" in error_of(m)
+    pads = init("p", np.array([5, 0], np.int64))
+    node = helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="wrap")
+    m = make_model([node], [vi("x", F, [3])], [vi("y", F, None)], [pads], opset=19)
+    assert error_of(m) == "node 'pad' (Pad-19): wrap pads 5, 0 of dim 0 must be in 0..3"
