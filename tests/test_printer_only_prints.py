@@ -33,12 +33,6 @@ PRINTING_LIMITATIONS: dict[tuple[str, str], tuple[int, str]] = {
         1,
         "the API table's C++ types; the dialect has more (i16 atomic adds on 310P)",
     ),
-    ("ascendc.py", "KernelPrinter._load_data"): (
-        1,
-        "a transposed float A operand (the matmul lowering produces it for an f32 gemm with"
-        " trans_a, test_cube_kernels trans1/trans3): LoadData3DV2's enTranspose into L0A and"
-        " Mmad's kDirectionAlign are neither printed nor emulated",
-    ),
     ("ascendc.py", "KernelPrinter._visible"): (
         1,
         "a layout value must be visible in the C++ method (stage) that reads it",

@@ -1025,7 +1025,7 @@ class KernelPrinter(ScalarPrinter):
         (LoadData, one row / column of destination fractals per call). A plain copy into
         L0B and a `transpose` copy into L0A transpose each fractal: LoadData's
         `ifTranspose` for half, LoadDataWithTranspose for bf16, LoadData3DV2 (a 1x1
-        im2col) for a float B operand; a transposed float A operand is not printed."""
+        im2col) for a float B operand (the verifier refuses a transposed float A operand)."""
         src_root = root_of(op.source)
         rows_l1, stride_l1 = self.layouts.layout(op, src_root, "L1 source")
         dst = self._whole(op, op.dest, "destination")
@@ -1036,14 +1036,10 @@ class KernelPrinter(ScalarPrinter):
         transpose = op.transpose is not None
         fractal_transpose = to_b != transpose
         if fractal_transpose and elt == "f32":
-            if to_b:
-                self._load_3d_transpose(op, dst, src_root, rows_l1, stride_l1)
-                return
-            raise UserError(
-                f"{_where(op)}: a transposed float A operand needs LoadData3DV2's enTranspose "
-                "and Mmad's kDirectionAlign, which afc does not print (load A untransposed)",
-                op,
-            )
+            # the verifier refuses a transposed float A operand (fractal_rules.load_data)
+            assert to_b, "a transposed float A operand passed the verifier"
+            self._load_3d_transpose(op, dst, src_root, rows_l1, stride_l1)
+            return
         m1_src = self.namer.fresh("srcFractalRows")
         self.line(op, f"int64_t {m1_src} = {self._fractals(op, rows_l1)};")
         start = "0"

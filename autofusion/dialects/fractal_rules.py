@@ -247,6 +247,15 @@ class FractalRules:
                 "written with, which a fractal layout cannot express",
             )
         self.whole(op, op.dest, "destination")
+        if op.path == ("l1", "l0a") and op.transpose is not None and _width(op.dest) == 4:
+            # LoadData transposes 16x16 fractals only; a 16x8 float fractal into L0A needs
+            # LoadData3DV2's enTranspose with Mmad's kDirectionAlign (asc-devkit
+            # load_to_l0a_basic.h), which afc does not emit: load A untransposed
+            fail(
+                op,
+                f"{where(op)}: a transposed float A operand has no LoadData form afc emits "
+                "(LoadData3DV2's enTranspose and Mmad's kDirectionAlign): load A untransposed",
+            )
         c0 = 32 // _width(op.dest)
         if not layouts.facts.multiple_of(stride_l1, c0):
             fail(

@@ -147,6 +147,13 @@ def plan_matmul(
         if pa is None or pb is None:
             return Refusal("the operands' batch dims do not broadcast to the output's")
         a_outer, b_outer = pa, pb
+    if trans_a and element_type(a) == f32:
+        # the buffer verifier's rule (dialects/fractal_rules.py): LoadData cannot transpose
+        # float fractals into L0A, and LoadData3DV2's enTranspose is not emitted
+        return Refusal(
+            "a transposed f32 A operand has no L1 -> L0A load afc emits (LoadData3DV2's "
+            "enTranspose): the gemm stays a library op"
+        )
     act = activation_of(root)
     w = byte_width(element_type(a))
     rank = len(tensor_shape(root.results[0]))
