@@ -29,7 +29,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from autofusion.cost_model import kernel_time
+from autofusion.fusion.cost import kernel_time
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.group_plan import PLAN_ATTR, PLAN_PROPERTIES, tiling_values
