@@ -76,7 +76,6 @@ REFUSED: dict[str, str] = {
     ),
     r"test_flexattention(_\w+)?(?<!_expanded_ver26)": r"operator domain 'ai\.onnx\.preview' is not supported",
     # attributes and inputs of converted operators
-    r"test_maxpool_with_argmax_.*": r"the Indices output is not supported",
     r"test_reshape_allowzero_reordered": r"attribute allowzero=1 is not supported",
     # operators afc does not convert (an `_expanded` case is the operator's function body;
     # an operator with a function body and no converter is converted as that body)

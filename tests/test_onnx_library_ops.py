@@ -1,5 +1,6 @@
-"""NonMaxSuppression, BitCast, integer Pow and Det (graph_library ops): the interpreter against ONNX Runtime
-and ONNX's reference, the export back to the same operators, the IR, and the refusals."""
+"""NonMaxSuppression, BitCast, integer Pow, Det and MaxPool with Indices (graph_library
+ops): the interpreter against ONNX Runtime and ONNX's reference, the export back to the
+same operators, the IR, and the refusals."""
 
 from __future__ import annotations
 
@@ -135,3 +136,40 @@ def test_det_matches_onnxruntime_and_exports() -> None:
     module = check_against_ort(m, {"x": x})
     assert ops(module) == ["graph.det"]
     assert [n.op_type for n in export_module(module).graph.node] == ["Det"]
+
+
+@pytest.mark.parametrize(
+    ("shape", "attrs"),
+    [
+        ([2, 3, 7, 6], {"kernel_shape": [3, 2], "pads": [1, 0, 1, 1], "strides": [2, 1]}),
+        ([1, 2, 6, 7], {"kernel_shape": [2, 3], "dilations": [2, 1], "storage_order": 1}),
+        ([1, 2, 5, 5], {"kernel_shape": [2, 2], "strides": [2, 2], "ceil_mode": 1}),
+        ([2, 3, 9], {"kernel_shape": [3], "pads": [1, 1], "strides": [2]}),
+    ],
+    ids=["pads", "column_major", "ceil", "1d"],
+)
+def test_max_pool_indices_match_onnxruntime_and_export(shape: list[int], attrs: dict) -> None:
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)
+    outputs = [vi("y", F, None), vi("i", TensorProto.INT64, None)]
+    m = make_model([node], [vi("x", F, shape)], outputs, opset=12)
+    # integers in a small range, so windows hold ties (the first maximum wins)
+    x = RNG.integers(-3, 3, shape).astype(np.float32)
+    module = check_against_ort(m, {"x": x})
+    assert "graph.max_pool2d_with_indices" in ops(module)
+    exported = export_module(module)
+    assert [n.op_type for n in exported.graph.node if n.op_type == "MaxPool"] == ["MaxPool"]
+    for got, want in zip(ort_run(exported, {"x": x}), ort_run(m, {"x": x})):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_max_pool_indices_refusals() -> None:
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], name="mp", kernel_shape=[2, 2, 2])
+    outputs = [vi("y", F, None), vi("i", TensorProto.INT64, None)]
+    m = make_model([node], [vi("x", F, [1, 1, 4, 4, 4])], outputs, opset=12)
+    assert error_of(m) == (
+        "node 'mp' (MaxPool-12): the Indices output of a 3-D MaxPool is not supported"
+    )
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], name="mp", kernel_shape=[2, 2])
+    node.attribute.append(helper.make_attribute("storage_order", 2))
+    m = make_model([node], [vi("x", F, [1, 1, 4, 4])], outputs, opset=12)
+    assert "storage_order" in error_of(m)

@@ -1,12 +1,12 @@
 """Graph ops that run as library kernels only: non-max suppression, which selects a
 data-dependent number of boxes, the bit-pattern reinterpretation BitCast, and the power
-of an integer base (graph.pow, which vector kernels compute, is floating point only), and
-the determinant.
+of an integer base (graph.pow, which vector kernels compute, is floating point only),
+the determinant and max pooling with the positions of its maxima.
 
 No kernel template covers them (fusion kind opaque), so ub-fusion leaves each one on its
 own. Semantics follow the ONNX operators of the same names
-(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15 and
-Det-22.
+(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15,
+Det-22 and MaxPool-12.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from xdsl.dialects.builtin import BoolAttr, FloatAttr, IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, TensorType, i64
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -153,4 +153,36 @@ class DetOp(GraphOp, StreamingFacts):
         return OpWork(0.0, 2 * matrices * m**3 / 3)
 
 
-LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp, IntPowOp, DetOp]
+@irdl_op_definition
+class MaxPoolWithIndicesOp(GraphOp, StreamingFacts):
+    """2-D max pooling over NCHW (graph.max_pool2d's window) that also gives each maximum's
+    position (ONNX MaxPool-12 with its Indices output): the flat index into the whole
+    input, ((n * C + c) * H + h) * W + w, or with column_major (storage_order=1)
+    (n * C + c) * H * W + h + w * H. The first maximum in row-major window order wins;
+    padding never does."""
+
+    name = "graph.max_pool2d_with_indices"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    indices = result_def(TensorType)
+    kernel_shape = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    ceil_mode = prop_def(BoolAttr)
+    column_major = prop_def(BoolAttr)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        p.flag("column_major")
+        shape = types[0].get_shape()
+        if len(shape) != 4:
+            raise ShapeError(f"expects a 4-D NCHW input, got {si.fmt(shape)}")
+        window = [p.integers(k) for k in ("kernel_shape", "strides", "pads", "dilations")]
+        h, w = si.window2d(shape, *window, p.flag("ceil_mode"))
+        out = (shape[0], shape[1], h, w)
+        return [tensor(out, types[0].element_type), tensor(out, i64)]
+
+
+LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp, IntPowOp, DetOp, MaxPoolWithIndicesOp]

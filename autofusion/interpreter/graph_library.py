@@ -8,7 +8,15 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 
 from autofusion import dtypes
 from autofusion.dialects import graph_library as gl
-from autofusion.interpreter.graph import Array, _props, _result
+from autofusion.interpreter.graph import (
+    Array,
+    _compute,
+    _extreme,
+    _props,
+    _result,
+    _window_view,
+    pool_padding,
+)
 
 
 def box_corners(boxes: Array, center_point_box: bool) -> Array:
@@ -70,6 +78,29 @@ def int_pow(x: Array, y: Array) -> Array:
         return np.trunc(np.power(x.astype(np.float64), y.astype(np.float64))).astype(x.dtype)
 
 
+def max_pool_with_indices(
+    x: Array, window: tuple[tuple[int, ...], ...], ceil_mode: bool, column_major: bool
+) -> tuple[Array, Array]:
+    """2-D max pooling of NCHW `x` and the flat input index of each maximum (see
+    graph_library.MaxPoolWithIndicesOp); `window` is (kernel, strides, pads, dilations)."""
+    kernel, strides, pads, dilations = window
+    n, c, h, w = x.shape
+    kernel, out, spec = pool_padding(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    rows, cols = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    planes = np.arange(n * c).reshape(n, c, 1, 1) * (h * w)
+    flat = planes + (rows + cols * h if column_major else rows * w + cols)
+    views = []
+    for array, fill in ((x, _extreme(x, low=True)), (flat, -1)):
+        padded = np.pad(array, spec, constant_values=fill)
+        views.append(_window_view(padded, *kernel, *strides, *dilations)[:, :, : out[0], : out[1]])
+    values, where = (v.reshape(*v.shape[:4], -1) for v in views)
+    best = values.max(axis=-1)
+    # the first maximum in row-major window order; a padded tap (index -1) never wins
+    hit = (values == best[..., None]) & (where >= 0)
+    first = hit.argmax(axis=-1)[..., None]
+    return best, np.take_along_axis(where, first, axis=-1)[..., 0].astype(np.int64)
+
+
 @register_impls
 class GraphLibraryFunctions(InterpreterFunctions):
     """numpy implementations of the graph dialect's library ops."""
@@ -95,6 +126,18 @@ class GraphLibraryFunctions(InterpreterFunctions):
     def run_det(self, i: Interpreter, op: gl.DetOp, args: PythonValues) -> PythonValues:
         (x,) = args
         return (_result(op, np.linalg.det(np.asarray(x, np.float64))),)
+
+    @impl(gl.MaxPoolWithIndicesOp)
+    def run_max_pool_with_indices(
+        self, i: Interpreter, op: gl.MaxPoolWithIndicesOp, args: PythonValues
+    ) -> PythonValues:
+        p = _props(op)
+        window = tuple(p.integers(k) for k in ("kernel_shape", "strides", "pads", "dilations"))
+        x = _compute(np.asarray(args[0]))
+        values, where = max_pool_with_indices(
+            x, window, p.flag("ceil_mode"), p.flag("column_major")
+        )
+        return (_result(op, values), _result(op, where, 1))
 
     @impl(gl.BitCastOp)
     def run_bit_cast(self, i: Interpreter, op: gl.BitCastOp, args: PythonValues) -> PythonValues:

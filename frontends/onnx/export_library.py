@@ -1,6 +1,6 @@
 """ONNX export of the library graph ops (autofusion/dialects/graph_library.py): each is
 the ONNX operator it was imported from, NonMaxSuppression with its limits as constant
-inputs.
+inputs, max_pool2d_with_indices as MaxPool with two outputs.
 
 `table()` gives their entries of `export_table.TABLE`; export_ops is imported where it
 is used.
@@ -45,6 +45,16 @@ def _int_pow(e: Emitter) -> None:
     e.nodes("Pow", e.inputs, e.outputs)
 
 
+def _max_pool_with_indices(e: Emitter) -> None:
+    """MaxPool-12 with its Indices output; column_major is storage_order=1."""
+    p = e.props
+    window = {k: list(p.integers(k)) for k in ("kernel_shape", "strides", "pads", "dilations")}
+    ceil_mode, storage_order = int(p.flag("ceil_mode")), int(p.flag("column_major"))
+    e.nodes(
+        "MaxPool", e.inputs, e.outputs, ceil_mode=ceil_mode, storage_order=storage_order, **window
+    )
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the library ops."""
     from frontends.onnx.export_ops import Standard, direct
@@ -54,4 +64,5 @@ def table() -> dict[type[Operation], Mapping]:
         gl.BitCastOp: Standard(_bit_cast, "BitCast (opset 26)"),
         gl.IntPowOp: Standard(_int_pow, "Pow (integer base)"),
         gl.DetOp: direct("Det"),
+        gl.MaxPoolWithIndicesOp: Standard(_max_pool_with_indices, "MaxPool (with Indices)"),
     }

@@ -24,6 +24,14 @@ func.func @det_not_square(%x: tensor<2x3xf32>) -> tensor<f32> {
 
 // -----
 
+func.func @max_pool_indices_type(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x4x4xi32> {
+  // expected-error @+1 {{'graph.max_pool2d_with_indices' result #1 has type tensor<1x2x4x4xi32>, but the operands give tensor<1x2x4x4xi64>}}
+  %0, %1 = graph.max_pool2d_with_indices %x {ceil_mode = false, column_major = true, dilations = [1, 1], kernel_shape = [2, 2], pads = [0, 0, 0, 0], strides = [1, 1]} : tensor<1x2x5x5xf32> -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xi32>)
+  func.return %1 : tensor<1x2x4x4xi32>
+}
+
+// -----
+
 func.func @bit_cast_width(%x: tensor<2xf32>) -> tensor<2xi64> {
   // expected-error @+1 {{'graph.bit_cast' needs two element types of one width other than bf16, got f32 and i64}}
   %0 = graph.bit_cast %x : tensor<2xf32> -> tensor<2xi64>
