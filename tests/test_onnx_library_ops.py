@@ -173,3 +173,50 @@ def test_max_pool_indices_refusals() -> None:
     node.attribute.append(helper.make_attribute("storage_order", 2))
     m = make_model([node], [vi("x", F, [1, 1, 4, 4])], outputs, opset=12)
     assert "storage_order" in error_of(m)
+
+
+@pytest.mark.parametrize(
+    ("cache", "update", "attrs", "start"),
+    [
+        ([2, 3, 6, 4], [2, 3, 2, 4], {}, [0, 4]),
+        ([2, 3, 6, 4], [2, 3, 3, 4], {"mode": "circular"}, [5, 2]),
+        ([3, 5, 2], [3, 5, 2], {"axis": 1}, None),
+        ([2, 5, 3, 2], [2, 2, 3, 2], {"axis": 1, "mode": "circular"}, [4, 1]),
+    ],
+    ids=["linear", "circular", "no_indices", "axis1"],
+)
+def test_tensor_scatter_matches_reference_and_exports(
+    cache: list[int], update: list[int], attrs: dict, start: list[int] | None
+) -> None:
+    names = ["past", "update"] + ([] if start is None else ["where"])
+    node = helper.make_node("TensorScatter", names, ["present"], **attrs)
+    inputs = [vi("past", F, cache), vi("update", F, update)]
+    feeds = {"past": RNG.standard_normal(cache).astype(np.float32)}
+    feeds["update"] = RNG.standard_normal(update).astype(np.float32)
+    if start is not None:
+        inputs.append(vi("where", TensorProto.INT64, [len(start)]))
+        feeds["where"] = np.array(start, np.int64)
+    m = make_model([node], inputs, [vi("present", F, None)], opset=24)
+    module = do_import(m)
+    assert ops(module) == ["graph.tensor_scatter"]
+    want = ReferenceEvaluator(m).run(None, feeds)[0]
+    np.testing.assert_array_equal(ort_run(m, feeds)[0], want)
+    np.testing.assert_array_equal(run_function(module, feeds)["present"], want)
+    exported = export_module(module, opset=24)
+    assert [n.op_type for n in exported.graph.node] == ["TensorScatter"]
+    np.testing.assert_array_equal(ort_run(exported, feeds)[0], want)
+
+
+def test_tensor_scatter_refusals() -> None:
+    from xdsl.utils.exceptions import InterpretationError
+
+    node = helper.make_node("TensorScatter", ["c", "u", "w"], ["y"], name="ts", mode="ring")
+    inputs = [vi("c", F, [2, 4, 3]), vi("u", F, [2, 1, 3]), vi("w", TensorProto.INT64, [2])]
+    m = make_model([node], inputs, [vi("y", F, None)], opset=24)
+    assert "mode" in error_of(m) and "ring" in error_of(m)
+    node = helper.make_node("TensorScatter", ["c", "u", "w"], ["y"], name="ts")
+    m = make_model([node], inputs, [vi("y", F, None)], opset=24)
+    feeds = {"c": np.zeros((2, 4, 3), np.float32), "u": np.ones((2, 1, 3), np.float32)}
+    feeds["w"] = np.array([1, 4], np.int64)  # linear: position 4 is past the cache
+    with pytest.raises(InterpretationError, match="leaves the cache's 4 positions"):
+        run_function(do_import(m), feeds)

@@ -1,12 +1,13 @@
 """Graph ops that run as library kernels only: non-max suppression, which selects a
 data-dependent number of boxes, the bit-pattern reinterpretation BitCast, and the power
 of an integer base (graph.pow, which vector kernels compute, is floating point only),
-the determinant and max pooling with the positions of its maxima.
+the determinant, max pooling with the positions of its maxima and the KV-cache update
+TensorScatter.
 
 No kernel template covers them (fusion kind opaque), so ub-fusion leaves each one on its
 own. Semantics follow the ONNX operators of the same names
 (https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15,
-Det-22 and MaxPool-12.
+Det-22, MaxPool-12 and TensorScatter-24.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAt
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -185,4 +187,50 @@ class MaxPoolWithIndicesOp(GraphOp, StreamingFacts):
         return [tensor(out, types[0].element_type), tensor(out, i64)]
 
 
-LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp, IntPowOp, DetOp, MaxPoolWithIndicesOp]
+@irdl_op_definition
+class TensorScatterOp(GraphOp, MovementFacts):
+    """A KV-cache update (ONNX TensorScatter-24): the cache with, for each batch row b,
+    the update's slices along `axis` written at positions write_indices[b] + s (zero
+    without write_indices), taken modulo the cache's extent along `axis` when circular.
+    In linear mode every position must lie inside the cache."""
+
+    name = "graph.tensor_scatter"
+    cache = operand_def(TensorType)
+    update = operand_def(TensorType)
+    write_indices = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    circular = prop_def(BoolAttr)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        cache, update = (list(t.get_shape()) for t in types[:2])
+        p.flag("circular")
+        axis = si.normalize_axis(p.integer("axis"), len(cache))
+        if axis == 0:
+            raise ShapeError("axis cannot be the batch dim 0")
+        if len(update) != len(cache) or types[0].element_type != types[1].element_type:
+            raise ShapeError(f"cache {types[0]} and update {types[1]} differ in rank or type")
+        for k, (c, u) in enumerate(zip(cache, update)):
+            if DYN in (c, u) or (c == u if k != axis else u <= c):
+                continue
+            raise ShapeError(f"update {si.fmt(update)} does not fit cache {si.fmt(cache)}")
+        if len(types) == 3:
+            where = types[2]
+            batch = where.get_shape()
+            if not dtypes.is_integer(where.element_type) or len(batch) != 1:
+                raise ShapeError(f"write_indices must be a 1-D integer tensor, got {where}")
+            if DYN not in (batch[0], cache[0]) and batch[0] != cache[0]:
+                raise ShapeError(f"write_indices {si.fmt(batch)} does not match batch {cache[0]}")
+        return [types[0]]
+
+
+LIBRARY_OPS = [
+    NonMaxSuppressionOp,
+    BitCastOp,
+    IntPowOp,
+    DetOp,
+    MaxPoolWithIndicesOp,
+    TensorScatterOp,
+]

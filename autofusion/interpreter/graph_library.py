@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.utils.exceptions import InterpretationError
 
 from autofusion import dtypes
 from autofusion.dialects import graph_library as gl
@@ -101,6 +102,27 @@ def max_pool_with_indices(
     return best, np.take_along_axis(where, first, axis=-1)[..., 0].astype(np.int64)
 
 
+def tensor_scatter(
+    cache: Array, update: Array, start: Array | None, axis: int, circular: bool
+) -> Array:
+    """The cache with the update written along `axis` (see graph_library.TensorScatterOp)."""
+    axis %= cache.ndim
+    batch, extent, length = cache.shape[0], cache.shape[axis], update.shape[axis]
+    first = np.zeros(batch, np.int64) if start is None else start.astype(np.int64)
+    where = first[:, None] + np.arange(length)
+    if circular:
+        where %= extent
+    elif where.size and (where.min() < 0 or where.max() >= extent):
+        raise InterpretationError(
+            f"graph.tensor_scatter: a linear write at {where.min()}..{where.max()} leaves the "
+            f"cache's {extent} positions"
+        )
+    out = cache.copy()
+    # the batch dim and the sequence dim first: out[b, where[b, s]] = update[b, s]
+    np.moveaxis(out, axis, 1)[np.arange(batch)[:, None], where] = np.moveaxis(update, axis, 1)
+    return out
+
+
 @register_impls
 class GraphLibraryFunctions(InterpreterFunctions):
     """numpy implementations of the graph dialect's library ops."""
@@ -138,6 +160,17 @@ class GraphLibraryFunctions(InterpreterFunctions):
             x, window, p.flag("ceil_mode"), p.flag("column_major")
         )
         return (_result(op, values), _result(op, where, 1))
+
+    @impl(gl.TensorScatterOp)
+    def run_tensor_scatter(
+        self, i: Interpreter, op: gl.TensorScatterOp, args: PythonValues
+    ) -> PythonValues:
+        cache, update, *start = (np.asarray(a) for a in args)
+        p = _props(op)
+        out = tensor_scatter(
+            cache, update, start[0] if start else None, p.integer("axis"), p.flag("circular")
+        )
+        return (_result(op, out),)
 
     @impl(gl.BitCastOp)
     def run_bit_cast(self, i: Interpreter, op: gl.BitCastOp, args: PythonValues) -> PythonValues:

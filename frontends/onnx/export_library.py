@@ -55,6 +55,15 @@ def _max_pool_with_indices(e: Emitter) -> None:
     )
 
 
+def _tensor_scatter(e: Emitter) -> None:
+    from frontends.onnx.export_ops import NotExportable
+
+    if e.opset < 24:
+        raise NotExportable(f"TensorScatter needs opset 24, not {e.opset}")
+    mode = "circular" if e.props.flag("circular") else "linear"
+    e.nodes("TensorScatter", e.inputs, e.outputs, axis=e.props.integer("axis"), mode=mode)
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the library ops."""
     from frontends.onnx.export_ops import Standard, direct
@@ -64,5 +73,6 @@ def table() -> dict[type[Operation], Mapping]:
         gl.BitCastOp: Standard(_bit_cast, "BitCast (opset 26)"),
         gl.IntPowOp: Standard(_int_pow, "Pow (integer base)"),
         gl.DetOp: direct("Det"),
+        gl.TensorScatterOp: Standard(_tensor_scatter, "TensorScatter (opset 24)"),
         gl.MaxPoolWithIndicesOp: Standard(_max_pool_with_indices, "MaxPool (with Indices)"),
     }

@@ -1,5 +1,5 @@
 """Converters of ONNX operators that become library ops
-(autofusion/dialects/graph_library.py): NonMaxSuppression, BitCast and Det. NonMaxSuppression's
+(autofusion/dialects/graph_library.py): NonMaxSuppression, BitCast, Det and TensorScatter. NonMaxSuppression's
 limits (max_output_boxes_per_class, iou_threshold, score_threshold) must be known at
 import time. Versions are cited as `Op-<since_version>` from https://onnx.ai/onnx/operators/.
 """
@@ -23,7 +23,12 @@ from frontends.onnx.importer import (
 
 CONVERTERS: dict[str, Converter] = {}
 
-VERSIONS: OpVersions = {"NonMaxSuppression": (10, 11), "BitCast": (26,), "Det": (11, 22)}
+VERSIONS: OpVersions = {
+    "NonMaxSuppression": (10, 11),
+    "BitCast": (26,),
+    "Det": (11, 22),
+    "TensorScatter": (24,),
+}
 REFUSED_VERSIONS: RefusedVersions = {}
 
 
@@ -59,6 +64,20 @@ def convert_non_max_suppression(node: Node) -> list[Value]:
 def convert_det(node: Node) -> list[Value]:
     """Det-11/22 (22 adds bf16): the determinants of the trailing square matrices."""
     return node.emit(gl.DetOp, [node.input(0)])
+
+
+@register(CONVERTERS, "TensorScatter")
+def convert_tensor_scatter(node: Node) -> list[Value]:
+    """TensorScatter-24: the KV-cache update, linear or circular, along `axis`."""
+    mode = node.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise node.reject("mode", mode, "linear or circular")
+    operands = [node.input(0), node.input(1)]
+    start = node.opt_input(2)
+    if start is not None:
+        operands.append(start)
+    props = {"axis": int(node.attr("axis", -2)), "circular": mode == "circular"}
+    return node.emit(gl.TensorScatterOp, operands, props)
 
 
 @register(CONVERTERS, "BitCast")

@@ -32,6 +32,22 @@ func.func @max_pool_indices_type(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x4x4xi32>
 
 // -----
 
+func.func @tensor_scatter_too_long(%c: tensor<2x4x3xf32>, %u: tensor<2x5x3xf32>) -> tensor<2x4x3xf32> {
+  // expected-error @+1 {{'graph.tensor_scatter': update 2x5x3 does not fit cache 2x4x3}}
+  %0 = graph.tensor_scatter %c, %u {axis = 1 : i64, circular = false} : (tensor<2x4x3xf32>, tensor<2x5x3xf32>) -> tensor<2x4x3xf32>
+  func.return %0 : tensor<2x4x3xf32>
+}
+
+// -----
+
+func.func @tensor_scatter_batch_axis(%c: tensor<2x4x3xf32>, %u: tensor<2x4x3xf32>) -> tensor<2x4x3xf32> {
+  // expected-error @+1 {{'graph.tensor_scatter': axis cannot be the batch dim 0}}
+  %0 = graph.tensor_scatter %c, %u {axis = 0 : i64, circular = false} : (tensor<2x4x3xf32>, tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
+  func.return %0 : tensor<2x4x3xf32>
+}
+
+// -----
+
 func.func @bit_cast_width(%x: tensor<2xf32>) -> tensor<2xi64> {
   // expected-error @+1 {{'graph.bit_cast' needs two element types of one width other than bf16, got f32 and i64}}
   %0 = graph.bit_cast %x : tensor<2xf32> -> tensor<2xi64>
