@@ -76,7 +76,6 @@ REFUSED: dict[str, str] = {
     ),
     r"test_flexattention(_\w+)?(?<!_expanded_ver26)": r"operator domain 'ai\.onnx\.preview' is not supported",
     # attributes and inputs of converted operators
-    r"test_reshape_allowzero_reordered": r"attribute allowzero=1 is not supported",
     # operators afc does not convert (an `_expanded` case is the operator's function body;
     # an operator with a function body and no converter is converted as that body)
     r"test_attention_local_window_gqa_rank4_mask": r"softmax_precision='DOUBLE' is not supported",
