@@ -64,8 +64,6 @@ REFUSED: dict[str, str] = {
     r"test_optional_has_element_(empty_optional|optional|tensor)_input": NOT_A_TENSOR,
     r"test_loop(13_seq|16_seq_none)": NOT_A_TENSOR,
     r"test_sequence_insert_at_(back|front)": NOT_A_TENSOR,
-    # operator versions of the opsets before 13 whose semantics differ
-    r"test_scan_sum": r"Scan-8 scans a batch axis",
     r"test_if_(seq|opt)": OP("SequenceConstruct"),
     # training: other domains, training modes and losses
     r"test_(adagrad|adam|momentum|nesterov|ai_onnx_ml)(_.*)?": NO_DEFAULT_DOMAIN,
