@@ -80,7 +80,6 @@ REFUSED: dict[str, str] = {
     r"test_bernoulli.*": OP("(Bernoulli|RandomUniformLike)"),
     r"test_image_decoder_.*": OP("ImageDecoder"),
     r"test_split_to_sequence_.*": OP("SplitToSequence"),
-    r"test_tfidfvectorizer_.*": OP("TfIdfVectorizer"),
 }
 
 # case-name pattern (fullmatch) -> (rtol, atol) where the reference data is not exact

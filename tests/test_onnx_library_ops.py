@@ -220,3 +220,49 @@ def test_tensor_scatter_refusals() -> None:
     feeds["w"] = np.array([1, 4], np.int64)  # linear: position 4 is past the cache
     with pytest.raises(InterpretationError, match="leaves the cache's 4 positions"):
         run_function(do_import(m), feeds)
+
+
+TFIDF_POOL = {  # unigrams 2, 3, 5, 4; bigrams (5, 6), (7, 8), (6, 7); trigram (3, 3, 7)
+    "ngram_counts": [0, 4, 10],
+    "ngram_indexes": [0, 1, 2, 3, 4, 5, 6, 7],
+    "pool_int64s": [2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 3, 3, 7],
+}
+
+
+@pytest.mark.parametrize(
+    ("attrs", "tokens"),
+    [
+        ({"mode": "TF", "min_gram_length": 1, "max_gram_length": 3, "max_skip_count": 2}, 64),
+        ({"mode": "IDF", "min_gram_length": 2, "max_gram_length": 3, "max_skip_count": 1}, 64),
+        (
+            {"mode": "TFIDF", "min_gram_length": 1, "max_gram_length": 2, "max_skip_count": 3},
+            32,
+        ),
+        (
+            {"mode": "IDF", "min_gram_length": 1, "max_gram_length": 3, "max_skip_count": 0},
+            32,
+        ),
+    ],
+    ids=["tf_trigrams", "idf_unweighted", "tfidf_weighted", "idf_weighted"],
+)
+def test_tfidf_vectorizer_matches_onnxruntime_and_exports(attrs: dict, tokens: int) -> None:
+    elem = TensorProto.INT64 if tokens == 64 else TensorProto.INT32
+    weighted = attrs["mode"] != "TF" and tokens == 32
+    weights = {"weights": [0.5, 1.0, 2.0, 0.25, 3.0, 1.5, 0.75, 4.0]} if weighted else {}
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], **attrs, **TFIDF_POOL, **weights)
+    m = make_model([node], [vi("x", elem, [3, 10])], [vi("y", F, None)], opset=9)
+    x = RNG.integers(2, 9, (3, 10)).astype(np.int64 if tokens == 64 else np.int32)
+    module = check_against_ort(m, {"x": x})
+    assert ops(module) == ["graph.tfidf_vectorizer"]
+    exported = export_module(module)
+    assert [n.op_type for n in exported.graph.node] == ["TfIdfVectorizer"]
+    np.testing.assert_array_equal(ort_run(exported, {"x": x})[0], ort_run(m, {"x": x})[0])
+
+
+def test_tfidf_vectorizer_refusals() -> None:
+    attrs = {"mode": "BM25", "min_gram_length": 1, "max_gram_length": 1, "max_skip_count": 0}
+    node = helper.make_node("TfIdfVectorizer", ["x"], ["y"], name="tfidf", **attrs, **TFIDF_POOL)
+    m = make_model([node], [vi("x", TensorProto.INT64, [4])], [vi("y", F, None)], opset=9)
+    assert error_of(m) == (
+        "node 'tfidf' (TfIdfVectorizer-9): mode 'BM25' is not one of TF, IDF, TFIDF"
+    )

@@ -1,13 +1,13 @@
 """Graph ops that run as library kernels only: non-max suppression, which selects a
 data-dependent number of boxes, the bit-pattern reinterpretation BitCast, and the power
 of an integer base (graph.pow, which vector kernels compute, is floating point only),
-the determinant, max pooling with the positions of its maxima and the KV-cache update
-TensorScatter.
+the determinant, max pooling with the positions of its maxima, the KV-cache update
+TensorScatter and the n-gram counter TfIdfVectorizer.
 
 No kernel template covers them (fusion kind opaque), so ub-fusion leaves each one on its
 own. Semantics follow the ONNX operators of the same names
-(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15,
-Det-22, MaxPool-12 and TensorScatter-24.
+(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15, Det-22,
+MaxPool-12, TensorScatter-24 and TfIdfVectorizer-9.
 """
 
 from __future__ import annotations
@@ -15,7 +15,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from xdsl.dialects.builtin import BoolAttr, DenseArrayBase, FloatAttr, IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -226,7 +235,61 @@ class TensorScatterOp(GraphOp, MovementFacts):
         return [types[0]]
 
 
+TFIDF_MODES = ("TF", "IDF", "TFIDF")
+
+
+@irdl_op_definition
+class TfIdfVectorizerOp(GraphOp, StreamingFacts):
+    """n-gram counts of integer token rows (ONNX TfIdfVectorizer-9): x [C] or [B, C] gives
+    float32 [K] or [B, K], K = max(ngram_indexes) + 1.
+
+    `pool` holds the n-grams, those of length n from ngram_counts[n - 1] on; the j-th
+    n-gram overall is counted in column ngram_indexes[j]. Every n-gram of length in
+    [min_gram_length, max_gram_length] is matched at each start with its tokens
+    1..max_skip_count + 1 apart (unigrams once). mode TF gives the counts, IDF the
+    weight (or 1) where a count is positive, TFIDF the weight times the count.
+    """
+
+    name = "graph.tfidf_vectorizer"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    min_gram_length = prop_def(IntegerAttr)
+    max_gram_length = prop_def(IntegerAttr)
+    max_skip_count = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    ngram_counts = prop_def(DenseArrayBase)
+    ngram_indexes = prop_def(DenseArrayBase)
+    pool = prop_def(DenseArrayBase)
+    weights = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        (x,) = types
+        shape = list(x.get_shape())
+        if dtypes.type_name(x.element_type) not in ("i32", "i64") or len(shape) not in (1, 2):
+            raise ShapeError(f"expects [C] or [B, C] int32 or int64 tokens, got {x}")
+        low, high = p.integer("min_gram_length"), p.integer("max_gram_length")
+        if not 1 <= low <= high or p.integer("max_skip_count") < 0:
+            raise ShapeError(f"n-gram lengths {low}..{high} or the skip count are invalid")
+        if p.text("mode") not in TFIDF_MODES:
+            raise ShapeError(f"mode {p.text('mode')!r} is not one of {', '.join(TFIDF_MODES)}")
+        counts, pool = p.integers("ngram_counts"), p.integers("pool")
+        if list(counts) != sorted(counts) or (
+            counts and (counts[0] != 0 or counts[-1] > len(pool))
+        ):
+            raise ShapeError(f"ngram_counts {list(counts)} do not index the pool of {len(pool)}")
+        indexes = p.integers("ngram_indexes")
+        if not indexes or min(indexes) < 0:
+            raise ShapeError(f"ngram_indexes {list(indexes)} must be non-empty and >= 0")
+        width = max(indexes) + 1
+        if p.has("weights") and len(p.reals("weights")) < width:
+            raise ShapeError(f"weights has {len(p.reals('weights'))} values for {width} columns")
+        return [tensor([*shape[:-1], width], f32)]
+
+
 LIBRARY_OPS = [
+    TfIdfVectorizerOp,
     NonMaxSuppressionOp,
     BitCastOp,
     IntPowOp,

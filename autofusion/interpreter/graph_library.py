@@ -9,6 +9,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from autofusion import dtypes
 from autofusion.dialects import graph_library as gl
+from autofusion.dialects.graph_base import Props
 from autofusion.interpreter.graph import (
     Array,
     _compute,
@@ -123,6 +124,53 @@ def tensor_scatter(
     return out
 
 
+def ngram_columns(p: Props) -> list[tuple[int, dict[tuple[int, ...], int]]]:
+    """TfIdfVectorizer's pool as (length, n-gram -> column) per counted length; a repeated
+    n-gram counts in the column of its last entry, as ONNX's reference does."""
+    counts, pool, indexes = (
+        p.integers("ngram_counts"),
+        p.integers("pool"),
+        p.integers("ngram_indexes"),
+    )
+    low, high = p.integer("min_gram_length"), p.integer("max_gram_length")
+    out, first = [], 0
+    for k, start in enumerate(counts):
+        size = k + 1
+        end = counts[k + 1] if k + 1 < len(counts) else len(pool)
+        grams = [tuple(pool[i : i + size]) for i in range(start, end - size + 1, size)]
+        if low <= size <= high and grams:
+            out.append((size, {g: indexes[first + j] for j, g in enumerate(grams)}))
+        first += len(grams)
+    return out
+
+
+def tfidf_vectorize(x: Array, p: Props) -> Array:
+    """The n-gram counts of each row of `x`, weighted by mode (see
+    graph_library.TfIdfVectorizerOp)."""
+    rows = x.reshape(-1, x.shape[-1]).astype(np.int64)
+    width = max(p.integers("ngram_indexes")) + 1
+    freq = np.zeros((rows.shape[0], width), np.float64)
+    length = rows.shape[1]
+    for size, columns in ngram_columns(p):
+        grams = np.asarray(list(columns), np.int64).reshape(-1, size)
+        cols = np.asarray(list(columns.values()), np.int64)
+        # unigrams are not affected by the skip distance, so they count once
+        for gap in [1] if size == 1 else range(1, p.integer("max_skip_count") + 2):
+            starts = length - gap * (size - 1)
+            if starts <= 0:
+                break
+            taps = np.stack([rows[:, k * gap : k * gap + starts] for k in range(size)], -1)
+            hits = (taps[:, :, None, :] == grams[None, None]).all(-1).sum(1)  # [rows, grams]
+            np.add.at(freq.T, cols, hits.T)
+    mode = p.text("mode")
+    weights = np.asarray(p.reals("weights")[:width]) if p.has("weights") else None
+    if mode == "IDF":
+        freq = np.where(freq > 0, 1.0 if weights is None else weights, 0.0)
+    elif mode == "TFIDF" and weights is not None:
+        freq = freq * weights
+    return freq.reshape(*x.shape[:-1], width).astype(np.float32)
+
+
 @register_impls
 class GraphLibraryFunctions(InterpreterFunctions):
     """numpy implementations of the graph dialect's library ops."""
@@ -171,6 +219,12 @@ class GraphLibraryFunctions(InterpreterFunctions):
             cache, update, start[0] if start else None, p.integer("axis"), p.flag("circular")
         )
         return (_result(op, out),)
+
+    @impl(gl.TfIdfVectorizerOp)
+    def run_tfidf_vectorizer(
+        self, i: Interpreter, op: gl.TfIdfVectorizerOp, args: PythonValues
+    ) -> PythonValues:
+        return (_result(op, tfidf_vectorize(np.asarray(args[0]), _props(op))),)
 
     @impl(gl.BitCastOp)
     def run_bit_cast(self, i: Interpreter, op: gl.BitCastOp, args: PythonValues) -> PythonValues:

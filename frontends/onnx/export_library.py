@@ -64,6 +64,19 @@ def _tensor_scatter(e: Emitter) -> None:
     e.nodes("TensorScatter", e.inputs, e.outputs, axis=e.props.integer("axis"), mode=mode)
 
 
+def _tfidf_vectorizer(e: Emitter) -> None:
+    """TfIdfVectorizer-9 with the pool as pool_int64s."""
+    p = e.props
+    attrs: dict[str, object] = {
+        k: p.integer(k) for k in ("min_gram_length", "max_gram_length", "max_skip_count")
+    }
+    attrs |= {k: list(p.integers(k)) for k in ("ngram_counts", "ngram_indexes")}
+    attrs["pool_int64s"] = list(p.integers("pool"))
+    if p.has("weights"):
+        attrs["weights"] = list(p.reals("weights"))
+    e.nodes("TfIdfVectorizer", e.inputs, e.outputs, mode=p.text("mode"), **attrs)
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the library ops."""
     from frontends.onnx.export_ops import Standard, direct
@@ -73,6 +86,7 @@ def table() -> dict[type[Operation], Mapping]:
         gl.BitCastOp: Standard(_bit_cast, "BitCast (opset 26)"),
         gl.IntPowOp: Standard(_int_pow, "Pow (integer base)"),
         gl.DetOp: direct("Det"),
+        gl.TfIdfVectorizerOp: Standard(_tfidf_vectorizer, "TfIdfVectorizer"),
         gl.TensorScatterOp: Standard(_tensor_scatter, "TensorScatter (opset 24)"),
         gl.MaxPoolWithIndicesOp: Standard(_max_pool_with_indices, "MaxPool (with Indices)"),
     }

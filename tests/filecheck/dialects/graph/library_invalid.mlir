@@ -48,6 +48,14 @@ func.func @tensor_scatter_batch_axis(%c: tensor<2x4x3xf32>, %u: tensor<2x4x3xf32
 
 // -----
 
+func.func @tfidf_counts_past_pool(%t: tensor<6xi64>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.tfidf_vectorizer': ngram_counts [0, 5] do not index the pool of 4}}
+  %0 = graph.tfidf_vectorizer %t {max_gram_length = 2, max_skip_count = 0, min_gram_length = 1, mode = "TF", ngram_counts = [0, 5], ngram_indexes = [0, 1], pool = [4, 5, 4, 6]} : tensor<6xi64> -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+
+// -----
+
 func.func @bit_cast_width(%x: tensor<2xf32>) -> tensor<2xi64> {
   // expected-error @+1 {{'graph.bit_cast' needs two element types of one width other than bf16, got f32 and i64}}
   %0 = graph.bit_cast %x : tensor<2xf32> -> tensor<2xi64>
