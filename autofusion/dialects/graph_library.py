@@ -190,8 +190,9 @@ class MaxPoolWithIndicesOp(GraphOp, StreamingFacts):
         shape = types[0].get_shape()
         if len(shape) != 4:
             raise ShapeError(f"expects a 4-D NCHW input, got {si.fmt(shape)}")
-        window = [p.integers(k) for k in ("kernel_shape", "strides", "pads", "dilations")]
-        h, w = si.window2d(shape, *window, p.flag("ceil_mode"))
+        kernel, strides = p.integers("kernel_shape"), p.integers("strides")
+        pads, dilations = p.integers("pads"), p.integers("dilations")
+        h, w = si.window2d(shape, kernel, strides, pads, dilations, p.flag("ceil_mode"))
         out = (shape[0], shape[1], h, w)
         return [tensor(out, types[0].element_type), tensor(out, i64)]
 
