@@ -624,9 +624,10 @@ def convert_pool(node: Node) -> list[Value]:
     if node.op_type == "MaxPool" or node.version >= 19:
         dilations = node.ints_attr("dilations", dilations) or []
     pads = _window_pads(node, x, kernel, strides, dilations)
-    if node.op_type == "MaxPool" and any(node.proto.output[1:]):
-        return _max_pool_with_indices(node, x, (kernel, strides, dilations, pads))
-    node.attr("storage_order", 0)  # only affects Indices
+    if node.op_type == "MaxPool":
+        if any(node.proto.output[1:]):
+            return _max_pool_with_indices(node, x, (kernel, strides, dilations, pads))
+        node.attr("storage_order", 0)  # only affects Indices
     if spatial == 3:
         return [_pool_3d(node, x, (kernel, strides, dilations, pads))]
     if spatial == 1:
