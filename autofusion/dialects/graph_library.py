@@ -2,18 +2,19 @@
 data-dependent number of boxes, the bit-pattern reinterpretation BitCast, and the power
 of an integer base (graph.pow, which vector kernels compute, is floating point only),
 the determinant, max pooling with the positions of its maxima, the KV-cache update
-TensorScatter and the n-gram counter TfIdfVectorizer.
+TensorScatter, the n-gram counter TfIdfVectorizer and 3-D pooling.
 
 No kernel template covers them (fusion kind opaque), so ub-fusion leaves each one on its
 own. Semantics follow the ONNX operators of the same names
 (https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15, Det-22,
-MaxPool-12, TensorScatter-24 and TfIdfVectorizer-9.
+MaxPool-12, TensorScatter-24, TfIdfVectorizer-9 and AveragePool-19.
 """
 
 from __future__ import annotations
 
+from abc import ABC
 from collections.abc import Sequence
-from typing import cast
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     BoolAttr,
@@ -236,6 +237,53 @@ class TensorScatterOp(GraphOp, MovementFacts):
         return [types[0]]
 
 
+class Pool3dOp(GraphOp, StreamingFacts, ABC):
+    """3-D pooling over NCDHW; pads are [front, top, left, back, bottom, right]. No kernel
+    template pools (the 2-D pools are library ops too), so one op keeps the ONNX operator
+    for the export; the interpreter pools H, W then D, exact because a window is a box."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel_shape = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    ceil_mode = prop_def(BoolAttr)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0]
+        shape = x.get_shape()
+        k, s, d, pads = (p.integers(n) for n in ("kernel_shape", "strides", "dilations", "pads"))
+        if len(shape) != 5 or len(k) != 3 or len(pads) != 6:
+            raise ShapeError(f"expects a 5-D NCDHW input and 3-D windows, got {si.fmt(shape)}")
+        ceil = p.flag("ceil_mode")
+        # D and H as one 2-D window, W as a 2-D window of height 1
+        dh = si.window2d(shape[:4], k[:2], s[:2], [pads[0], pads[1], pads[3], pads[4]], d[:2], ceil)
+        _, w = si.window2d(
+            [*shape[:3], shape[4]], [1, k[2]], [1, s[2]], [0, pads[2], 0, pads[5]], [1, d[2]], ceil
+        )
+        return [tensor((shape[0], shape[1], *dh, w), x.element_type)]
+
+
+@irdl_op_definition
+class MaxPool3dOp(Pool3dOp):
+    """3-D max pooling (ONNX MaxPool, also on integers); padding never wins the max."""
+
+    name = "graph.max_pool3d"
+
+
+@irdl_op_definition
+class AvgPool3dOp(Pool3dOp):
+    """3-D average pooling (ONNX AveragePool-19 with dilations); count_include_pad counts
+    padded zeros."""
+
+    name = "graph.avg_pool3d"
+    count_include_pad = prop_def(BoolAttr)
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
 TFIDF_MODES = ("TF", "IDF", "TFIDF")
 
 
@@ -290,6 +338,8 @@ class TfIdfVectorizerOp(GraphOp, StreamingFacts):
 
 
 LIBRARY_OPS = [
+    MaxPool3dOp,
+    AvgPool3dOp,
     TfIdfVectorizerOp,
     NonMaxSuppressionOp,
     BitCastOp,

@@ -17,6 +17,7 @@ from autofusion.interpreter.graph import (
     _props,
     _result,
     _window_view,
+    pool2d,
     pool_padding,
 )
 
@@ -171,6 +172,23 @@ def tfidf_vectorize(x: Array, p: Props) -> Array:
     return freq.reshape(*x.shape[:-1], width).astype(np.float32)
 
 
+def pool3d(x: Array, op: gl.Pool3dOp) -> Array:
+    """3-D pooling as two 2-D ones: over H, W with D folded into the channels, then over
+    D with H, W folded into one dim (see graph_library.Pool3dOp)."""
+    p = _props(op)
+    k, s, d, pads = (p.integers(n) for n in ("kernel_shape", "strides", "dilations", "pads"))
+    ceil = p.flag("ceil_mode")
+    kind = "max" if isinstance(op, gl.MaxPool3dOp) else "avg"
+    whole = kind == "avg" and p.flag("count_include_pad")
+    n, c, depth, h, w = x.shape
+    hw_pads = (pads[1], pads[2], pads[4], pads[5])
+    y = pool2d(x.reshape(n, c * depth, h, w), k[1:], s[1:], hw_pads, d[1:], ceil, kind, whole)
+    oh, ow = y.shape[2:]
+    d_window = ((k[0], 1), (s[0], 1), (pads[0], 0, pads[3], 0), (d[0], 1))
+    z = pool2d(y.reshape(n, c, depth, oh * ow), *d_window, ceil, kind, whole)
+    return z.reshape(n, c, z.shape[2], oh, ow)
+
+
 @register_impls
 class GraphLibraryFunctions(InterpreterFunctions):
     """numpy implementations of the graph dialect's library ops."""
@@ -225,6 +243,18 @@ class GraphLibraryFunctions(InterpreterFunctions):
         self, i: Interpreter, op: gl.TfIdfVectorizerOp, args: PythonValues
     ) -> PythonValues:
         return (_result(op, tfidf_vectorize(np.asarray(args[0]), _props(op))),)
+
+    @impl(gl.MaxPool3dOp)
+    def run_max_pool3d(
+        self, i: Interpreter, op: gl.MaxPool3dOp, args: PythonValues
+    ) -> PythonValues:
+        return (_result(op, pool3d(_compute(np.asarray(args[0])), op)),)
+
+    @impl(gl.AvgPool3dOp)
+    def run_avg_pool3d(
+        self, i: Interpreter, op: gl.AvgPool3dOp, args: PythonValues
+    ) -> PythonValues:
+        return (_result(op, pool3d(_compute(np.asarray(args[0])), op)),)
 
     @impl(gl.BitCastOp)
     def run_bit_cast(self, i: Interpreter, op: gl.BitCastOp, args: PythonValues) -> PythonValues:

@@ -77,6 +77,26 @@ def _tfidf_vectorizer(e: Emitter) -> None:
     e.nodes("TfIdfVectorizer", e.inputs, e.outputs, mode=p.text("mode"), **attrs)
 
 
+def _pool_3d(e: Emitter) -> None:
+    """MaxPool-12 / AveragePool-19 (dilations) in 3-D."""
+    from frontends.onnx.export_ops import NotExportable
+
+    p = e.props
+    attrs: dict[str, object] = {
+        k: list(p.integers(k)) for k in ("kernel_shape", "strides", "pads", "dilations")
+    }
+    attrs["ceil_mode"] = int(p.flag("ceil_mode"))
+    if isinstance(e.op, gl.MaxPool3dOp):
+        e.nodes("MaxPool", e.inputs, e.outputs, **attrs)
+        return
+    if e.opset < 19 and any(d != 1 for d in p.integers("dilations")):
+        raise NotExportable(f"AveragePool with dilations needs opset 19, not {e.opset}")
+    if e.opset < 19:
+        del attrs["dilations"]
+    attrs["count_include_pad"] = int(p.flag("count_include_pad"))
+    e.nodes("AveragePool", e.inputs, e.outputs, **attrs)
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the library ops."""
     from frontends.onnx.export_ops import Standard, direct
@@ -86,6 +106,8 @@ def table() -> dict[type[Operation], Mapping]:
         gl.BitCastOp: Standard(_bit_cast, "BitCast (opset 26)"),
         gl.IntPowOp: Standard(_int_pow, "Pow (integer base)"),
         gl.DetOp: direct("Det"),
+        gl.MaxPool3dOp: Standard(_pool_3d, "MaxPool (3-D)"),
+        gl.AvgPool3dOp: Standard(_pool_3d, "AveragePool (3-D)"),
         gl.TfIdfVectorizerOp: Standard(_tfidf_vectorizer, "TfIdfVectorizer"),
         gl.TensorScatterOp: Standard(_tensor_scatter, "TensorScatter (opset 24)"),
         gl.MaxPoolWithIndicesOp: Standard(_max_pool_with_indices, "MaxPool (with Indices)"),

@@ -720,25 +720,19 @@ def _dilated_avg_pool_2d(node: Node, x: Value, window: Window) -> Value:
 
 
 def _pool_3d(node: Node, x: Value, window: Window) -> Value:
-    """A 3-D (NCDHW) pool as two 2-D ones: over H, W with D folded into the channels, then
-    over D with H, W folded into one dim. A window is a box, so its max is the max over D
-    of the maxima over H, W; its valid (or padded) element count is the product of the
-    per-axis counts, so its mean is the mean over D of the means over H, W."""
-    from frontends.onnx.ops_tensor import reshape_to
-
+    """A 3-D (NCDHW) pool as graph.max_pool3d / avg_pool3d (dilations included)."""
     kernel, strides, dilations, pads = window
-    a, b = probe_dims(x)
-    if a[2] != b[2]:
-        raise node.symbolic_error("the depth of a 3-D pool")
-    by_hw = reshape_to(node, x, [a[0], a[1] * a[2], *a[3:]], [b[0], b[1] * b[2], *b[3:]])
-    hw_window = (kernel[1:], strides[1:], dilations[1:], [*pads[1:3], *pads[4:6]])
-    y = _pool_2d(node, by_hw, hw_window)
-    ya, yb = probe_dims(y)
-    by_d = reshape_to(node, y, [*a[:3], ya[2] * ya[3]], [*b[:3], yb[2] * yb[3]])
-    d_window = ([kernel[0], 1], [strides[0], 1], [dilations[0], 1], [pads[0], 0, pads[3], 0])
-    z = _pool_2d(node, by_d, d_window)
-    za, zb = probe_dims(z)
-    return reshape_to(node, z, [*za[:3], ya[2], ya[3]], [*zb[:3], yb[2], yb[3]])
+    props: dict[str, object] = {
+        "kernel_shape": list(kernel),
+        "strides": list(strides),
+        "pads": list(pads),
+        "dilations": list(dilations),
+        "ceil_mode": bool(node.attr("ceil_mode", 0)),
+    }
+    if node.op_type == "MaxPool":
+        return node.emit1(graph_library.MaxPool3dOp, [x], props)
+    props["count_include_pad"] = bool(node.attr("count_include_pad", 0))
+    return node.emit1(graph_library.AvgPool3dOp, [x], props)
 
 
 @register(CONVERTERS, "GlobalAveragePool")

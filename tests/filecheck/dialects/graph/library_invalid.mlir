@@ -56,6 +56,14 @@ func.func @tfidf_counts_past_pool(%t: tensor<6xi64>) -> tensor<2xf32> {
 
 // -----
 
+func.func @avg_pool3d_on_integers(%x: tensor<1x1x2x2x2xi32>) -> tensor<1x1x1x1x1xi32> {
+  // expected-error @+1 {{'graph.avg_pool3d': expects a floating-point operand, got i32}}
+  %0 = graph.avg_pool3d %x {ceil_mode = false, count_include_pad = false, dilations = [1, 1, 1], kernel_shape = [2, 2, 2], pads = [0, 0, 0, 0, 0, 0], strides = [1, 1, 1]} : tensor<1x1x2x2x2xi32> -> tensor<1x1x1x1x1xi32>
+  func.return %0 : tensor<1x1x1x1x1xi32>
+}
+
+// -----
+
 func.func @bit_cast_width(%x: tensor<2xf32>) -> tensor<2xi64> {
   // expected-error @+1 {{'graph.bit_cast' needs two element types of one width other than bf16, got f32 and i64}}
   %0 = graph.bit_cast %x : tensor<2xf32> -> tensor<2xi64>
