@@ -68,8 +68,6 @@ REFUSED: dict[str, str] = {
     r"test_loop(13_seq|16_seq_none)": NOT_A_TENSOR,
     r"test_sequence_insert_at_(back|front)": NOT_A_TENSOR,
     r"test_if_(seq|opt)|test_split_to_sequence_.*": NOT_A_TENSOR_OUTPUT,
-    # operator versions of the opsets before 13 whose semantics differ
-    r"test_scan_sum": r"Scan-8 scans a batch axis",
     # training: other domains, training modes and losses
     r"test_(adagrad|adam|momentum|nesterov|ai_onnx_ml)(_.*)?": NO_DEFAULT_DOMAIN,
     r"test_batchnorm_(epsilon|example)_training_mode": r"training_mode=1 is not supported",
@@ -79,15 +77,11 @@ REFUSED: dict[str, str] = {
     ),
     r"test_flexattention(_\w+)?(?<!_expanded_ver26)": r"operator domain 'ai\.onnx\.preview' is not supported",
     # attributes and inputs of converted operators
-    r"test_maxpool_with_argmax_.*": r"the Indices output is not supported",
-    r"test_reshape_allowzero_reordered": r"attribute allowzero=1 is not supported",
     # operators afc does not convert (an `_expanded` case is the operator's function body;
     # an operator with a function body and no converter is converted as that body)
     r"test_attention_local_window_gqa_rank4_mask": r"softmax_precision='DOUBLE' is not supported",
     r"test_bernoulli.*": OP("(Bernoulli|RandomUniformLike)"),
     r"test_image_decoder_.*": OP("ImageDecoder"),
-    r"test_tensorscatter.*": OP("TensorScatter"),
-    r"test_tfidfvectorizer_.*": OP("TfIdfVectorizer"),
 }
 
 # case-name pattern (fullmatch) -> (rtol, atol) where the reference data is not exact

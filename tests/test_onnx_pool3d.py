@@ -1,4 +1,4 @@
-"""3-D MaxPool and AveragePool (two 2-D pools, frontends/onnx/ops_math.py `_pool_3d`) and
+"""3-D MaxPool and AveragePool (graph.max_pool3d / avg_pool3d, exported back) and 2-D
 AveragePool with dilations (a ones-kernel depthwise conv over tap counts) against ONNX
 Runtime, over the window attributes: pads, strides, dilations, ceil_mode,
 count_include_pad and auto_pad."""
@@ -12,7 +12,9 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper  # noqa: E402
-from test_onnx_import import check_against_ort, make_model, ops, vi  # noqa: E402
+from test_onnx_import import check_against_ort, make_model, ops, ort_run, vi  # noqa: E402
+
+from frontends.onnx.export import export_module  # noqa: E402
 
 F = TensorProto.FLOAT
 
@@ -36,7 +38,10 @@ def test_pool_3d_matches_onnxruntime(op: str, window: dict) -> None:
     m = make_model([node], [vi("x", F, [2, 3, 7, 6, 8])], [vi("y", F, None)], opset=19)
     x = np.random.default_rng(3).standard_normal((2, 3, 7, 6, 8)).astype(np.float32)
     module = check_against_ort(m, {"x": x})
-    assert ops(module).count("graph.max_pool2d" if op == "MaxPool" else "graph.avg_pool2d") == 2
+    assert ops(module) == ["graph.max_pool3d" if op == "MaxPool" else "graph.avg_pool3d"]
+    exported = export_module(module)
+    assert [n.op_type for n in exported.graph.node] == [op]
+    np.testing.assert_allclose(ort_run(exported, {"x": x})[0], ort_run(m, {"x": x})[0], rtol=1e-6)
 
 
 @pytest.mark.parametrize("window", WINDOWS[:3], ids=range(3))
@@ -56,4 +61,11 @@ def test_dilated_average_pool_matches_onnxruntime(
     m = make_model([node], [vi("x", F, shape)], [vi("y", F, None)], opset=19)
     x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
     module = check_against_ort(m, {"x": x})
-    assert "graph.avg_pool2d" not in ops(module) and "graph.conv2d" in ops(module)
+    if rank == 2:
+        assert "graph.avg_pool2d" not in ops(module) and "graph.conv2d" in ops(module)
+    else:
+        assert ops(module) == ["graph.avg_pool3d"]
+        exported = export_module(module, opset=19)
+        assert [n.op_type for n in exported.graph.node] == ["AveragePool"]
+        want = ort_run(m, {"x": x})[0]
+        np.testing.assert_allclose(ort_run(exported, {"x": x})[0], want, rtol=1e-6)

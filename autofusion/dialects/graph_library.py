@@ -1,23 +1,35 @@
 """Graph ops that run as library kernels only: non-max suppression, which selects a
 data-dependent number of boxes, the bit-pattern reinterpretation BitCast, and the power
-of an integer base (graph.pow, which vector kernels compute, is floating point only), and
-the determinant.
+of an integer base (graph.pow, which vector kernels compute, is floating point only),
+the determinant, max pooling with the positions of its maxima, the KV-cache update
+TensorScatter, the n-gram counter TfIdfVectorizer and 3-D pooling.
 
 No kernel template covers them (fusion kind opaque), so ub-fusion leaves each one on its
 own. Semantics follow the ONNX operators of the same names
-(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15 and
-Det-22.
+(https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15, Det-22,
+MaxPool-12, TensorScatter-24, TfIdfVectorizer-9 and AveragePool-19.
 """
 
 from __future__ import annotations
 
+from abc import ABC
 from collections.abc import Sequence
-from typing import cast
+from typing import ClassVar, cast
 
-from xdsl.dialects.builtin import BoolAttr, FloatAttr, IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -153,4 +165,186 @@ class DetOp(GraphOp, StreamingFacts):
         return OpWork(0.0, 2 * matrices * m**3 / 3)
 
 
-LIBRARY_OPS = [NonMaxSuppressionOp, BitCastOp, IntPowOp, DetOp]
+@irdl_op_definition
+class MaxPoolWithIndicesOp(GraphOp, StreamingFacts):
+    """2-D max pooling over NCHW (graph.max_pool2d's window) that also gives each maximum's
+    position (ONNX MaxPool-12 with its Indices output): the flat index into the whole
+    input, ((n * C + c) * H + h) * W + w, or with column_major (storage_order=1)
+    (n * C + c) * H * W + h + w * H. The first maximum in row-major window order wins;
+    padding never does."""
+
+    name = "graph.max_pool2d_with_indices"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    indices = result_def(TensorType)
+    kernel_shape = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    ceil_mode = prop_def(BoolAttr)
+    column_major = prop_def(BoolAttr)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        p.flag("column_major")
+        shape = types[0].get_shape()
+        if len(shape) != 4:
+            raise ShapeError(f"expects a 4-D NCHW input, got {si.fmt(shape)}")
+        kernel, strides = p.integers("kernel_shape"), p.integers("strides")
+        pads, dilations = p.integers("pads"), p.integers("dilations")
+        h, w = si.window2d(shape, kernel, strides, pads, dilations, p.flag("ceil_mode"))
+        out = (shape[0], shape[1], h, w)
+        return [tensor(out, types[0].element_type), tensor(out, i64)]
+
+
+@irdl_op_definition
+class TensorScatterOp(GraphOp, MovementFacts):
+    """A KV-cache update (ONNX TensorScatter-24): the cache with, for each batch row b,
+    the update's slices along `axis` written at positions write_indices[b] + s (zero
+    without write_indices), taken modulo the cache's extent along `axis` when circular.
+    In linear mode every position must lie inside the cache."""
+
+    name = "graph.tensor_scatter"
+    cache = operand_def(TensorType)
+    update = operand_def(TensorType)
+    write_indices = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    circular = prop_def(BoolAttr)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        cache, update = (list(t.get_shape()) for t in types[:2])
+        p.flag("circular")
+        axis = si.normalize_axis(p.integer("axis"), len(cache))
+        if axis == 0:
+            raise ShapeError("axis cannot be the batch dim 0")
+        if len(update) != len(cache) or types[0].element_type != types[1].element_type:
+            raise ShapeError(f"cache {types[0]} and update {types[1]} differ in rank or type")
+        for k, (c, u) in enumerate(zip(cache, update)):
+            if DYN in (c, u) or (c == u if k != axis else u <= c):
+                continue
+            raise ShapeError(f"update {si.fmt(update)} does not fit cache {si.fmt(cache)}")
+        if len(types) == 3:
+            where = types[2]
+            batch = where.get_shape()
+            if not dtypes.is_integer(where.element_type) or len(batch) != 1:
+                raise ShapeError(f"write_indices must be a 1-D integer tensor, got {where}")
+            if DYN not in (batch[0], cache[0]) and batch[0] != cache[0]:
+                raise ShapeError(f"write_indices {si.fmt(batch)} does not match batch {cache[0]}")
+        return [types[0]]
+
+
+class Pool3dOp(GraphOp, StreamingFacts, ABC):
+    """3-D pooling over NCDHW; pads are [front, top, left, back, bottom, right]. No kernel
+    template pools (the 2-D pools are library ops too), so one op keeps the ONNX operator
+    for the export; the interpreter pools H, W then D, exact because a window is a box."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    kernel_shape = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    ceil_mode = prop_def(BoolAttr)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0]
+        shape = x.get_shape()
+        k, s, d, pads = (p.integers(n) for n in ("kernel_shape", "strides", "dilations", "pads"))
+        if len(shape) != 5 or len(k) != 3 or len(pads) != 6:
+            raise ShapeError(f"expects a 5-D NCDHW input and 3-D windows, got {si.fmt(shape)}")
+        ceil = p.flag("ceil_mode")
+        # D and H as one 2-D window, W as a 2-D window of height 1
+        dh = si.window2d(shape[:4], k[:2], s[:2], [pads[0], pads[1], pads[3], pads[4]], d[:2], ceil)
+        _, w = si.window2d(
+            [*shape[:3], shape[4]], [1, k[2]], [1, s[2]], [0, pads[2], 0, pads[5]], [1, d[2]], ceil
+        )
+        return [tensor((shape[0], shape[1], *dh, w), x.element_type)]
+
+
+@irdl_op_definition
+class MaxPool3dOp(Pool3dOp):
+    """3-D max pooling (ONNX MaxPool, also on integers); padding never wins the max."""
+
+    name = "graph.max_pool3d"
+
+
+@irdl_op_definition
+class AvgPool3dOp(Pool3dOp):
+    """3-D average pooling (ONNX AveragePool-19 with dilations); count_include_pad counts
+    padded zeros."""
+
+    name = "graph.avg_pool3d"
+    count_include_pad = prop_def(BoolAttr)
+    FLOAT_ONLY: ClassVar[bool] = True
+
+
+TFIDF_MODES = ("TF", "IDF", "TFIDF")
+
+
+@irdl_op_definition
+class TfIdfVectorizerOp(GraphOp, StreamingFacts):
+    """n-gram counts of integer token rows (ONNX TfIdfVectorizer-9): x [C] or [B, C] gives
+    float32 [K] or [B, K], K = max(ngram_indexes) + 1.
+
+    `pool` holds the n-grams, those of length n from ngram_counts[n - 1] on; the j-th
+    n-gram overall is counted in column ngram_indexes[j]. Every n-gram of length in
+    [min_gram_length, max_gram_length] is matched at each start with its tokens
+    1..max_skip_count + 1 apart (unigrams once). mode TF gives the counts, IDF the
+    weight (or 1) where a count is positive, TFIDF the weight times the count.
+    """
+
+    name = "graph.tfidf_vectorizer"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    min_gram_length = prop_def(IntegerAttr)
+    max_gram_length = prop_def(IntegerAttr)
+    max_skip_count = prop_def(IntegerAttr)
+    mode = prop_def(StringAttr)
+    ngram_counts = prop_def(DenseArrayBase)
+    ngram_indexes = prop_def(DenseArrayBase)
+    pool = prop_def(DenseArrayBase)
+    weights = opt_prop_def(DenseArrayBase)
+    traits = traits_def(Pure(), OPAQUE)
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        (x,) = types
+        shape = list(x.get_shape())
+        if dtypes.type_name(x.element_type) not in ("i32", "i64") or len(shape) not in (1, 2):
+            raise ShapeError(f"expects [C] or [B, C] int32 or int64 tokens, got {x}")
+        low, high = p.integer("min_gram_length"), p.integer("max_gram_length")
+        if not 1 <= low <= high or p.integer("max_skip_count") < 0:
+            raise ShapeError(f"n-gram lengths {low}..{high} or the skip count are invalid")
+        if p.text("mode") not in TFIDF_MODES:
+            raise ShapeError(f"mode {p.text('mode')!r} is not one of {', '.join(TFIDF_MODES)}")
+        counts, pool = p.integers("ngram_counts"), p.integers("pool")
+        if list(counts) != sorted(counts) or (
+            counts and (counts[0] != 0 or counts[-1] > len(pool))
+        ):
+            raise ShapeError(f"ngram_counts {list(counts)} do not index the pool of {len(pool)}")
+        indexes = p.integers("ngram_indexes")
+        if not indexes or min(indexes) < 0:
+            raise ShapeError(f"ngram_indexes {list(indexes)} must be non-empty and >= 0")
+        width = max(indexes) + 1
+        if p.has("weights") and len(p.reals("weights")) < width:
+            raise ShapeError(f"weights has {len(p.reals('weights'))} values for {width} columns")
+        return [tensor([*shape[:-1], width], f32)]
+
+
+LIBRARY_OPS = [
+    MaxPool3dOp,
+    AvgPool3dOp,
+    TfIdfVectorizerOp,
+    NonMaxSuppressionOp,
+    BitCastOp,
+    IntPowOp,
+    DetOp,
+    MaxPoolWithIndicesOp,
+    TensorScatterOp,
+]

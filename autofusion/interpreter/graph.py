@@ -123,6 +123,33 @@ def conv2d(
     return out
 
 
+def pool_padding(
+    shape: tuple[int, ...],
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    pads: tuple[int, ...],
+    dilations: tuple[int, ...],
+    ceil_mode: bool,
+) -> tuple[tuple[int, ...], tuple[int, int], list[tuple[int, int]]]:
+    """The kernel extents that count, the output (H, W) and the np.pad spec of a 2-D pool
+    over an NCHW input of `shape`: the strided window view of the padded input yields
+    exactly the output's windows (ceil_mode's extra windows by more end padding)."""
+    h_out, w_out = si.window2d(shape, kernel, strides, pads, dilations, ceil_mode)
+    # taps at or past the end of the padded input (a ceil_mode window larger than the
+    # input) never count: every window starts inside it, so dropping them changes nothing
+    kernel = tuple(
+        min(k, -(-(size + before + after) // d))
+        for k, size, before, after, d in zip(kernel, shape[2:], pads[:2], pads[2:], dilations)
+    )
+    # extra bottom/right padding so the strided view yields ceil-mode windows
+    need_h = (h_out - 1) * strides[0] + dilations[0] * (kernel[0] - 1) + 1
+    need_w = (w_out - 1) * strides[1] + dilations[1] * (kernel[1] - 1) + 1
+    extra_h = max(0, need_h - (shape[2] + pads[0] + pads[2]))
+    extra_w = max(0, need_w - (shape[3] + pads[1] + pads[3]))
+    spec = [(0, 0), (0, 0), (pads[0], pads[2] + extra_h), (pads[1], pads[3] + extra_w)]
+    return kernel, (h_out, w_out), spec
+
+
 def pool2d(
     x: Array,
     kernel: tuple[int, ...],
@@ -133,19 +160,9 @@ def pool2d(
     kind: str,
     count_include_pad: bool = False,
 ) -> Array:
-    h_out, w_out = si.window2d(x.shape, kernel, strides, pads, dilations, ceil_mode)
-    # taps at or past the end of the padded input (a ceil_mode window larger than the
-    # input) never count: every window starts inside it, so dropping them changes nothing
-    kernel = tuple(
-        min(k, -(-(size + before + after) // d))
-        for k, size, before, after, d in zip(kernel, x.shape[2:], pads[:2], pads[2:], dilations)
+    kernel, (h_out, w_out), spec = pool_padding(
+        x.shape, kernel, strides, pads, dilations, ceil_mode
     )
-    # extra bottom/right padding so the strided view yields ceil-mode windows
-    need_h = (h_out - 1) * strides[0] + dilations[0] * (kernel[0] - 1) + 1
-    need_w = (w_out - 1) * strides[1] + dilations[1] * (kernel[1] - 1) + 1
-    extra_h = max(0, need_h - (x.shape[2] + pads[0] + pads[2]))
-    extra_w = max(0, need_w - (x.shape[3] + pads[1] + pads[3]))
-    spec = ((0, 0), (0, 0), (pads[0], pads[2] + extra_h), (pads[1], pads[3] + extra_w))
     if kind == "max":
         xp = np.pad(x, spec, constant_values=_extreme(x, low=True))
         win = _window_view(xp, *kernel, *strides, *dilations)[:, :, :h_out, :w_out]

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+from xdsl.utils.exceptions import InterpretationError
 
 from autofusion import dtypes
 from autofusion.dialects import graph_library as gl
-from autofusion.interpreter.graph import Array, _props, _result
+from autofusion.dialects.graph_base import Props
+from autofusion.interpreter.graph import (
+    Array,
+    _compute,
+    _extreme,
+    _props,
+    _result,
+    _window_view,
+    pool2d,
+    pool_padding,
+)
 
 
 def box_corners(boxes: Array, center_point_box: bool) -> Array:
@@ -70,6 +81,114 @@ def int_pow(x: Array, y: Array) -> Array:
         return np.trunc(np.power(x.astype(np.float64), y.astype(np.float64))).astype(x.dtype)
 
 
+def max_pool_with_indices(
+    x: Array, window: tuple[tuple[int, ...], ...], ceil_mode: bool, column_major: bool
+) -> tuple[Array, Array]:
+    """2-D max pooling of NCHW `x` and the flat input index of each maximum (see
+    graph_library.MaxPoolWithIndicesOp); `window` is (kernel, strides, pads, dilations)."""
+    kernel, strides, pads, dilations = window
+    n, c, h, w = x.shape
+    kernel, out, spec = pool_padding(x.shape, kernel, strides, pads, dilations, ceil_mode)
+    rows, cols = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    planes = np.arange(n * c).reshape(n, c, 1, 1) * (h * w)
+    flat = planes + (rows + cols * h if column_major else rows * w + cols)
+    views = []
+    for array, fill in ((x, _extreme(x, low=True)), (flat, -1)):
+        padded = np.pad(array, spec, constant_values=fill)
+        views.append(_window_view(padded, *kernel, *strides, *dilations)[:, :, : out[0], : out[1]])
+    values, where = (v.reshape(*v.shape[:4], -1) for v in views)
+    best = values.max(axis=-1)
+    # the first maximum in row-major window order; a padded tap (index -1) never wins
+    hit = (values == best[..., None]) & (where >= 0)
+    first = hit.argmax(axis=-1)[..., None]
+    return best, np.take_along_axis(where, first, axis=-1)[..., 0].astype(np.int64)
+
+
+def tensor_scatter(
+    cache: Array, update: Array, start: Array | None, axis: int, circular: bool
+) -> Array:
+    """The cache with the update written along `axis` (see graph_library.TensorScatterOp)."""
+    axis %= cache.ndim
+    batch, extent, length = cache.shape[0], cache.shape[axis], update.shape[axis]
+    first = np.zeros(batch, np.int64) if start is None else start.astype(np.int64)
+    where = first[:, None] + np.arange(length)
+    if circular:
+        where %= extent
+    elif where.size and (where.min() < 0 or where.max() >= extent):
+        raise InterpretationError(
+            f"graph.tensor_scatter: a linear write at {where.min()}..{where.max()} leaves the "
+            f"cache's {extent} positions"
+        )
+    out = cache.copy()
+    # the batch dim and the sequence dim first: out[b, where[b, s]] = update[b, s]
+    np.moveaxis(out, axis, 1)[np.arange(batch)[:, None], where] = np.moveaxis(update, axis, 1)
+    return out
+
+
+def ngram_columns(p: Props) -> list[tuple[int, dict[tuple[int, ...], int]]]:
+    """TfIdfVectorizer's pool as (length, n-gram -> column) per counted length; a repeated
+    n-gram counts in the column of its last entry, as ONNX's reference does."""
+    counts, pool, indexes = (
+        p.integers("ngram_counts"),
+        p.integers("pool"),
+        p.integers("ngram_indexes"),
+    )
+    low, high = p.integer("min_gram_length"), p.integer("max_gram_length")
+    out, first = [], 0
+    for k, start in enumerate(counts):
+        size = k + 1
+        end = counts[k + 1] if k + 1 < len(counts) else len(pool)
+        grams = [tuple(pool[i : i + size]) for i in range(start, end - size + 1, size)]
+        if low <= size <= high and grams:
+            out.append((size, {g: indexes[first + j] for j, g in enumerate(grams)}))
+        first += len(grams)
+    return out
+
+
+def tfidf_vectorize(x: Array, p: Props) -> Array:
+    """The n-gram counts of each row of `x`, weighted by mode (see
+    graph_library.TfIdfVectorizerOp)."""
+    rows = x.reshape(-1, x.shape[-1]).astype(np.int64)
+    width = max(p.integers("ngram_indexes")) + 1
+    freq = np.zeros((rows.shape[0], width), np.float64)
+    length = rows.shape[1]
+    for size, columns in ngram_columns(p):
+        grams = np.asarray(list(columns), np.int64).reshape(-1, size)
+        cols = np.asarray(list(columns.values()), np.int64)
+        # unigrams are not affected by the skip distance, so they count once
+        for gap in [1] if size == 1 else range(1, p.integer("max_skip_count") + 2):
+            starts = length - gap * (size - 1)
+            if starts <= 0:
+                break
+            taps = np.stack([rows[:, k * gap : k * gap + starts] for k in range(size)], -1)
+            hits = (taps[:, :, None, :] == grams[None, None]).all(-1).sum(1)  # [rows, grams]
+            np.add.at(freq.T, cols, hits.T)
+    mode = p.text("mode")
+    weights = np.asarray(p.reals("weights")[:width]) if p.has("weights") else None
+    if mode == "IDF":
+        freq = np.where(freq > 0, 1.0 if weights is None else weights, 0.0)
+    elif mode == "TFIDF" and weights is not None:
+        freq = freq * weights
+    return freq.reshape(*x.shape[:-1], width).astype(np.float32)
+
+
+def pool3d(x: Array, op: gl.Pool3dOp) -> Array:
+    """3-D pooling as two 2-D ones: over H, W with D folded into the channels, then over
+    D with H, W folded into one dim (see graph_library.Pool3dOp)."""
+    p = _props(op)
+    k, s, d, pads = (p.integers(n) for n in ("kernel_shape", "strides", "dilations", "pads"))
+    ceil = p.flag("ceil_mode")
+    kind = "max" if isinstance(op, gl.MaxPool3dOp) else "avg"
+    whole = kind == "avg" and p.flag("count_include_pad")
+    n, c, depth, h, w = x.shape
+    hw_pads = (pads[1], pads[2], pads[4], pads[5])
+    y = pool2d(x.reshape(n, c * depth, h, w), k[1:], s[1:], hw_pads, d[1:], ceil, kind, whole)
+    oh, ow = y.shape[2:]
+    d_window = ((k[0], 1), (s[0], 1), (pads[0], 0, pads[3], 0), (d[0], 1))
+    z = pool2d(y.reshape(n, c, depth, oh * ow), *d_window, ceil, kind, whole)
+    return z.reshape(n, c, z.shape[2], oh, ow)
+
+
 @register_impls
 class GraphLibraryFunctions(InterpreterFunctions):
     """numpy implementations of the graph dialect's library ops."""
@@ -95,6 +214,47 @@ class GraphLibraryFunctions(InterpreterFunctions):
     def run_det(self, i: Interpreter, op: gl.DetOp, args: PythonValues) -> PythonValues:
         (x,) = args
         return (_result(op, np.linalg.det(np.asarray(x, np.float64))),)
+
+    @impl(gl.MaxPoolWithIndicesOp)
+    def run_max_pool_with_indices(
+        self, i: Interpreter, op: gl.MaxPoolWithIndicesOp, args: PythonValues
+    ) -> PythonValues:
+        p = _props(op)
+        window = tuple(p.integers(k) for k in ("kernel_shape", "strides", "pads", "dilations"))
+        x = _compute(np.asarray(args[0]))
+        values, where = max_pool_with_indices(
+            x, window, p.flag("ceil_mode"), p.flag("column_major")
+        )
+        return (_result(op, values), _result(op, where, 1))
+
+    @impl(gl.TensorScatterOp)
+    def run_tensor_scatter(
+        self, i: Interpreter, op: gl.TensorScatterOp, args: PythonValues
+    ) -> PythonValues:
+        cache, update, *start = (np.asarray(a) for a in args)
+        p = _props(op)
+        out = tensor_scatter(
+            cache, update, start[0] if start else None, p.integer("axis"), p.flag("circular")
+        )
+        return (_result(op, out),)
+
+    @impl(gl.TfIdfVectorizerOp)
+    def run_tfidf_vectorizer(
+        self, i: Interpreter, op: gl.TfIdfVectorizerOp, args: PythonValues
+    ) -> PythonValues:
+        return (_result(op, tfidf_vectorize(np.asarray(args[0]), _props(op))),)
+
+    @impl(gl.MaxPool3dOp)
+    def run_max_pool3d(
+        self, i: Interpreter, op: gl.MaxPool3dOp, args: PythonValues
+    ) -> PythonValues:
+        return (_result(op, pool3d(_compute(np.asarray(args[0])), op)),)
+
+    @impl(gl.AvgPool3dOp)
+    def run_avg_pool3d(
+        self, i: Interpreter, op: gl.AvgPool3dOp, args: PythonValues
+    ) -> PythonValues:
+        return (_result(op, pool3d(_compute(np.asarray(args[0])), op)),)
 
     @impl(gl.BitCastOp)
     def run_bit_cast(self, i: Interpreter, op: gl.BitCastOp, args: PythonValues) -> PythonValues:

@@ -29,11 +29,11 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from autofusion.fusion.cost import kernel_time
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.group_plan import PLAN_ATTR, PLAN_PROPERTIES, tiling_values
 from autofusion.dialects.target import ReadsTarget, resolve_target
+from autofusion.fusion.cost import kernel_time
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.l2_hint import bypass_attribute, l2_bypass

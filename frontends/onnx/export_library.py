@@ -1,6 +1,6 @@
 """ONNX export of the library graph ops (autofusion/dialects/graph_library.py): each is
 the ONNX operator it was imported from, NonMaxSuppression with its limits as constant
-inputs.
+inputs, max_pool2d_with_indices as MaxPool with two outputs.
 
 `table()` gives their entries of `export_table.TABLE`; export_ops is imported where it
 is used.
@@ -45,6 +45,58 @@ def _int_pow(e: Emitter) -> None:
     e.nodes("Pow", e.inputs, e.outputs)
 
 
+def _max_pool_with_indices(e: Emitter) -> None:
+    """MaxPool-12 with its Indices output; column_major is storage_order=1."""
+    p = e.props
+    window = {k: list(p.integers(k)) for k in ("kernel_shape", "strides", "pads", "dilations")}
+    ceil_mode, storage_order = int(p.flag("ceil_mode")), int(p.flag("column_major"))
+    e.nodes(
+        "MaxPool", e.inputs, e.outputs, ceil_mode=ceil_mode, storage_order=storage_order, **window
+    )
+
+
+def _tensor_scatter(e: Emitter) -> None:
+    from frontends.onnx.export_ops import NotExportable
+
+    if e.opset < 24:
+        raise NotExportable(f"TensorScatter needs opset 24, not {e.opset}")
+    mode = "circular" if e.props.flag("circular") else "linear"
+    e.nodes("TensorScatter", e.inputs, e.outputs, axis=e.props.integer("axis"), mode=mode)
+
+
+def _tfidf_vectorizer(e: Emitter) -> None:
+    """TfIdfVectorizer-9 with the pool as pool_int64s."""
+    p = e.props
+    attrs: dict[str, object] = {
+        k: p.integer(k) for k in ("min_gram_length", "max_gram_length", "max_skip_count")
+    }
+    attrs |= {k: list(p.integers(k)) for k in ("ngram_counts", "ngram_indexes")}
+    attrs["pool_int64s"] = list(p.integers("pool"))
+    if p.has("weights"):
+        attrs["weights"] = list(p.reals("weights"))
+    e.nodes("TfIdfVectorizer", e.inputs, e.outputs, mode=p.text("mode"), **attrs)
+
+
+def _pool_3d(e: Emitter) -> None:
+    """MaxPool-12 / AveragePool-19 (dilations) in 3-D."""
+    from frontends.onnx.export_ops import NotExportable
+
+    p = e.props
+    attrs: dict[str, object] = {
+        k: list(p.integers(k)) for k in ("kernel_shape", "strides", "pads", "dilations")
+    }
+    attrs["ceil_mode"] = int(p.flag("ceil_mode"))
+    if isinstance(e.op, gl.MaxPool3dOp):
+        e.nodes("MaxPool", e.inputs, e.outputs, **attrs)
+        return
+    if e.opset < 19 and any(d != 1 for d in p.integers("dilations")):
+        raise NotExportable(f"AveragePool with dilations needs opset 19, not {e.opset}")
+    if e.opset < 19:
+        del attrs["dilations"]
+    attrs["count_include_pad"] = int(p.flag("count_include_pad"))
+    e.nodes("AveragePool", e.inputs, e.outputs, **attrs)
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the library ops."""
     from frontends.onnx.export_ops import Standard, direct
@@ -54,4 +106,9 @@ def table() -> dict[type[Operation], Mapping]:
         gl.BitCastOp: Standard(_bit_cast, "BitCast (opset 26)"),
         gl.IntPowOp: Standard(_int_pow, "Pow (integer base)"),
         gl.DetOp: direct("Det"),
+        gl.MaxPool3dOp: Standard(_pool_3d, "MaxPool (3-D)"),
+        gl.AvgPool3dOp: Standard(_pool_3d, "AveragePool (3-D)"),
+        gl.TfIdfVectorizerOp: Standard(_tfidf_vectorizer, "TfIdfVectorizer"),
+        gl.TensorScatterOp: Standard(_tensor_scatter, "TensorScatter (opset 24)"),
+        gl.MaxPoolWithIndicesOp: Standard(_max_pool_with_indices, "MaxPool (with Indices)"),
     }

@@ -202,20 +202,18 @@ def _directions(node: Node, name: str, count: int) -> list[int]:
     return given
 
 
-@register(CONVERTERS, "Scan")
-def convert_scan(node: Node) -> list[Item]:
-    """Scan-11/16: unrolled over the static length of its scan inputs."""
-    body = _graph(node, "body")
-    n_in = int(node.attr("num_scan_inputs"))
-    values = node.inputs()
-    n_state = len(values) - n_in
-    if n_in < 1 or n_state < 0:
-        raise node.error(f"num_scan_inputs={n_in} does not fit its {len(values)} inputs")
-    states, scan_in = values[:n_state], values[n_state:]
-    in_axes = _axes(node, "scan_input_axes", n_in, [len(v.shape) for v in scan_in])
-    in_dirs = _directions(node, "scan_input_directions", n_in)
-    n_out = len(body.output) - n_state
-    out_dirs = _directions(node, "scan_output_directions", n_out)
+def _unroll_scan(
+    node: Node, body: onnx.GraphProto, states: list[Value], scan_in: list[Value], scope: str
+) -> tuple[list[Value], list[list[Value]]]:
+    """The body run over the scan inputs, unrolled: the final states and, per step, the
+    scan output elements. The attributes scan_input_axes and scan_input_directions (for
+    Scan-8, its sequence axis 0 after the batch is taken, and directions) say how."""
+    n_in = len(scan_in)
+    if node.version >= 9:
+        in_axes = _axes(node, "scan_input_axes", n_in, [len(v.shape) for v in scan_in])
+        in_dirs = _directions(node, "scan_input_directions", n_in)
+    else:
+        in_axes, in_dirs = [0] * n_in, _directions(node, "directions", n_in)
     lengths = set()
     for v, axis in zip(scan_in, in_axes):
         a, b = probe_dims(v)
@@ -225,7 +223,7 @@ def convert_scan(node: Node) -> list[Item]:
     if len(lengths) != 1:
         raise node.error(f"the scan inputs have different sequence lengths {sorted(lengths)}")
     length = lengths.pop()
-    if length == 0 and n_out:
+    if length == 0 and len(body.output) > len(states):
         raise node.error("the scan inputs are empty, so its scan outputs have no shape")
     steps: list[list[Value]] = []
     for t in range(length):
@@ -233,10 +231,32 @@ def convert_scan(node: Node) -> list[Item]:
             take(node, v, axis, length - 1 - t if rev else t)
             for v, axis, rev in zip(scan_in, in_axes, in_dirs)
         ]
-        outs = node.importer.convert_subgraph(node, body, [*states, *slices], f"iter{t}")
+        outs = node.importer.convert_subgraph(node, body, [*states, *slices], f"{scope}iter{t}")
         outs_t = [node.tensor(v, f"output #{j} of the body") for j, v in enumerate(outs)]
-        states = outs_t[:n_state]
-        steps.append(outs_t[n_state:])
+        states = outs_t[: len(states)]
+        steps.append(outs_t[len(states) :])
+    return states, steps
+
+
+def _split_inputs(node: Node, values: list[Value]) -> tuple[list[Value], list[Value]]:
+    """The (states, scan inputs) of Scan's variadic input."""
+    n_in = int(node.attr("num_scan_inputs"))
+    n_state = len(values) - n_in
+    if n_in < 1 or n_state < 0:
+        raise node.error(f"num_scan_inputs={n_in} does not fit its {len(values)} inputs")
+    return values[:n_state], values[n_state:]
+
+
+@register(CONVERTERS, "Scan")
+def convert_scan(node: Node) -> list[Item]:
+    """Scan-9/11/16...: unrolled over the static length of its scan inputs."""
+    if node.version < 9:
+        return _convert_batched_scan(node)
+    body = _graph(node, "body")
+    states, scan_in = _split_inputs(node, node.inputs())
+    n_out = len(body.output) - len(states)
+    out_dirs = _directions(node, "scan_output_directions", n_out)
+    states, steps = _unroll_scan(node, body, states, scan_in, "")
     ranks = [len(v.shape) + 1 for v in steps[0]] if steps else [1] * n_out
     out_axes = _axes(node, "scan_output_axes", n_out, ranks)
     scans = []
@@ -244,3 +264,32 @@ def convert_scan(node: Node) -> list[Item]:
         parts = [s[j] for s in steps]
         scans.append(stack(node, parts[::-1] if rev else parts, axis))
     return _outputs(node, states + scans, "the scan")
+
+
+def _convert_batched_scan(node: Node) -> list[Item]:
+    """Scan-8: every state and scan input has a batch axis 0 (scan inputs their sequence
+    axis 1), and the body runs on each batch row as Scan-9 runs; the results are the
+    rows stacked. sequence_lens (input #0), when given, must be the full length for every
+    row: the padding of shorter sequences is not implemented."""
+    body = _graph(node, "body")
+    values = [node.input(i) for i in range(1, len(node.proto.input))]
+    states, scan_in = _split_inputs(node, values)
+    a, b = probe_dims(values[0])
+    if a[0] != b[0]:
+        raise node.symbolic_error("the batch size of a Scan-8")
+    lengths = node.const_input(0, "sequence_lens")
+    full = {probe_dims(v)[0][1] for v in scan_in}
+    if lengths is not None and set(np.asarray(lengths).reshape(-1).tolist()) - full:
+        raise node.error(
+            f"sequence_lens {np.asarray(lengths).tolist()} is shorter than the scan inputs' "
+            f"length {sorted(full)}: variable-length sequences are not supported"
+        )
+    rows = []
+    for row in range(a[0]):
+        row_states = [take(node, v, 0, row) for v in states]
+        row_scans = [take(node, v, 0, row) for v in scan_in]
+        finals, steps = _unroll_scan(node, body, row_states, row_scans, f"batch{row}/")
+        n_out = len(body.output) - len(states)
+        rows.append(finals + [stack(node, [s[j] for s in steps], 0) for j in range(n_out)])
+    outs = [stack(node, [r[k] for r in rows], 0) for k in range(len(rows[0]))] if rows else []
+    return _outputs(node, outs, "the scan")

@@ -135,15 +135,11 @@ LEGACY_VERSIONS: OpVersions = {
     # control flow: the later versions add element types, sequences and optionals
     "If": (1, 11),
     "Loop": (1, 11),
-    "Scan": (9,),
+    "Scan": (8, 9),
 }
 
 REFUSED_VERSIONS: RefusedVersions = {
     ("Slice", 1): "Slice-1 takes starts, ends and axes as attributes (afc implements Slice-10 on)",
-    ("Scan", 8): (
-        "Scan-8 scans a batch axis with a sequence_lens input, which Scan-9 removed "
-        "(afc implements Scan-9 on)"
-    ),
 }
 
 

@@ -1,5 +1,6 @@
 """Converters of ONNX operators that become library ops
-(autofusion/dialects/graph_library.py): NonMaxSuppression, BitCast and Det. NonMaxSuppression's
+(autofusion/dialects/graph_library.py): NonMaxSuppression, BitCast, Det, TensorScatter and
+TfIdfVectorizer. NonMaxSuppression's
 limits (max_output_boxes_per_class, iou_threshold, score_threshold) must be known at
 import time. Versions are cited as `Op-<since_version>` from https://onnx.ai/onnx/operators/.
 """
@@ -11,6 +12,7 @@ import numpy as np
 from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import graph_library as gl
+from autofusion.dialects.graph_vision import reals_attr
 from frontends.onnx.importer import (
     Converter,
     Node,
@@ -23,7 +25,13 @@ from frontends.onnx.importer import (
 
 CONVERTERS: dict[str, Converter] = {}
 
-VERSIONS: OpVersions = {"NonMaxSuppression": (10, 11), "BitCast": (26,), "Det": (11, 22)}
+VERSIONS: OpVersions = {
+    "NonMaxSuppression": (10, 11),
+    "BitCast": (26,),
+    "Det": (11, 22),
+    "TensorScatter": (24,),
+    "TfIdfVectorizer": (9,),
+}
 REFUSED_VERSIONS: RefusedVersions = {}
 
 
@@ -59,6 +67,40 @@ def convert_non_max_suppression(node: Node) -> list[Value]:
 def convert_det(node: Node) -> list[Value]:
     """Det-11/22 (22 adds bf16): the determinants of the trailing square matrices."""
     return node.emit(gl.DetOp, [node.input(0)])
+
+
+@register(CONVERTERS, "TensorScatter")
+def convert_tensor_scatter(node: Node) -> list[Value]:
+    """TensorScatter-24: the KV-cache update, linear or circular, along `axis`."""
+    mode = node.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise node.reject("mode", mode, "linear or circular")
+    operands = [node.input(0), node.input(1)]
+    start = node.opt_input(2)
+    if start is not None:
+        operands.append(start)
+    props = {"axis": int(node.attr("axis", -2)), "circular": mode == "circular"}
+    return node.emit(gl.TensorScatterOp, operands, props)
+
+
+@register(CONVERTERS, "TfIdfVectorizer")
+def convert_tfidf_vectorizer(node: Node) -> list[Value]:
+    """TfIdfVectorizer-9 on int32/int64 tokens (pool_int64s); string tokens have no
+    element type in afc and are refused with it."""
+    if node.attr("pool_strings", None) is not None:
+        raise node.error("pool_strings is not supported (string tokens have no element type)")
+    pool = node.ints_attr("pool_int64s")
+    if pool is None:
+        raise node.error("pool_int64s is required")
+    lengths = ("min_gram_length", "max_gram_length", "max_skip_count")
+    props: dict[str, object] = {name: int(node.attr(name)) for name in lengths}
+    props |= {"mode": str(node.attr("mode")), "pool": pool}
+    props["ngram_counts"] = node.ints_attr("ngram_counts")
+    props["ngram_indexes"] = node.ints_attr("ngram_indexes")
+    weights = node.attr("weights", None)
+    if weights is not None:
+        props["weights"] = reals_attr([float(w) for w in weights])
+    return node.emit(gl.TfIdfVectorizerOp, [node.input(0)], props)
 
 
 @register(CONVERTERS, "BitCast")

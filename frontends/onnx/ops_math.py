@@ -612,8 +612,8 @@ def convert_layer_norm(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "MaxPool", "AveragePool")
 def convert_pool(node: Node) -> list[Value]:
-    """MaxPool-12/22 and AveragePool-11/19/22 in 1-D, 2-D and 3-D; MaxPool's Indices
-    output is unsupported. AveragePool has dilations from version 19 on."""
+    """MaxPool-12/22 and AveragePool-11/19/22 in 1-D, 2-D and 3-D (MaxPool's Indices
+    output in 1-D and 2-D). AveragePool has dilations from version 19 on."""
     x = node.input(0)
     spatial = _rank(x) - 2 if _rank(x) == 5 else _check_spatial(node, x)
     kernel = node.ints_attr("kernel_shape")
@@ -621,14 +621,13 @@ def convert_pool(node: Node) -> list[Value]:
         raise node.error(f"kernel_shape must have {spatial} values, got {kernel}")
     strides = node.ints_attr("strides", [1] * spatial) or []
     dilations = [1] * spatial
-    if node.op_type == "MaxPool":
-        if any(node.proto.output[1:]):
-            raise node.error("the Indices output is not supported")
-        node.attr("storage_order", 0)  # only affects Indices
-        dilations = node.ints_attr("dilations", dilations) or []
-    elif node.version >= 19:
+    if node.op_type == "MaxPool" or node.version >= 19:
         dilations = node.ints_attr("dilations", dilations) or []
     pads = _window_pads(node, x, kernel, strides, dilations)
+    if node.op_type == "MaxPool":
+        if any(node.proto.output[1:]):
+            return _max_pool_with_indices(node, x, (kernel, strides, dilations, pads))
+        node.attr("storage_order", 0)  # only affects Indices
     if spatial == 3:
         return [_pool_3d(node, x, (kernel, strides, dilations, pads))]
     if spatial == 1:
@@ -641,6 +640,32 @@ def convert_pool(node: Node) -> list[Value]:
 
 # a pooling window: kernel_shape, strides, dilations and pads ([begins..., ends...])
 Window = tuple[Sequence[int], Sequence[int], Sequence[int], Sequence[int]]
+
+
+def _max_pool_with_indices(node: Node, x: Value, window: Window) -> list[Value]:
+    """MaxPool with its Indices output as graph.max_pool2d_with_indices; a 1-D pool runs
+    with a unit H dim, where both storage orders give the same flat index."""
+    kernel, strides, dilations, pads = window
+    storage_order = int(node.attr("storage_order", 0))
+    if storage_order not in (0, 1):
+        raise node.reject("storage_order", storage_order, "0 (row major) or 1 (column major)")
+    spatial = len(kernel)
+    if spatial == 3:
+        raise node.error("the Indices output of a 3-D MaxPool is not supported")
+    if spatial == 1:
+        x = _insert_unit_dim(node, x, 2)
+        kernel, strides, dilations = _as_2d(kernel, 1), _as_2d(strides, 1), _as_2d(dilations, 1)
+        pads = _pads_2d(pads)
+    props = {
+        "kernel_shape": list(kernel),
+        "strides": list(strides),
+        "pads": list(pads),
+        "dilations": list(dilations),
+        "ceil_mode": bool(node.attr("ceil_mode", 0)),
+        "column_major": bool(storage_order),
+    }
+    outs = node.emit(graph_library.MaxPoolWithIndicesOp, [x], props)
+    return [_drop_unit_dim(node, y, 2) for y in outs] if spatial == 1 else outs
 
 
 def _pool_2d(node: Node, x: Value, window: Window) -> Value:
@@ -695,25 +720,19 @@ def _dilated_avg_pool_2d(node: Node, x: Value, window: Window) -> Value:
 
 
 def _pool_3d(node: Node, x: Value, window: Window) -> Value:
-    """A 3-D (NCDHW) pool as two 2-D ones: over H, W with D folded into the channels, then
-    over D with H, W folded into one dim. A window is a box, so its max is the max over D
-    of the maxima over H, W; its valid (or padded) element count is the product of the
-    per-axis counts, so its mean is the mean over D of the means over H, W."""
-    from frontends.onnx.ops_tensor import reshape_to
-
+    """A 3-D (NCDHW) pool as graph.max_pool3d / avg_pool3d (dilations included)."""
     kernel, strides, dilations, pads = window
-    a, b = probe_dims(x)
-    if a[2] != b[2]:
-        raise node.symbolic_error("the depth of a 3-D pool")
-    by_hw = reshape_to(node, x, [a[0], a[1] * a[2], *a[3:]], [b[0], b[1] * b[2], *b[3:]])
-    hw_window = (kernel[1:], strides[1:], dilations[1:], [*pads[1:3], *pads[4:6]])
-    y = _pool_2d(node, by_hw, hw_window)
-    ya, yb = probe_dims(y)
-    by_d = reshape_to(node, y, [*a[:3], ya[2] * ya[3]], [*b[:3], yb[2] * yb[3]])
-    d_window = ([kernel[0], 1], [strides[0], 1], [dilations[0], 1], [pads[0], 0, pads[3], 0])
-    z = _pool_2d(node, by_d, d_window)
-    za, zb = probe_dims(z)
-    return reshape_to(node, z, [*za[:3], ya[2], ya[3]], [*zb[:3], yb[2], yb[3]])
+    props: dict[str, object] = {
+        "kernel_shape": list(kernel),
+        "strides": list(strides),
+        "pads": list(pads),
+        "dilations": list(dilations),
+        "ceil_mode": bool(node.attr("ceil_mode", 0)),
+    }
+    if node.op_type == "MaxPool":
+        return node.emit1(graph_library.MaxPool3dOp, [x], props)
+    props["count_include_pad"] = bool(node.attr("count_include_pad", 0))
+    return node.emit1(graph_library.AvgPool3dOp, [x], props)
 
 
 @register(CONVERTERS, "GlobalAveragePool")

@@ -281,13 +281,33 @@ def reshape_to(node: Node, x: Value, dims_a: Sequence[int], dims_b: Sequence[int
 
 @register(CONVERTERS, "Reshape")
 def convert_reshape(node: Node) -> list[Value]:
-    """Reshape-14: 0 copies a dim (allowzero=0), -1 is inferred."""
+    """Reshape-14: 0 copies a dim (allowzero=0) or is a zero dim (allowzero=1), -1 is
+    inferred."""
     x, target = node.input(0), node.input(1)
     allowzero = int(node.attr("allowzero", 0)) if node.version >= 14 else 0
+    if allowzero not in (0, 1):
+        raise node.reject("allowzero", allowzero, "0 or 1")
     spec = _resolve_shape_arg(node, x, target, "the shape")
-    if allowzero and 0 in spec:
-        raise node.reject("allowzero", allowzero, "zero-sized dims are not supported")
+    # a 0 of a symbolic target may be a copied dim; a literal 0 is a 0 of a constant
+    if allowzero and isinstance(target, Const) and 0 in spec:
+        return [_reshape_to_empty(node, x, spec)]
+    if allowzero and isinstance(target, Sym) and not (target.a.all() and target.b.all()):
+        raise node.symbolic_error("a shape with a zero dim under allowzero=1")
     return node.emit(graph.ReshapeOp, [x], {"shape": spec})
+
+
+def _reshape_to_empty(node: Node, x: Value, spec: Sequence[int]) -> Value:
+    """Reshape-14 with allowzero=1 and a zero in the shape: the result has no elements, so
+    the input has none either, and the result is the empty constant of shape `spec` (ONNX
+    forbids -1 beside a literal 0, so every dim of the result is given)."""
+    if -1 in spec:
+        raise node.error(f"shape {list(spec)} has both 0 and -1, which allowzero=1 forbids")
+    if 0 not in x.shape:
+        raise node.error(
+            f"cannot reshape {si.fmt(x.shape)} into {list(spec)}: only an input with a "
+            "static zero dim has the result's zero elements"
+        )
+    return node.const(np.zeros(spec), x.elt)
 
 
 @register(CONVERTERS, "Flatten")
