@@ -25,30 +25,12 @@ from autofusion.mlir_io import default_context
 from autofusion.passes.graph_fusion import GraphFusionPass
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import export_corpus
+
 import model_corpus
 from model_corpus import VOCAB, ModelSpec, _bert, _gpt2, _HiddenStates, _llama, _token_inputs
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
-
-
-def _t5_encoder() -> object:
-    """T5 v1.1 encoder: relative-position bias, no softmax scale, gated tanh-GELU MLP.
-    Eager attention: the dynamo exporter fails on T5's SDPA path (a non-viewable reshape)."""
-    import torch
-    from transformers import T5Config, T5EncoderModel
-
-    torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=VOCAB,
-        d_model=32,
-        d_kv=8,
-        d_ff=64,
-        num_layers=2,
-        num_heads=4,
-        feed_forward_proj="gated-gelu",
-        attn_implementation="eager",
-    )
-    return _HiddenStates.wrap(T5EncoderModel(config).eval(), ("input_ids", "attention_mask"))
 
 
 def _phi() -> object:
@@ -110,7 +92,9 @@ SPECS = {
         _spec("gpt2_sdpa", lambda: _gpt2("sdpa")),
         _spec("llama_sdpa", lambda: _llama("sdpa")),
         _spec("bert_sdpa", lambda: _bert("sdpa"), types=True),
-        _spec("t5_encoder", _t5_encoder),
+        # the export corpus's T5 v1.1 encoder (eager attention: the dynamo exporter fails
+        # on T5's SDPA path, a non-viewable reshape)
+        _spec("t5_encoder", export_corpus._t5_encoder),
         _spec("phi", _phi),
         ModelSpec("whisper_encoder", _whisper_encoder, _features, 0, default_opsets=True),
     )
