@@ -138,6 +138,53 @@ class FusionReport:
         }
 
 
+@dataclass(frozen=True)
+class LaunchOverhead:
+    """The kernel launches of a compile and what the chip charges for each (the cost
+    model's `launch_overhead_us`). Every kernel and library op is one launch; a super
+    kernel (codegen/super_kernel.py) runs its stages in one, saving the others'."""
+
+    launch_us: float
+    launches: int  # one per kernel and library op
+    super_kernels: dict[str, list[str]]  # super kernel -> its stages' kernels
+
+    @property
+    def launches_after(self) -> int:
+        return self.launches - sum(len(s) - 1 for s in self.super_kernels.values())
+
+    @property
+    def saved_us(self) -> float:
+        return (self.launches - self.launches_after) * self.launch_us
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "launch_overhead_us": self.launch_us,
+            "launches": self.launches,
+            "launches_after": self.launches_after,
+            "overhead_us": round(self.launches * self.launch_us, 3),
+            "overhead_us_after": round(self.launches_after * self.launch_us, 3),
+            "saved_us": round(self.saved_us, 3),
+            "super_kernels": [
+                {"name": name, "stages": stages} for name, stages in self.super_kernels.items()
+            ],
+        }
+
+
+def launch_overhead(
+    report: FusionReport, lowered: ModuleOp | None, chip: ChipSpec
+) -> LaunchOverhead:
+    """The launches of `report`'s kernels, with the super kernels of the buffer-level
+    `lowered` module (None: not lowered, no super kernels)."""
+    from autofusion.codegen.super_kernel import super_kernels
+
+    supers = super_kernels(lowered) if lowered is not None else []
+    return LaunchOverhead(
+        chip.launch_overhead_us,
+        sum(1 for k in report.kernels),
+        {sk.name: [k.sym_name.data for k in sk.kernels] for sk in supers},
+    )
+
+
 def tensor_key(v: SSAValue) -> SSAValue:
     """The tensor whose bytes `v` is: followed through views (reshapes), a fusion
     group's block arguments (to its operands) and its results (to what it yields)."""

@@ -155,19 +155,13 @@ class KernelPrinter(ScalarPrinter):
         self.co2_keys: set[SSAValue] = set()
         self.workspaces: list[buffer.WorkspaceOp] = []
         self.stage_order: list[buffer.StageOp] = []
+        # a stage of a super kernel (super_kernel_ascendc.py) runs on fewer blocks than
+        # its launch has: Init takes its own block count, which GetBlockNum stands for
+        self.stage_blocks: str | None = None
 
     # ---- the file -----------------------------------------------------------------------
 
     def print(self) -> str:
-        self.co2_keys = co2_buffers(self.kernel)
-        self.find_dead(ops_in(self.kernel))
-        self._classify()
-        self.decide_inlining(ops_in(self.kernel))
-        self._plan_stages()
-        init = self._method_text(self._emit_init)
-        process = self._method_text(self._emit_process)
-        stages = [self._method_text(partial(self._emit_stage, s)) for s in self.stage_order]
-
         w = CppWriter()
         k = self.kernel
         w.line(
@@ -178,6 +172,23 @@ class KernelPrinter(ScalarPrinter):
         w.line()
         w.line(f"using namespace {self.api.namespace};")
         w.line()
+        w.lines.extend(self.class_lines())
+        w.line()
+        self._emit_entry(w)
+        return w.text() + "\n"
+
+    def class_lines(self) -> list[str]:
+        """The kernel's helpers and its class (the file without its entry)."""
+        self.co2_keys = co2_buffers(self.kernel)
+        self.find_dead(ops_in(self.kernel))
+        self._classify()
+        self.decide_inlining(ops_in(self.kernel))
+        self._plan_stages()
+        init = self._method_text(self._emit_init)
+        process = self._method_text(self._emit_process)
+        stages = [self._method_text(partial(self._emit_stage, s)) for s in self.stage_order]
+
+        w = CppWriter()
         helpers = self.helper_text()
         if helpers:
             w.lines.extend(helpers)
@@ -203,9 +214,7 @@ class KernelPrinter(ScalarPrinter):
             w.line(member)
         w.level -= 1
         w.line("};")
-        w.line()
-        self._emit_entry(w)
-        return w.text() + "\n"
+        return w.lines
 
     def _method_text(self, emit: Callable[[], None]) -> list[str]:
         saved = self.w
@@ -234,6 +243,8 @@ class KernelPrinter(ScalarPrinter):
             self.bound[arg] = CppExpr(member)
             self.members.append(f"{self.api.global_tensor}<{self._ctype(_element(arg))}> {member};")
         self.members.insert(0, f"{self.api.pipe} pipe;")
+        if self.stage_blocks is not None:
+            self.members.append(f"int64_t {self.stage_blocks};")
         self.workspaces = [op for op in entry.ops if isinstance(op, buffer.WorkspaceOp)]
         for op in self.workspaces:
             member = self.namer.fresh(f"{op.result.name_hint or 'workspace'}Gm")
@@ -332,6 +343,8 @@ class KernelPrinter(ScalarPrinter):
         if isinstance(op, buffer.SubBlockIdxOp):
             return CppExpr(f"{self.api.sub_block_idx}()")
         if isinstance(op, buffer.BlockNumOp):
+            if self.stage_blocks is not None:
+                return CppExpr(self.stage_blocks)
             return CppExpr(f"{self.api.block_num}()")
         return super().render_op(op)
 
@@ -350,8 +363,10 @@ class KernelPrinter(ScalarPrinter):
         if self.workspaces:
             params.append(f"{self.api.gm_addr} userWorkspace")
         params += [f"int64_t {f}" for f in self.fields]
+        own = [] if self.stage_blocks is None else [self.stage_blocks]
+        params += [f"int64_t {f}" for f in own]
         with self.w.function(f"{self.api.method_qualifiers} void Init({', '.join(params)})"):
-            for f in self.fields:
+            for f in [*self.fields, *own]:
                 self.w.line(f"this->{f} = {f};")
             for arg, param in zip(self.kernel.gm_args, self.gm_params):
                 t = self._ctype(_element(arg))
@@ -1193,17 +1208,31 @@ def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8)
         from autofusion.codegen.missing_kernels import no_kernel_reason
 
         raise UserError(no_kernel_reason(module))
+    from autofusion.codegen.cann_project import staged_kernels
+    from autofusion.codegen.super_kernel import super_kernels
+    from autofusion.codegen.super_kernel_ascendc import (
+        SuperContext,
+        SuperHostPrinter,
+        emit_super_kernels,
+    )
+
     chip = resolve_target(module, "ascendc")
     facts = Divisibility(module)
     files: dict[str, str] = {}
-    op_host = emit_op_host(module, api, debug)
+    sks = super_kernels(module)
+    supers = [SuperHostPrinter(sk, SuperContext(module, facts, api, debug)) for sk in sks]
+    op_host = emit_op_host(module, api, debug, supers)
+    staged = staged_kernels(module) if sks else set()
     for kernel in kernels:
         name = kernel.sym_name.data
+        if name in staged:
+            continue  # printed inside its super kernel
         printer = KernelPrinter(kernel, chip, facts, api, debug)
         files[f"op_kernel/{name}.cpp"] = printer.print()
         files[f"op_host/{name}_tiling.h"] = HostPrinter(module, kernel, api, debug).header()
         if f"op_host/{name}.cpp" in op_host:
             files[f"op_host/{name}.cpp"] = op_host.pop(f"op_host/{name}.cpp")
+    files.update(emit_super_kernels(sks, SuperContext(module, facts, api, debug)))
     files.update(op_host)  # the project's build files
     return files
 

@@ -28,7 +28,8 @@ register: it gets no OpDef and stays out of the CMake project.
 from __future__ import annotations
 
 import json
-from typing import cast
+from collections.abc import Sequence
+from typing import Protocol, cast
 
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import SSAValue
@@ -92,6 +93,9 @@ class _ShapePrinter(_ContextPrinter):
     """The host code before a launch, reading dims from a gert::InferShapeContext."""
 
     DIM_TEXT = "{shape}->GetDim({dim})"
+    RANK_TEXT = "{shape}->GetDimNum()"
+    SHAPE_TYPE = "const gert::Shape*"
+    CHECKS_STATIC = False
 
 
 class OpHostPrinter:
@@ -153,14 +157,7 @@ class OpHostPrinter:
         w.line(f"}}  // namespace {self.api.tiling_namespace}")
         if shape is not None:
             self.check_names()
-            w.line()
-            w.line("namespace ge {")
-            w.lines.extend(shape.w.lines)
-            w.line()
-            self._infer_data_type(w)
-            w.line("}  // namespace ge")
-            w.line()
-            self._op_def(w)
+            write_registration(w, shape, self)
         return w.text() + "\n"
 
     def _infer_shape(self) -> ScalarPrinter:
@@ -175,7 +172,7 @@ class OpHostPrinter:
         w = printer.w
         ctx = self.api.infer_shape_context
         with w.function(f"static {self.api.graph_status} InferShape({ctx}* context)"):
-            self._read_inputs(printer, "const gert::Shape*", "{}->GetDimNum()")
+            printer.read_inputs(list(launch.inputs), self.api.graph_failed)
             for op in ordered:
                 if op not in printer.inlined:
                     printer.statement(op)
@@ -193,19 +190,7 @@ class OpHostPrinter:
             w.line(f"return {self.api.graph_success};")
         return printer
 
-    def _read_inputs(self, printer: _ContextPrinter, ctype: str, rank: str) -> None:
-        """Declare each launch input's shape from the context; a missing input or a rank
-        other than the IR's fails."""
-        launch = cast(buffer.LaunchOp, self.host.launch)
-        for i, v in enumerate(launch.inputs):
-            name = printer.namer.fresh(f"input{i}")
-            printer.inputs[v] = name
-            rank_of = len(cast(TensorType, v.type).get_shape())
-            printer.w.line(f"{ctype} {name} = context->GetInputShape({i});")
-            with printer.w.block(f"if ({name} == nullptr || {rank.format(name)} != {rank_of})"):
-                printer.w.line(f"return {self.api.graph_failed};")
-
-    def _infer_data_type(self, w: CppWriter) -> None:
+    def write_infer_data_type(self, w: CppWriter) -> None:
         """InferDataType: the kernel's output element types (fixed by the IR)."""
         ctx = self.api.infer_data_type_context
         with w.function(f"static {self.api.graph_status} InferDataType({ctx}* context)"):
@@ -219,31 +204,70 @@ class OpHostPrinter:
             raise UserError(f"kernel @{self.name}: no ge::DataType for element type {element}")
         return self.api.ge_types[element]
 
-    def _op_def(self, w: CppWriter) -> None:
-        api = self.api
-        w.line(f"namespace {api.op_def_namespace} {{")
-        w.line(f"class {self.op_type} : public {api.op_def} {{")
-        w.line("public:")
-        w.level += 1
-        with w.function(f"explicit {self.op_type}(const char* name) : {api.op_def}(name)"):
-            for i, (param, arg) in enumerate(zip(self.gm, self.kernel.gm_args)):
-                kind = "Input" if i < self.num_inputs else "Output"
-                w.line(
-                    f'this->{kind}("{param}").ParamType({api.param_required})'
-                    f".DataType({{{self._ge_type(arg)}}}).Format({{{api.format_nd}}});"
-                )
-            w.line("this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);")
+    def write_op_def(self, w: CppWriter) -> None:
+        params = [
+            ("Input" if i < self.num_inputs else "Output", param, self._ge_type(arg))
+            for i, (param, arg) in enumerate(zip(self.gm, self.kernel.gm_args))
+        ]
+        write_op_def(w, self.api, self.op_type, params, self.soc)
+
+
+class Registers(Protocol):
+    """The host printer of an op: it writes InferDataType and the OpDef."""
+
+    def write_infer_data_type(self, w: CppWriter) -> None: ...
+
+    def write_op_def(self, w: CppWriter) -> None: ...
+
+
+def write_registration(w: CppWriter, shape: ScalarPrinter, host: Registers) -> None:
+    """`namespace ge` with InferShape (printed in `shape`) and InferDataType, then the
+    OpDef: what registers an op after its tiling code."""
+    w.line()
+    w.line("namespace ge {")
+    w.lines.extend(shape.w.lines)
+    w.line()
+    host.write_infer_data_type(w)
+    w.line("}  // namespace ge")
+    w.line()
+    host.write_op_def(w)
+
+
+def write_op_def(
+    w: CppWriter, api: AscendCApi, op_type: str, params: list[tuple[str, str, str]], soc: str
+) -> None:
+    """The OpDef `class <op_type> : public OpDef` and its OP_ADD: `params` are (Input or
+    Output, name, ge::DataType) in the kernel's GM order."""
+    w.line(f"namespace {api.op_def_namespace} {{")
+    w.line(f"class {op_type} : public {api.op_def} {{")
+    w.line("public:")
+    w.level += 1
+    with w.function(f"explicit {op_type}(const char* name) : {api.op_def}(name)"):
+        for kind, param, ge_type in params:
             w.line(
-                f"this->AICore().SetTiling({api.tiling_namespace}::{api.tiling_func})"
-                f'.AddConfig("{self.soc}");'
+                f'this->{kind}("{param}").ParamType({api.param_required})'
+                f".DataType({{{ge_type}}}).Format({{{api.format_nd}}});"
             )
-        w.level -= 1
-        w.line("};")
-        w.line(f"{api.op_add}({self.op_type});")
-        w.line(f"}}  // namespace {api.op_def_namespace}")
+        w.line("this->SetInferShape(ge::InferShape).SetInferDataType(ge::InferDataType);")
+        w.line(
+            f"this->AICore().SetTiling({api.tiling_namespace}::{api.tiling_func})"
+            f'.AddConfig("{soc}");'
+        )
+    w.level -= 1
+    w.line("};")
+    w.line(f"{api.op_add}({op_type});")
+    w.line(f"}}  // namespace {api.op_def_namespace}")
 
 
-def project_build_files(ops: list[OpHostPrinter]) -> dict[str, str]:
+class PackageOp(Protocol):
+    """An op of the package: a kernel's OpHostPrinter or a super kernel's."""
+
+    name: str
+    op_type: str
+    soc: str
+
+
+def project_build_files(ops: Sequence[PackageOp]) -> dict[str, str]:
     """CMakeLists.txt, CMakePresets.json and build.sh of the package of `ops` (none
     without ops), and the op_host/op_kernel CMakeLists."""
     if not ops:
@@ -316,7 +340,7 @@ def _presets(units: list[str]) -> str:
     return json.dumps(preset, indent=4) + "\n"
 
 
-def _host_cmake(ops: list[OpHostPrinter]) -> str:
+def _host_cmake(ops: Sequence[PackageOp]) -> str:
     sources = "\n".join(f"    {op.name}.cpp" for op in ops)
     return f"""# op_host/CMakeLists.txt: OpDefs and tiling -> aclnn API, op proto and tiling libraries
 set(host_ops_srcs
@@ -354,7 +378,7 @@ npu_op_package_add(${{package_name}}
 """
 
 
-def _kernel_cmake(ops: list[OpHostPrinter]) -> str:
+def _kernel_cmake(ops: Sequence[PackageOp]) -> str:
     sources = "".join(
         f"npu_op_kernel_sources(ascendc_kernels\n"
         f"    OP_TYPE {op.op_type}\n"
@@ -404,12 +428,20 @@ cmake --build build_out --target binary package -j"$(nproc)"
 """
 
 
-def emit_op_host(module: ModuleOp, api: AscendCApi, debug: bool) -> dict[str, str]:
-    """op_host/<k>.cpp of every kernel and the project's build files: path -> text."""
+def emit_op_host(
+    module: ModuleOp, api: AscendCApi, debug: bool, staged: Sequence[PackageOp] = ()
+) -> dict[str, str]:
+    """op_host/<k>.cpp of every kernel and the project's build files: path -> text.
+
+    `staged`: the super kernels (super_kernel_ascendc.py); a kernel launched only as
+    one of their stages is no op of its own."""
     files: dict[str, str] = {}
-    ops: list[OpHostPrinter] = []
+    ops: list[PackageOp] = [*staged]
+    only_staged = staged_kernels(module) if staged else set()
     for kernel in kernels_of(module):
         get_chip(kernel.chip.data)  # an unknown chip fails here with its own message
+        if kernel.sym_name.data in only_staged:
+            continue
         printer = OpHostPrinter(module, kernel, api, debug)
         source = printer.source()
         if source is not None:
@@ -420,11 +452,27 @@ def emit_op_host(module: ModuleOp, api: AscendCApi, debug: bool) -> dict[str, st
     return files
 
 
+def staged_kernels(module: ModuleOp) -> set[str]:
+    """The kernels every launch of which is a stage of a super kernel."""
+    from autofusion.codegen.super_kernel import SUPER_ATTR
+
+    marked: dict[str, bool] = {}
+    for op in module.walk():
+        if isinstance(op, buffer.LaunchOp):
+            name = op.kernel.root_reference.data
+            marked[name] = marked.get(name, True) and SUPER_ATTR in op.attributes
+    return {name for name, all_marked in marked.items() if all_marked}
+
+
 __all__ = [
     "COMPUTE_UNITS",
     "OpHostPrinter",
+    "PackageOp",
     "compute_unit",
     "emit_op_host",
     "project_build_files",
     "snake_op_name",
+    "staged_kernels",
+    "write_op_def",
+    "write_registration",
 ]

@@ -26,26 +26,28 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 
 from autofusion import dtypes
 from autofusion.codegen.ascendc import emit_ascendc, kernels_of
 from autofusion.codegen.ascendc_api import CANN8
 from autofusion.codegen.ascendc_host import HostPrinter, tiling_struct_name
+from autofusion.codegen.cann_project import staged_kernels
 from autofusion.codegen.cpp_scalar import camel
 from autofusion.codegen.kernel_interface import (
     entry_name,
-    gm_param_names,
     op_type_of,
     tiling_field_names,
 )
+from autofusion.codegen.super_kernel import SuperKernel, super_kernels
+from autofusion.codegen.super_kernel_ascendc import SuperKernelNames, aivs_per_block
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.dialects.buffer_verifier import (
@@ -152,6 +154,8 @@ class KernelInfo:
     chip: ChipSpec
     op_type: str  # what its OpDef registers
     syncs_all: bool  # it calls SyncAll<false>: its TilingFunc must set batch mode
+    entry: str  # its extern "C" entry
+    aivs: int  # AIVs per block of a mix kernel on a split chip, else 0
 
 
 def _chip_config(chip: ChipSpec) -> list[str]:
@@ -271,48 +275,35 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
         OP_QUERIES,
     ]
     infos: list[KernelInfo] = []
+    staged = staged_kernels(module)
     for kernel in kernels_of(module):
+        if kernel.sym_name.data in staged:
+            continue  # it runs inside its super kernel
         name = kernel.sym_name.data
-        op_type = op_type_of(kernel)
         chip = get_chip(kernel.chip.data)
         fields = tiling_field_names(kernel)
-        gm = gm_param_names(kernel, fields)
-        entry = entry_name(kernel)
         host = HostPrinter(module, kernel, CANN8, False)
         rule = host.rule_signature()
-        params = ", ".join(["GM_ADDR"] * (len(gm) + 2))
-        out.append(f'extern "C" __global__ __aicore__ void {entry}({params});')
+        info = KernelInfo(
+            name,
+            tuple(cast(Any, a.type).element_type for a in kernel.gm_args),
+            tuple(fields),
+            None,
+            host.launch is not None,
+            kernel.num_inputs.value.data,
+            chip,
+            op_type_of(kernel),
+            syncs_all(kernel),
+            entry_name(kernel),
+            mix_aivs(kernel, chip),
+        )
         if rule is not None:
             out += ["namespace optiling {", f"{rule};", "}  // namespace optiling"]
-        gm_args = ", ".join(f"gm[{i}]" for i in range(len(gm)))
-        out += [
-            "",
-            f"static void Run_{name}(uint8_t* const* gm, uint8_t* workspace, uint8_t* tiling)",
-            "{",
-            f"    {entry}({gm_args}{', ' if gm_args else ''}workspace, tiling);",
-            "}",
-            "",
-            f'extern "C" int afc_launch_{name}(void* const* gm, const int64_t* gmBytes, '
-            "const int64_t* dims, const int64_t* ranks, int64_t inputs, unsigned timeout, "
-            "int strict, char* error, int64_t errorLen)",
-            "{",
-            *(f"    {line}" for line in _chip_config(chip)),
-            "    ops::emu::TilingRun run;",
-            f'    if (ops::emu::RunTiling("{op_type}", ops::emu::ShapesOf(dims, ranks, inputs), '
-            "run, error, static_cast<size_t>(errorLen)) != 0) {",
-            "        return 8;",
-            "    }",
-            f"    return AscendC::emu::LaunchForked(chip, run.blockDim, {mix_aivs(kernel, chip)}, "
-            f"{len(gm)}, gm, gmBytes, run.workspace, run.data.data(), run.dataSize, Run_{name}, "
-            "timeout, error, static_cast<size_t>(errorLen), "
-            f"{'true' if syncs_all(kernel) else 'false'});",
-            "}",
-        ]
-        arity = None
+        out += _launcher(info)
         if rule is not None and host.rule is not None:
             n_args = len(host.rule.function_type.inputs.data)
             n_res = len(host.rule.function_type.outputs.data)
-            arity = (n_args, n_res)
+            info = replace(info, rule_arity=(n_args, n_res))
             args = ", ".join(f"args[{i}]" for i in range(n_args))
             out += [
                 "",
@@ -326,20 +317,57 @@ def generate_harness(module: ModuleOp) -> tuple[str, list[KernelInfo]]:
                 "}",
             ]
         out.append("")
-        infos.append(
-            KernelInfo(
-                name,
-                tuple(cast(Any, a.type).element_type for a in kernel.gm_args),
-                tuple(fields),
-                arity,
-                host.launch is not None,
-                kernel.num_inputs.value.data,
-                chip,
-                op_type,
-                syncs_all(kernel),
-            )
+        infos.append(info)
+    for sk in super_kernels(module):
+        names = SuperKernelNames(sk)
+        info = KernelInfo(
+            sk.name,
+            tuple(cast(TensorType, v.type).element_type for v in [*sk.inputs, *sk.outputs]),
+            tuple(names.fields(sk)),
+            None,
+            True,
+            len(sk.inputs),
+            sk.chip,
+            names.op_type,
+            True,
+            names.entry,
+            aivs_per_block(sk),
         )
+        out += [*_launcher(info), ""]
+        infos.append(info)
     return "\n".join(out) + "\n", infos
+
+
+def _launcher(info: KernelInfo) -> list[str]:
+    """The entry's declaration and `afc_launch_<name>`, which runs the registered
+    TilingFunc of its op type and launches the entry on what it set."""
+    n_gm = len(info.gm_types)
+    params = ", ".join(["GM_ADDR"] * (n_gm + 2))
+    gm_args = ", ".join(f"gm[{i}]" for i in range(n_gm))
+    return [
+        f'extern "C" __global__ __aicore__ void {info.entry}({params});',
+        "",
+        f"static void Run_{info.name}(uint8_t* const* gm, uint8_t* workspace, uint8_t* tiling)",
+        "{",
+        f"    {info.entry}({gm_args}{', ' if gm_args else ''}workspace, tiling);",
+        "}",
+        "",
+        f'extern "C" int afc_launch_{info.name}(void* const* gm, const int64_t* gmBytes, '
+        "const int64_t* dims, const int64_t* ranks, int64_t inputs, unsigned timeout, "
+        "int strict, char* error, int64_t errorLen)",
+        "{",
+        *(f"    {line}" for line in _chip_config(info.chip)),
+        "    ops::emu::TilingRun run;",
+        f'    if (ops::emu::RunTiling("{info.op_type}", ops::emu::ShapesOf(dims, ranks, inputs), '
+        "run, error, static_cast<size_t>(errorLen)) != 0) {",
+        "        return 8;",
+        "    }",
+        f"    return AscendC::emu::LaunchForked(chip, run.blockDim, {info.aivs}, "
+        f"{n_gm}, gm, gmBytes, run.workspace, run.data.data(), run.dataSize, Run_{info.name}, "
+        "timeout, error, static_cast<size_t>(errorLen), "
+        f"{'true' if info.syncs_all else 'false'});",
+        "}",
+    ]
 
 
 # ---------------------------------------------------------------------------------------
@@ -491,6 +519,10 @@ class EmulatedKernels:
         self.files = emit_ascendc(module, debug=False)
         harness, infos = generate_harness(module)
         self.kernels = {info.name: info for info in infos}
+        # each stage launch of a super kernel -> its super kernel and stage index
+        self.stages: dict[buffer.LaunchOp, tuple[SuperKernel, int]] = {
+            launch: (sk, k) for sk in super_kernels(module) for k, launch in enumerate(sk.launches)
+        }
         self.strict = strict
         self.library = build_library(self.files, harness, list(self.kernels))
         self.lib = ctypes.CDLL(str(self.library))
@@ -672,6 +704,7 @@ class EmulatedLaunchFunctions(InterpreterFunctions):
     def __init__(self, kernels: EmulatedKernels) -> None:
         super().__init__()
         self.kernels = kernels
+        self.pending: dict[str, _PendingSuper] = {}
 
     @impl(buffer.LaunchOp)
     def run_launch(
@@ -680,18 +713,15 @@ class EmulatedLaunchFunctions(InterpreterFunctions):
         """The launch as CANN runs the op: InferShape and TilingFunc of its registered
         OpDef on the input shapes, then the kernel. What they compute must be what the
         interpreted host code computed (else the generated host code is wrong)."""
+        if op in self.kernels.stages:
+            return self._run_stage(op, args)
         name = op.kernel.root_reference.data
         info = self.kernels.kernels[name]
         n_in, n_tiling = len(op.inputs), len(op.tiling)
         inputs = args[1 : 1 + n_in]
         tiling = [int(v) for v in args[1 + n_in : 1 + n_in + n_tiling]]
-        dims = [int(d) for d in args[1 + n_in + n_tiling :]]
+        shapes = _result_shapes(op, args)
         in_shapes = [tuple(np.shape(x)) for x in inputs]
-        shapes = []
-        for r in op.outputs:
-            shapes.append(
-                tuple(d if d >= 0 else dims.pop(0) for d in cast(TensorType, r.type).get_shape())
-            )
         self._agree(name, "InferShape", self.kernels.output_shapes(name, in_shapes), shapes)
         values, launch = self.kernels.registered_tiling(name, in_shapes)
         self._agree(name, "TilingFunc", (values, launch.blocks), (tiling, int(args[0])))
@@ -708,6 +738,47 @@ class EmulatedLaunchFunctions(InterpreterFunctions):
             for b, s, r in zip(buffers[n_in:], shapes, op.outputs)
         )
 
+    def _run_stage(self, op: buffer.LaunchOp, args: PythonValues) -> PythonValues:
+        """A stage of a super kernel. Its results are arrays the super kernel fills: at
+        its last stage, the one launch runs (InferShape and TilingFunc of the super op on
+        its inputs' shapes, then its kernel), with the values every stage's launch had."""
+        sk, k = self.kernels.stages[op]
+        pending = self.pending.setdefault(sk.name, _PendingSuper())
+        n_in, n_tiling = len(op.inputs), len(op.tiling)
+        pending.values.update(zip(op.inputs, args[1 : 1 + n_in]))
+        pending.tiling += [int(args[0]), *(int(v) for v in args[1 + n_in : 1 + n_in + n_tiling])]
+        results = []
+        for shape, r in zip(_result_shapes(op, args), op.outputs):
+            element = cast(TensorType, r.type).element_type
+            poisoned = from_device(poisoned_output(element, int(np.prod(shape))), element, shape)
+            results.append(dtypes.to_storage(poisoned, element))
+        pending.values.update(zip(op.outputs, results))
+        if k == len(sk.launches) - 1:
+            del self.pending[sk.name]
+            self._run_super(sk, pending)
+        return tuple(results)
+
+    def _run_super(self, sk: SuperKernel, pending: _PendingSuper) -> None:
+        inputs = [pending.values[v] for v in sk.inputs]
+        outputs = [pending.values[v] for v in sk.outputs]
+        in_shapes = [tuple(np.shape(x)) for x in inputs]
+        shapes = [tuple(np.shape(x)) for x in outputs]
+        self._agree(sk.name, "InferShape", self.kernels.output_shapes(sk.name, in_shapes), shapes)
+        values, _ = self.kernels.registered_tiling(sk.name, in_shapes)
+        # the stages' blocks and fields, as each stage's launch had them
+        names = SuperKernelNames(sk)
+        fields = dict(zip(names.fields(sk), values))
+        registered = []
+        for k in range(len(sk.launches)):
+            registered += [fields[f"s{k}_blocks"], *(fields[f] for f in names.stage_fields[k])]
+        self._agree(sk.name, "TilingFunc", registered, pending.tiling)
+        gm_types = self.kernels.kernels[sk.name].gm_types
+        buffers = [to_device(x, t) for x, t in zip([*inputs, *outputs], gm_types)]
+        self.kernels.launch(sk.name, buffers, in_shapes)
+        for v, out, b, s in zip(sk.outputs, outputs, buffers[len(inputs) :], shapes):
+            element = cast(TensorType, v.type).element_type
+            out[...] = dtypes.to_storage(from_device(b, element, s), element)
+
     @staticmethod
     def _agree(name: str, what: str, registered: object, interpreted: object) -> None:
         if registered != interpreted:
@@ -715,6 +786,23 @@ class EmulatedLaunchFunctions(InterpreterFunctions):
                 f"emulated kernel @{name}: the registered {what} computed {registered}, "
                 f"the host code {interpreted}"
             )
+
+
+@dataclass
+class _PendingSuper:
+    """What the stage launches of a super kernel had, until its last stage runs it."""
+
+    values: dict[SSAValue, Any] = field(default_factory=dict)
+    tiling: list[int] = field(default_factory=list)  # per stage: blocks, then fields
+
+
+def _result_shapes(op: buffer.LaunchOp, args: PythonValues) -> list[tuple[int, ...]]:
+    """The launch's result shapes, their dynamic dims from its `dims` operands."""
+    dims = [int(d) for d in args[1 + len(op.inputs) + len(op.tiling) :]]
+    return [
+        tuple(d if d >= 0 else dims.pop(0) for d in cast(TensorType, r.type).get_shape())
+        for r in op.outputs
+    ]
 
 
 def run_function_emulated(

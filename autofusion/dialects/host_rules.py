@@ -10,6 +10,7 @@ Each failure is one line located at the op, in the words the printer used to say
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 from xdsl.dialects import arith, func
@@ -45,10 +46,17 @@ def find_tiling_func(
     return funcs.get(f"{kernel.sym_name.data}_tiling")
 
 
-def host_slice(launch: LaunchOp, roots: list[SSAValue], what: str) -> list[Operation]:
+def host_slice(
+    launch: LaunchOp,
+    roots: list[SSAValue],
+    what: str,
+    through: Callable[[DimOp], SSAValue | None] | None = None,
+) -> list[Operation]:
     """The host ops before `launch` that compute `roots` from tensor dims, in order.
 
-    `what` names the result in errors (e.g. "the tiling of @k")."""
+    `what` names the result in errors (e.g. "the tiling of @k"). `through` gives the
+    host value a dim stands for when the tensor's shape is not read from the context
+    (a super kernel's intermediate: the dim its launch gave it)."""
     needed: set[Operation] = set()
     work = list(roots)
     while work:
@@ -64,6 +72,8 @@ def host_slice(launch: LaunchOp, roots: list[SSAValue], what: str) -> list[Opera
             needed.add(owner)
             if not isinstance(owner, DimOp):  # a dim reads the context's shape
                 work.extend(owner.operands)
+            elif through is not None and (value := through(owner)) is not None:
+                work.append(value)
     ordered = [op for op in cast(Operation, launch.parent_op()).walk() if op in needed]
     for op in ordered:
         if op.regions:

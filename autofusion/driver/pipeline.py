@@ -38,7 +38,14 @@ OPT_LEVELS: dict[int, OptLevel] = {
         "graph fusion only (math-preserving rewrites); one kernel per op", True, False, 1, 16
     ),
     2: OptLevel("graph fusion, split fusion and UB fusion", True, True, 64, 16),
-    3: OptLevel("as 2, with larger kernels (up to 256 ops and 32 inputs)", True, True, 256, 32),
+    3: OptLevel(
+        "as 2, with larger kernels (up to 256 ops and 32 inputs) and super kernels on "
+        "Atlas A2/A3 (--super-kernel)",
+        True,
+        True,
+        256,
+        32,
+    ),
 }
 DEFAULT_OPT_LEVEL = 2
 
@@ -54,6 +61,7 @@ class CompileOptions:
     dynamic_size: int = 128  # what the cost model assumes for a dynamic dimension
     seed: int = 0  # random inputs of --check
     input_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # --check's, by hand
+    super_kernel: bool = False  # --super-kernel (also on at -O3 where the chip allows)
 
 
 @dataclass
@@ -139,7 +147,22 @@ def lower_stage(ctx: Context, module: ModuleOp, options: CompileOptions) -> None
     from autofusion.passes.lower_to_buffer import LowerToBufferPass
 
     LowerToBufferPass(dynamic_size=options.dynamic_size).apply(ctx, module)
+    if wants_super_kernels(module, options):
+        from autofusion.passes.super_kernel import SuperKernelPass
+
+        SuperKernelPass().apply(ctx, module)
     module.verify()
+
+
+def wants_super_kernels(module: ModuleOp, options: CompileOptions) -> bool:
+    """Whether the compile emits super kernels: with --super-kernel (the pass refuses a
+    chip without the hard SyncAll), or at -O3 on a chip that has it."""
+    from autofusion.codegen.super_kernel import syncs_all_chip
+    from autofusion.dialects.target import resolve_target
+
+    if options.super_kernel:
+        return True
+    return options.opt_level >= 3 and syncs_all_chip(resolve_target(module, "afc compile"))
 
 
 def fuse_and_lower(ctx: Context, module: ModuleOp, options: CompileOptions) -> ModuleOp:

@@ -28,9 +28,12 @@ OPS_SHOWN = 8
 
 def compile_report_json(c: Compilation) -> dict[str, Any]:
     """report.json: totals before/after and every kernel of the fused model."""
+    from autofusion.report import launch_overhead
+
     assert c.before is not None and c.after is not None
     before = c.before.totals()
     after = c.after.totals()
+    launches = launch_overhead(c.after, c.buffer, c.chip)
     rewrites = Counter(a.rule for a in c.statistics.applications)
     return {
         "model": Path(c.model).name,
@@ -52,8 +55,10 @@ def compile_report_json(c: Compilation) -> dict[str, Any]:
             "hbm_bytes_after_pessimistic": after["hbm_bytes_after_pessimistic"],
             "l2_bytes": after["l2_bytes"],
             "time_us_before": before["time_us_after"],
-            "time_us_after": after["time_us_after"],
+            # a super kernel's stages after the first cost no launch of their own
+            "time_us_after": round(after["time_us_after"] - launches.saved_us, 3),
         },
+        "launches": launches.to_json(),
         "graph_rewrites": dict(sorted(rewrites.items())),
         "kernels": [k.to_json() for k in c.after.kernels],
     }
@@ -97,6 +102,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         "writes dead data back.",
         "",
     ]
+    lines += launch_lines(doc["launches"], t["time_us_after"])
     if doc["graph_rewrites"]:
         lines += ["## Graph rewrites", "", "| rule | applied |", "|---|---:|"]
         lines += [f"| {rule} | {n} |" for rule, n in doc["graph_rewrites"].items()]
@@ -121,6 +127,36 @@ def render_markdown(doc: dict[str, Any]) -> str:
         )
     lines.append("")
     return "\n".join(lines)
+
+
+def launch_lines(launches: dict[str, Any], time_us: float) -> list[str]:
+    """report.md's launch section: launch overhead, and what super kernels save of it."""
+    each = launches["launch_overhead_us"]
+    lines = [
+        "## Launches",
+        "",
+        f"{launches['launches']} launches (kernels and library ops) at {each:g} us launch "
+        f"overhead each: {launches['overhead_us']:,.1f} us.",
+    ]
+    supers = launches["super_kernels"]
+    if supers:
+        shown = "; ".join(f"{s['name']} ({', '.join(s['stages'])})" for s in supers[:OPS_SHOWN])
+        more = f"; ... ({len(supers)} super kernels)" if len(supers) > OPS_SHOWN else ""
+        lines.append(
+            f"Super kernels run {sum(len(s['stages']) for s in supers)} kernels in "
+            f"{len(supers)} launches: {shown}{more}. {launches['launches_after']} launches, "
+            f"{launches['overhead_us_after']:,.1f} us of overhead: {launches['saved_us']:,.1f} us "
+            f"saved ({_share(launches['saved_us'], time_us + launches['saved_us'])} of the "
+            "estimated time)."
+        )
+    else:
+        lines.append("No super kernels (--super-kernel, or -O3 on Atlas A2/A3).")
+    lines.append("")
+    return lines
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
 def summary_lines(c: Compilation, out_dir: str) -> list[str]:
@@ -149,6 +185,13 @@ def summary_lines(c: Compilation, out_dir: str) -> list[str]:
         f"{_ratio(t['hbm_bytes_after'], t['gm_bytes_lower_bound'])})",
         f"  est. time   {t['time_us_before']:,.1f} us -> {t['time_us_after']:,.1f} us",
     ]
+    launches = doc["launches"]
+    if launches["super_kernels"]:
+        lines.append(
+            f"  launches    {launches['launches']} -> {launches['launches_after']} "
+            f"({len(launches['super_kernels'])} super kernels; launch overhead "
+            f"{launches['overhead_us']:,.1f} us -> {launches['overhead_us_after']:,.1f} us)"
+        )
     top = sorted(doc["kernels"], key=lambda k: (-k["time_us"], k["name"]))[:SUMMARY_KERNELS]
     if top:
         lines.append("  slowest kernels (estimated):")

@@ -29,6 +29,12 @@ def _split_fusion() -> type[ModulePass]:
     return SplitFusionPass
 
 
+def _super_kernel() -> type[ModulePass]:
+    from autofusion.passes.super_kernel import SuperKernelPass
+
+    return SuperKernelPass
+
+
 def _ub_fusion() -> type[ModulePass]:
     from autofusion.passes.ub_fusion import UbFusionPass
 
@@ -43,4 +49,5 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "split-fusion": _split_fusion,
         "ub-fusion": _ub_fusion,
         "lower-to-buffer": _lower_to_buffer,
+        "super-kernel": _super_kernel,
     }

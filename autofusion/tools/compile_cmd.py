@@ -40,6 +40,12 @@ def add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_input_shape_argument(p)
     p.add_argument(
+        "--super-kernel",
+        action="store_true",
+        help="emit each run of kernels between library ops as ONE launch with SyncAll "
+        "between stages (CANN's SuperKernel; Atlas A2/A3; on by default at -O3)",
+    )
+    p.add_argument(
         "--dynamic-size",
         type=int,
         default=128,
@@ -84,6 +90,7 @@ def options_from(
         fusion_switch=args.fusion_switch,
         input_shapes=parse_input_shapes(args.input_shape),
         dynamic_size=args.dynamic_size,
+        super_kernel=args.super_kernel,
         debug=debug,
         check=check,
         seed=seed,

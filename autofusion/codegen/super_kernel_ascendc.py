@@ -1,0 +1,475 @@
+"""Ascend C of a super kernel (codegen/super_kernel.py): one op, one launch, its stages
+run in order.
+
+For super kernel @s with stages @k0, @k1, ... (op type `S` = camel case of s):
+
+* `op_kernel/s.cpp`: each stage's kernel class, as the kernel printer writes it, in a
+  namespace `stageN` of its own, and one entry `s(inputs..., outputs..., workspace,
+  tiling)` of type MIX_AIC_1_2 that constructs and runs the stages in order. A stage
+  runs on its own block count (a mix stage on the blocks below it, its idle blocks
+  passing its own SyncAlls; a vector stage on the AIVs below it, the AICs idle); a
+  stage that reads what an earlier one wrote after the last sync first waits at
+  `SyncAll<false>()` (asc-devkit SyncAll.md), otherwise a `PipeBarrier<PIPE_ALL>()`
+  drains the core before the next stage's TPipe. Tensors passed only between stages
+  live in the op's workspace.
+* `op_host/s_tiling.h`: one tiling struct holding every stage's fields (`sN_<field>`),
+  its block count (`sN_blocks`) and workspace offset (`sN_workspace`), and the
+  workspace offset of every intermediate tensor (`tI_offset`).
+* `op_host/s.cpp`: the stages' tiling rules; a TilingFunc that runs every stage's host
+  code on the op's input shapes (an intermediate's dims are the dims its launch gave
+  it), sets the block count to the largest a stage needs (in AIC blocks), batch mode
+  (SetScheduleMode: it calls SyncAll) and the workspace to the intermediates plus every
+  stage's own; InferShape, InferDataType and the OpDef, as for any op (cann_project.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, cast
+
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
+
+from autofusion import dtypes
+from autofusion.codegen.ascendc import KernelPrinter
+from autofusion.codegen.ascendc_api import AscendCApi
+from autofusion.codegen.ascendc_host import (
+    BATCH_MODE,
+    HostPrinter,
+    _ContextPrinter,
+    tiling_header_text,
+)
+from autofusion.codegen.cann_project import (
+    _ShapePrinter,
+    compute_unit,
+    snake_op_name,
+    write_op_def,
+    write_registration,
+)
+from autofusion.codegen.cpp_scalar import CppExpr, CppWriter, Namer, ScalarPrinter, camel
+from autofusion.codegen.kernel_interface import RESERVED, tiling_field_names, workspace_fields
+from autofusion.codegen.super_kernel import SuperKernel, sync_count
+from autofusion.diagnostics import UserError
+from autofusion.dialects import buffer
+from autofusion.dialects.buffer_verifier import runs_split
+from autofusion.dialects.host_rules import host_slice as rules_host_slice
+from autofusion.dialects.tiling_facts import Divisibility
+
+WORKSPACE_ALIGN = 512  # bytes: each tensor of the workspace starts at a GM-friendly boundary
+
+
+@dataclass(frozen=True)
+class SuperContext:
+    """What printing a super kernel reads besides the super kernel itself."""
+
+    module: ModuleOp
+    facts: Divisibility
+    api: AscendCApi
+    debug: bool
+
+
+def aivs_per_block(sk: SuperKernel) -> int:
+    """AIVs per block of the super kernel's MIX_AIC_1_2 launch (vector cores per AIC)."""
+    chip = sk.chip
+    return max(1, chip.vector_cores // max(chip.cube_cores, 1))
+
+
+class SuperKernelNames:
+    """The C++ names the kernel, its host code and the emulator share."""
+
+    def __init__(self, sk: SuperKernel) -> None:
+        self.entry = Namer(RESERVED).fresh(sk.name, "kernel")
+        self.op_type = camel(self.entry)
+        self.struct = f"{self.op_type}TilingData"
+        namer = Namer(RESERVED | {"userWorkspace", "blockDim", "workspaceBytes"})
+        values = [*sk.inputs, *sk.outputs]
+        n_in = len(sk.inputs)
+        self.gm = [namer.fresh(v.name_hint, "x" if i < n_in else "y") for i, v in enumerate(values)]
+        self.stage_fields = [
+            [f"s{k}_{f}" for f in tiling_field_names(kernel)] for k, kernel in enumerate(sk.kernels)
+        ]
+        self.intermediates = [namer.fresh(v.name_hint, "t") for v in sk.intermediates]
+
+    def fields(self, sk: SuperKernel) -> list[str]:
+        """Every field of the tiling struct, in order."""
+        out: list[str] = []
+        for k, kernel in enumerate(sk.kernels):
+            out += self.stage_fields[k]
+            out.append(f"s{k}_blocks")
+            if workspace_fields(kernel):
+                out.append(f"s{k}_workspace")
+        out += [f"t{i}_offset" for i in range(len(sk.intermediates))]
+        return out
+
+
+# ---- op_kernel/<s>.cpp ----------------------------------------------------------------
+
+
+def kernel_source(sk: SuperKernel, ctx: SuperContext) -> str:
+    """op_kernel/<s>.cpp: the stages' classes and the entry that runs them in order."""
+    api = ctx.api
+    names = SuperKernelNames(sk)
+    chip = sk.chip
+    w = CppWriter()
+    stages = ", ".join(f"@{k.sym_name.data}" for k in sk.kernels)
+    w.line(
+        f"// op_kernel/{sk.name}.cpp: Ascend C super kernel @{sk.name} (stages {stages}; "
+        f"{chip.name}, mix), generated by afc"
+    )
+    w.line(f'#include "{api.include}"')
+    w.line()
+    w.line(f"using namespace {api.namespace};")
+    printers: list[KernelPrinter] = []
+    for k, kernel in enumerate(sk.kernels):
+        printer = KernelPrinter(kernel, chip, ctx.facts, api, ctx.debug)
+        printer.stage_blocks = printer.namer.fresh("stageBlocks")
+        printers.append(printer)
+        w.line()
+        w.line(
+            f"// stage {k}: @{kernel.sym_name.data} (template "
+            f'"{kernel.template.data}", {kernel.core_type.data})'
+        )
+        w.line(f"namespace stage{k} {{")
+        w.lines.extend(printer.class_lines())
+        w.line(f"}}  // namespace stage{k}")
+    w.line()
+    params = [f"{api.gm_addr} {p}" for p in names.gm]
+    params += [f"{api.gm_addr} workspace", f"{api.gm_addr} tiling"]
+    with w.function(f"{api.entry_qualifiers} void {names.entry}({', '.join(params)})"):
+        w.line(f"{api.kernel_type_macro}({api.kernel_type(chip, 'mix')});")
+        w.line(f"{api.get_tiling_data}(tilingData, tiling);")
+        with w.block("if (workspace == nullptr)"):
+            w.line("return;")
+        w.line(f"{api.gm_addr} userWorkspace = {api.user_workspace}(workspace);")
+        with w.block("if (userWorkspace == nullptr)"):
+            w.line("return;")
+        gm: dict[SSAValue, str] = dict(zip([*sk.inputs, *sk.outputs], names.gm))
+        for i, (v, name) in enumerate(zip(sk.intermediates, names.intermediates)):
+            w.line(f"{api.gm_addr} {name} = userWorkspace + tilingData.t{i}_offset;")
+            gm[v] = name
+        for k, printer in enumerate(printers):
+            _emit_stage_call(w, sk, k, printer, gm, api)
+    return w.text() + "\n"
+
+
+def _emit_stage_call(
+    w: CppWriter,
+    sk: SuperKernel,
+    k: int,
+    printer: KernelPrinter,
+    gm: dict[SSAValue, str],
+    api: AscendCApi,
+) -> None:
+    """Stage k: the sync before it, then its kernel on its own blocks."""
+    launch, kernel = sk.launches[k], sk.kernels[k]
+    if k:
+        if sk.sync_before[k]:
+            w.line(f"// stage {k} reads what an earlier stage wrote: every core's writes first")
+            w.line(f"{api.sync_all}();")
+        else:
+            w.line(f"// stage {k} reads nothing an earlier stage wrote: drain this core only")
+            w.line(f"{api.pipe_barrier_all}();")
+    w.line(f"// stage {k}: @{kernel.sym_name.data}")
+    args = [gm[v] for v in [*launch.inputs, *launch.outputs]]
+    if workspace_fields(kernel):
+        args.append(f"userWorkspace + tilingData.s{k}_workspace")
+    args += [f"tilingData.{f}" for f in SuperKernelNames(sk).stage_fields[k]]
+    args.append(f"tilingData.s{k}_blocks")
+    cls = f"stage{k}::{printer.class_name}"
+
+    def run() -> None:
+        w.line(f"{cls} op;")
+        w.line(f"op.Init({', '.join(args)});")
+        w.line("op.Process();")
+
+    if runs_split(kernel):
+        # a mix stage: the AIC and AIVs of each block below its count run it; the other
+        # blocks still reach its SyncAlls, which wait for every core of the launch
+        group = f"{api.block_idx}() / {api.task_ration}()"
+        with w.block(f"if ({group} < tilingData.s{k}_blocks)"):
+            run()
+        syncs = sync_count(kernel)
+        if syncs:
+            with w.block("else"):
+                w.line("// the stage's own all-core syncs, on the blocks it leaves idle")
+                for _ in range(syncs):
+                    w.line(f"{api.sync_all}();")
+        return
+    # a vector (cube) stage runs on the AIVs (AICs) below its count: GetBlockIdx on an
+    # AIV counts vector cores, on an AIC blocks
+    core = api.is_aiv if kernel.core_type.data == "aiv" else api.is_aic
+    with w.block(f"if {core}"), w.block(f"if ({api.block_idx}() < tilingData.s{k}_blocks)"):
+        run()
+
+
+# ---- op_host/<s>_tiling.h ----------------------------------------------------------
+
+
+def tiling_header(sk: SuperKernel, api: AscendCApi) -> str:
+    names = SuperKernelNames(sk)
+    return tiling_header_text(sk.name, names.struct, names.op_type, names.fields(sk), api)
+
+
+# ---- op_host/<s>.cpp ----------------------------------------------------------------
+
+
+def host_slice(sk: SuperKernel, roots: list[SSAValue]) -> list[Operation]:
+    """The host ops that compute `roots` from the dims of the op's inputs, in order: the
+    dim of a stage's result is the dim its launch gave it."""
+
+    def through(dim: buffer.DimOp) -> SSAValue | None:
+        stage = sk.stage_of(dim.source)
+        if stage is None:
+            return None
+        return _launch_dim(sk.launches[stage], dim.source, dim.dim.value.data)
+
+    return rules_host_slice(sk.launches[0], roots, f"the host code of @{sk.name}", through)
+
+
+def _launch_dim(launch: buffer.LaunchOp, result: SSAValue, dim: int) -> SSAValue | None:
+    """The host value of dim `dim` of a launch's result (None when it is static)."""
+    dims = iter(launch.dims)
+    for r in launch.outputs:
+        for d, size in enumerate(cast(TensorType, r.type).get_shape()):
+            value = next(dims) if size < 0 else None
+            if r is result and d == dim:
+                return value
+    raise AssertionError("a dim of a launch result it has")
+
+
+class _SuperHostPrinter(_ContextPrinter):
+    """The host code of every stage of a super kernel, dims read from a gert context."""
+
+    def __init__(self, namer: Namer, sk: SuperKernel, rules: set[str], slice_ops: set[Operation]):
+        super().__init__(namer, sk.launches[0], None, slice_ops)
+        self.sk = sk
+        self.rules = rules
+
+    def may_inline(self, op: Operation, user: Operation) -> bool:
+        return user.parent_block() is op.parent_block() and user in self.slice_ops
+
+    def render_op(self, op: Operation) -> CppExpr:
+        if isinstance(op, buffer.DimOp):
+            stage = self.sk.stage_of(op.source)
+            if stage is not None:
+                dim = op.dim.value.data
+                value = _launch_dim(self.sk.launches[stage], op.source, dim)
+                if value is None:
+                    return CppExpr(str(cast(TensorType, op.source.type).get_shape()[dim]))
+                return self.expr(value)
+        return super().render_op(op)
+
+    def calls_rule(self, callee: str) -> bool:
+        return callee in self.rules
+
+
+class _SuperShapePrinter(_SuperHostPrinter):
+    DIM_TEXT: ClassVar[str] = _ShapePrinter.DIM_TEXT
+    RANK_TEXT: ClassVar[str] = _ShapePrinter.RANK_TEXT
+    SHAPE_TYPE: ClassVar[str] = _ShapePrinter.SHAPE_TYPE
+    CHECKS_STATIC: ClassVar[bool] = False
+
+
+class SuperHostPrinter:
+    """op_host/<s>.cpp of a super kernel: tiling rules, TilingFunc, InferShape, OpDef."""
+
+    def __init__(self, sk: SuperKernel, ctx: SuperContext) -> None:
+        self.sk = sk
+        self.ctx = ctx
+        self.api = ctx.api
+        self.names = SuperKernelNames(sk)
+        self.name = sk.name
+        self.op_type = self.names.op_type
+        self.soc = compute_unit(sk.chip.name)
+        self.hosts = [HostPrinter(ctx.module, k, ctx.api, ctx.debug) for k in sk.kernels]
+
+    def source(self) -> str:
+        if snake_op_name(self.op_type) != self.names.entry:
+            raise UserError(
+                f"super kernel @{self.name}: CANN names the kernel of op type {self.op_type} "
+                f"'{snake_op_name(self.op_type)}', but its entry is '{self.names.entry}'",
+                self.sk.launches[0],
+            )
+        api = self.api
+        rules: list[ScalarPrinter] = []
+        seen: set[str] = set()
+        for host in self.hosts:
+            part = host.rule_part()
+            if part is not None and host.rule is not None and host.rule.sym_name.data not in seen:
+                seen.add(host.rule.sym_name.data)
+                rules.append(part)
+        tiling = self._tiling_func(seen)
+        shape = self._infer_shape(seen)
+        w = CppWriter()
+        w.line(
+            f"// op_host/{self.name}.cpp: host side of super op {self.op_type}, generated by afc"
+        )
+        w.line(f'#include "{self.name}_tiling.h"')
+        w.line(f'#include "{api.host_header}"')
+        w.line(f'#include "{api.platform_header}"')
+        w.line()
+        helpers = ScalarPrinter(Namer(), "inline")
+        for part in [*rules, tiling, shape]:
+            helpers.helpers_used |= part.helpers_used
+        if helpers.helpers_used:
+            w.lines.extend(helpers.helper_text())
+            w.line()
+        w.line(f"namespace {api.tiling_namespace} {{")
+        for part in [*rules, tiling]:
+            w.lines.extend(part.w.lines)
+            w.line()
+        w.lines.pop()
+        w.line(f"}}  // namespace {api.tiling_namespace}")
+        write_registration(w, shape, self)
+        return w.text() + "\n"
+
+    def _tiling_func(self, rules: set[str]) -> ScalarPrinter:
+        sk, api = self.sk, self.api
+        roots: list[SSAValue] = []
+        for launch in sk.launches:
+            roots += [launch.blocks, *launch.tiling, *launch.dims]
+        ordered = host_slice(sk, roots)
+        namer = Namer({"context", "tiling", "workspaceSizes", "platform", "blockDim"})
+        namer.taken.add("workspaceBytes")
+        printer = _SuperHostPrinter(namer, sk, rules, set(ordered))
+        printer.decide_inlining(iter(ordered))
+        w = printer.w
+        head = f"static {api.graph_status} {api.tiling_func}({api.tiling_context}* context)"
+        with w.function(head):
+            printer.read_inputs(sk.inputs, api.graph_failed)
+            for op in ordered:
+                if op not in printer.inlined:
+                    printer.statement(op)
+            w.line(f"{self.names.struct} tiling;")
+            w.line("int64_t blockDim = 1;")
+            w.line("int64_t workspaceBytes = 0;")
+            aivs = aivs_per_block(sk)
+            for i, v in enumerate(sk.intermediates):
+                w.line(f"tiling.set_t{i}_offset(workspaceBytes);")
+                w.line(f"workspaceBytes += {self._aligned(self._tensor_bytes(printer, v))};")
+            for k, (launch, kernel) in enumerate(zip(sk.launches, sk.kernels)):
+                for f, v in zip(self.names.stage_fields[k], launch.tiling):
+                    w.line(f"tiling.set_{f}({printer.expr(v).text});")
+                blocks = printer.expr(launch.blocks).at(70)
+                w.line(f"tiling.set_s{k}_blocks({blocks});")
+                # AIC blocks: a vector stage's blocks are AIVs, `aivs` to a block
+                vector = kernel.core_type.data == "aiv"
+                groups = f"({blocks} + {aivs - 1}) / {aivs}" if vector else blocks
+                with w.block(f"if ({groups} > blockDim)"):
+                    w.line(f"blockDim = {groups};")
+                spaces = workspace_fields(kernel)
+                if spaces:
+                    w.line(f"tiling.set_s{k}_workspace(workspaceBytes);")
+                    for i in spaces:
+                        size = printer.expr(launch.tiling[i]).at(70)
+                        w.line(f"workspaceBytes += {self._aligned(size)};")
+            w.line(f"context->{api.set_block_dim}(static_cast<uint32_t>(blockDim));")
+            # batch mode: every block starts together, else SyncAll can deadlock when
+            # several streams run (asc-devkit SyncAll.md)
+            w.line(f"context->{api.set_schedule_mode}({BATCH_MODE});")
+            w.line(
+                "tiling.SaveToBuffer(context->GetRawTilingData()->GetData(), "
+                "context->GetRawTilingData()->GetCapacity());"
+            )
+            w.line("context->GetRawTilingData()->SetDataSize(tiling.GetDataSize());")
+            w.line("size_t* workspaceSizes = context->GetWorkspaceSizes(1);")
+            w.line(f"auto platform = {api.platform}(context->GetPlatformInfo());")
+            w.line(
+                f"workspaceSizes[0] = platform.{api.lib_workspace_size}() + "
+                "static_cast<size_t>(workspaceBytes);"
+            )
+            w.line(f"return {api.graph_success};")
+        return printer
+
+    @staticmethod
+    def _aligned(size: str) -> str:
+        return f"({size} + {WORKSPACE_ALIGN - 1}) / {WORKSPACE_ALIGN} * {WORKSPACE_ALIGN}"
+
+    def _tensor_bytes(self, printer: _SuperHostPrinter, v: SSAValue) -> str:
+        """The bytes of a stage's result, from the dims its launch gave it."""
+        t = cast(TensorType, v.type)
+        launch = self.sk.launches[cast(int, self.sk.stage_of(v))]
+        parts = [str(dtypes.byte_width(t.element_type))]
+        for d, size in enumerate(t.get_shape()):
+            dim = _launch_dim(launch, v, d)
+            parts.append(str(size) if dim is None else printer.expr(dim).at(100))
+        return " * ".join(parts)
+
+    def _infer_shape(self, rules: set[str]) -> ScalarPrinter:
+        """InferShape: each output's dims, as its launch's host code computes them."""
+        sk, api = self.sk, self.api
+        dims: list[SSAValue] = []
+        for v in sk.outputs:
+            launch = sk.launches[cast(int, sk.stage_of(v))]
+            for d in range(len(cast(TensorType, v.type).get_shape())):
+                dim = _launch_dim(launch, v, d)
+                if dim is not None:
+                    dims.append(dim)
+        ordered = host_slice(sk, dims)
+        printer = _SuperShapePrinter(Namer({"context"}), sk, rules, set(ordered))
+        printer.decide_inlining(iter(ordered))
+        w = printer.w
+        ctx = api.infer_shape_context
+        with w.function(f"static {api.graph_status} InferShape({ctx}* context)"):
+            printer.read_inputs(sk.inputs, api.graph_failed)
+            for op in ordered:
+                if op not in printer.inlined:
+                    printer.statement(op)
+            for i, v in enumerate(sk.outputs):
+                out = printer.namer.fresh(f"output{i}")
+                shape = cast(TensorType, v.type).get_shape()
+                launch = sk.launches[cast(int, sk.stage_of(v))]
+                w.line(f"gert::Shape* {out} = context->GetOutputShape({i});")
+                with w.block(f"if ({out} == nullptr)"):
+                    w.line(f"return {api.graph_failed};")
+                w.line(f"{out}->SetDimNum({len(shape)});")
+                for d, size in enumerate(shape):
+                    dim = _launch_dim(launch, v, d)
+                    value = str(size) if dim is None else printer.expr(dim).text
+                    w.line(f"{out}->SetDim({d}, {value});")
+            w.line(f"return {api.graph_success};")
+        return printer
+
+    def _ge_type(self, v: SSAValue) -> str:
+        element = dtypes.type_name(cast(TensorType, v.type).element_type)
+        if element not in self.api.ge_types:
+            raise UserError(
+                f"super kernel @{self.name}: no ge::DataType for element type {element}"
+            )
+        return self.api.ge_types[element]
+
+    def write_infer_data_type(self, w: CppWriter) -> None:
+        ctx = self.api.infer_data_type_context
+        with w.function(f"static {self.api.graph_status} InferDataType({ctx}* context)"):
+            for i, v in enumerate(self.sk.outputs):
+                w.line(f"context->SetOutputDataType({i}, {self._ge_type(v)});")
+            w.line(f"return {self.api.graph_success};")
+
+    def write_op_def(self, w: CppWriter) -> None:
+        values = [*self.sk.inputs, *self.sk.outputs]
+        params = [
+            ("Input" if i < len(self.sk.inputs) else "Output", name, self._ge_type(v))
+            for i, (name, v) in enumerate(zip(self.names.gm, values))
+        ]
+        write_op_def(w, self.api, self.op_type, params, self.soc)
+
+
+def emit_super_kernels(sks: list[SuperKernel], ctx: SuperContext) -> dict[str, str]:
+    """The files of every super kernel: path -> text."""
+    files: dict[str, str] = {}
+    for sk in sks:
+        files[f"op_kernel/{sk.name}.cpp"] = kernel_source(sk, ctx)
+        files[f"op_host/{sk.name}_tiling.h"] = tiling_header(sk, ctx.api)
+        files[f"op_host/{sk.name}.cpp"] = SuperHostPrinter(sk, ctx).source()
+    return files
+
+
+__all__ = [
+    "SuperContext",
+    "SuperHostPrinter",
+    "SuperKernelNames",
+    "aivs_per_block",
+    "emit_super_kernels",
+    "kernel_source",
+    "tiling_header",
+]
