@@ -76,6 +76,7 @@ def test_the_public_names_resolve_and_are_listed() -> None:
         "split-fusion",
         "ub-fusion",
         "lower-to-buffer",
+        "super-kernel",
     }
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = autofusion.nope  # type: ignore[attr-defined]
