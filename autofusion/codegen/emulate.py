@@ -14,7 +14,9 @@ type gives InferShape and TilingFunc, which run on the input shapes, and the ker
 on the tiling bytes, block count and workspace TilingFunc set. The host code and graph
 ops outside kernels still run in the interpreter, and the registered functions must
 agree with it. Each launch forks (as CANN's CPU twin does); an emulator assertion, a
-crash or a timeout becomes a one-line UserError.
+crash or a timeout becomes a one-line UserError. The stage launches of a super kernel
+(codegen/super_kernel.py) run as its one launch, at its last stage, on every value its
+stages' launches had (their results are filled in then).
 """
 
 from __future__ import annotations
