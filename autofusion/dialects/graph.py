@@ -328,6 +328,8 @@ class SinOp(FloatUnaryOp):
     """y = sin(x) (ONNX Sin)."""
 
     name = "graph.sin"
+    # range reduction and a degree-11 polynomial (lowering/row_trig.py)
+    VECTOR_WEIGHT: ClassVar[float] = 30
 
 
 @irdl_op_definition
@@ -335,6 +337,8 @@ class CosOp(FloatUnaryOp):
     """y = cos(x) (ONNX Cos)."""
 
     name = "graph.cos"
+    # range reduction and a degree-11 polynomial (lowering/row_trig.py)
+    VECTOR_WEIGHT: ClassVar[float] = 30
 
 
 @irdl_op_definition

@@ -73,6 +73,8 @@ ELEMENTWISE = (
     graph.SigmoidOp,
     graph.TanhOp,
     graph.ErfOp,
+    graph.SinOp,
+    graph.CosOp,
     graph.GeluOp,
     graph.SiluOp,
     graph.SwigluOp,
@@ -407,12 +409,6 @@ def plan_for_split(
             return Refusal(f"{op.name} normalizes other axes than the kernel's rows")
         if isinstance(op, graph.RopeOp) and split != rank - 1:
             return Refusal("rope needs the last dim as the kernel's columns")
-        if isinstance(op, graph.RopeOp) and anchor[-1] != DYN and (anchor[-1] // 2 * F32) % 32:
-            # the rotation copies half rows within UB, whose addresses are 32-byte aligned
-            return Refusal(
-                f"rope over {anchor[-1]} columns: its half rows of float32 are not 32-byte "
-                "aligned (the head dim must be a multiple of 16)"
-            )
     all_values: list[SSAValue] = list(inputs)
     for op in ops:
         all_values.extend(op.results)

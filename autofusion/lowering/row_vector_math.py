@@ -81,6 +81,7 @@ class RowVectorMath:
     the state it reads: the builder, the tiling values, the tile's rows, the buffer pool."""
 
     kb: KernelBuilder
+    chip_name: str
     t: dict[str, SSAValue]
     plan: RowPlan
     pool: Pool

@@ -27,6 +27,7 @@ from autofusion.passes.rules.norm_split import SplitLayerNorm, SplitRmsNorm
 from autofusion.passes.rules.norms import FuseLayerNorm, FuseRmsNorm
 from autofusion.passes.rules.producer_duplicate import DuplicateProducer
 from autofusion.passes.rules.rope import FuseRope, SinkTransposeThroughRope
+from autofusion.passes.rules.rotary_table import FoldConcatOfScaled, OuterProductMatMulToMul
 from autofusion.passes.rules.silu import FuseSilu, FuseSwiGlu
 from autofusion.passes.rules.split_slices import SplitIntoSlices
 
@@ -41,6 +42,9 @@ GRAPH_FUSION_RULES: list[type[FusionRule]] = [
     FoldBatchNormIntoConv,
     FoldBiasAddIntoConv,
     FoldBiasAddIntoMatMul,
+    # the rotary tables: pos @ inv_freq as a broadcast mul, concat(freqs, freqs) folded
+    OuterProductMatMulToMul,
+    FoldConcatOfScaled,
     FuseLayerNorm,
     FuseRmsNorm,
     FuseAddLayerNorm,
