@@ -920,10 +920,16 @@ class MaxPool2dOp(Pool2dOp):
 
 @irdl_op_definition
 class AvgPool2dOp(Pool2dOp):
-    """Average pooling (ONNX AveragePool); count_include_pad counts padded zeros."""
+    """Average pooling (ONNX AveragePool-19); count_include_pad counts padded zeros.
+    `dilations` (AveragePool-19's) may be left out for 1, 1."""
 
     name = "graph.avg_pool2d"
     count_include_pad = prop_def(BoolAttr)
+    dilations = opt_prop_def(DenseArrayBase)
+
+    @classmethod
+    def window_dilations(cls, p: Props) -> tuple[int, ...]:
+        return p.integers("dilations") if p.has("dilations") else (1, 1)
 
 
 @irdl_op_definition

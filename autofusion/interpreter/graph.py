@@ -644,7 +644,7 @@ class GraphFunctions(InterpreterFunctions):
             p.integers("kernel_shape"),
             p.integers("strides"),
             p.integers("pads"),
-            (1, 1),
+            graph.AvgPool2dOp.window_dilations(p),
             p.flag("ceil_mode"),
             "avg",
             p.flag("count_include_pad"),

@@ -147,10 +147,12 @@ func.func @norms(%x: tensor<2x4x3x3xf32>, %c: tensor<4xf32>, %h: tensor<2x?x16xf
 // CHECK-NEXT:    %0 = graph.max_pool2d %x {ceil_mode = false, dilations = [1, 1], kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : tensor<1x8x7x7xf32> -> tensor<1x8x4x4xf32>
 // CHECK-NEXT:    %1 = graph.avg_pool2d %x {ceil_mode = true, count_include_pad = false, kernel_shape = [2, 2], pads = [0, 0, 0, 0], strides = [2, 2]} : tensor<1x8x7x7xf32> -> tensor<1x8x4x4xf32>
 // CHECK-NEXT:    %2 = graph.global_avg_pool %x : tensor<1x8x7x7xf32> -> tensor<1x8x1x1xf32>
+// CHECK-NEXT:    %3 = graph.avg_pool2d %x {ceil_mode = false, count_include_pad = true, dilations = [2, 3], kernel_shape = [3, 3], pads = [0, 0, 0, 0], strides = [1, 1]} : tensor<1x8x7x7xf32> -> tensor<1x8x3x1xf32>
 func.func @pools(%x: tensor<1x8x7x7xf32>) {
   %0 = graph.max_pool2d %x {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], ceil_mode = false} : tensor<1x8x7x7xf32> -> tensor<1x8x4x4xf32>
   %1 = graph.avg_pool2d %x {kernel_shape = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], ceil_mode = true, count_include_pad = false} : tensor<1x8x7x7xf32> -> tensor<1x8x4x4xf32>
   %2 = graph.global_avg_pool %x : tensor<1x8x7x7xf32> -> tensor<1x8x1x1xf32>
+  %3 = graph.avg_pool2d %x {kernel_shape = [3, 3], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [2, 3], ceil_mode = false, count_include_pad = true} : tensor<1x8x7x7xf32> -> tensor<1x8x3x1xf32>
   func.return
 }
 
