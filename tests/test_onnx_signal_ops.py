@@ -1,8 +1,10 @@
-"""DFT, STFT, MelWeightMatrix and EyeLike (frontends/onnx/ops_signal.py), Pad mode wrap and
-GatherND batch_dims: afc's interpreter against ONNX Runtime on onnx.helper-built models
+"""DFT, STFT, MelWeightMatrix and EyeLike (frontends/onnx/ops_signal.py), Pad mode wrap
+(graph.pad, exported back as Pad) and GatherND batch_dims: afc's interpreter against ONNX Runtime on onnx.helper-built models
 (the attribute and input combinations the backend cases miss), and the refusals."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,8 +13,18 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper  # noqa: E402
-from test_onnx_import import check_against_ort, error_of, init, make_model, vi  # noqa: E402
+from test_onnx_import import (  # noqa: E402
+    check_against_ort,
+    error_of,
+    init,
+    make_model,
+    ops,
+    ort_run,
+    vi,
+)
 
+from autofusion.diagnostics import UserError  # noqa: E402
+from frontends.onnx.export import export_module  # noqa: E402
 from frontends.onnx.ops_signal import dft_tables  # noqa: E402
 
 F = TensorProto.FLOAT
@@ -91,11 +103,30 @@ def test_eye_like_matches_onnxruntime() -> None:
     check_against_ort(m, {"x": randn(3, 5)})
 
 
-def test_wrap_pad_matches_onnxruntime() -> None:
-    pads = init("p", np.array([1, 0, 2, 3], np.int64))
+@pytest.mark.parametrize(
+    ("shape", "pads"),
+    [
+        ([3, 4], [1, 0, 2, 3]),
+        (["N", 4], [1, 0, 2, 9]),  # a symbolic dim wrapped; pads past the dim wrap again
+        ([3, 5], [0, -2, 1, 4]),  # a negative pad crops before the wrap (ONNX Runtime)
+    ],
+    ids=["static", "symbolic_far", "crop"],
+)
+def test_wrap_pad_matches_onnxruntime_and_exports_as_pad(shape: list, pads: list) -> None:
+    p = init("p", np.array(pads, np.int64))
     node = helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")
-    m = make_model([node], [vi("x", F, [3, 4])], [vi("y", F, None)], [pads], opset=19)
-    check_against_ort(m, {"x": randn(3, 4)})
+    m = make_model([node], [vi("x", F, shape)], [vi("y", F, None)], [p], opset=19)
+    x = randn(*[3 if d == "N" else d for d in shape])
+    module = check_against_ort(m, {"x": x})
+    assert ops(module) == ["graph.pad"]
+    exported = export_module(module)
+    (pad,) = [n for n in exported.graph.node if n.op_type != "Constant"]
+    assert pad.op_type == "Pad" and helper.get_attribute_value(pad.attribute[0]) == b"wrap"
+    np.testing.assert_array_equal(ort_run(exported, {"x": x})[0], ort_run(m, {"x": x})[0])
+    with pytest.raises(
+        UserError, match=r"cannot export 'graph\.pad' to ONNX opset 18: Pad mode wrap"
+    ):
+        export_module(module, 18)
 
 
 def test_gather_nd_batch_dims_matches_onnxruntime() -> None:
@@ -112,7 +143,30 @@ def test_refusals() -> None:
     node = helper.make_node("DFT", ["x"], ["y"], name="f")
     m = make_model([node], [vi("x", F, [2, "n", 1])], [vi("y", F, None)], opset=17)
     assert "node 'f' (DFT-17): the transformed dim 1 depends on symbolic input dims" in error_of(m)
-    pads = init("p", np.array([5, 0], np.int64))
+    pads = init("p", np.array([1, 0], np.int64))
     node = helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="wrap")
-    m = make_model([node], [vi("x", F, [3])], [vi("y", F, None)], [pads], opset=19)
-    assert error_of(m) == "node 'pad' (Pad-19): wrap pads 5, 0 of dim 0 must be in 0..3"
+    m = make_model([node], [vi("x", F, [3])], [vi("y", F, None)], [pads], opset=18)
+    assert error_of(m) == (
+        "node 'pad' (Pad-18): attribute mode='wrap' is not supported (constant, reflect, edge)"
+    )
+
+
+def test_wrap_pad_compiles_and_checks(tmp_path: Path) -> None:
+    """`afc compile --check` with a wrap graph.pad between vector ops: no kernel template
+    pads, so it stays a library op, and fused.onnx writes it back as Pad (mode wrap)."""
+    from autofusion.driver.compile import CompileOptions, compile_model
+
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Pad", ["r", "p"], ["w"], mode="wrap"),
+        helper.make_node("Sigmoid", ["w"], ["y"]),
+    ]
+    p = init("p", np.array([0, 1, 2, 0, 2, 1], np.int64))
+    m = make_model(nodes, [vi("x", F, [2, 4, 8])], [vi("y", F, None)], [p], opset=19)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    c = compile_model(str(path), CompileOptions(check=True))
+    assert c.check is not None and c.check["ok"], c.check["verdict"]
+    assert c.fused is not None
+    pads = [op for op in c.fused.walk() if op.name == "graph.pad"]
+    assert len(pads) == 1 and pads[0].properties["mode"].data == "wrap"

@@ -135,7 +135,7 @@ def test_lp_pool_exports_dilations_only_from_opset_18() -> None:
     node = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], dilations=[2, 1])
     model = one_node_model(node, [f32("x", [1, 2, 5, 5])], [f32("y", None)], [], 18)
     module = import_onnx_model(default_context(), model, "m")
-    with pytest.raises(Exception, match="LpPool with dilations needs opset 18, not 17"):
+    with pytest.raises(UserError, match="LpPool with dilations needs opset 18, not 17"):
         export_module(module, 17)
     plain = helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2])
     model = one_node_model(plain, [f32("x", [1, 2, 5, 5])], [f32("y", None)], [], 18)

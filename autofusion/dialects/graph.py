@@ -1107,12 +1107,14 @@ class ExpandOp(GraphOp, StreamingFacts):
         return [tensor(si.expand(x.get_shape(), p.integers("shape")), x.element_type)]
 
 
-PAD_MODES = ("constant", "reflect", "edge")
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
 @irdl_op_definition
 class PadOp(GraphOp, MovementFacts):
-    """Pad (ONNX Pad): pads = [begin_0, ..., begin_n, end_0, ..., end_n], may be negative."""
+    """Pad (ONNX Pad-19): pads = [begin_0, ..., begin_n, end_0, ..., end_n], may be negative
+    (a crop first); modes constant, reflect, edge and wrap (the axis repeated cyclically,
+    as far as the pads reach)."""
 
     name = "graph.pad"
     input = operand_def(TensorType)

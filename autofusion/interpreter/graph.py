@@ -210,7 +210,9 @@ def pad(x: Array, pads: tuple[int, ...], mode: str, value: float) -> Array:
     width = [(max(b, 0), max(e, 0)) for b, e in zip(begins, ends)]
     if mode == "constant":
         return np.pad(x, width, mode="constant", constant_values=value)
-    return np.pad(x, width, mode="reflect" if mode == "reflect" else "edge")
+    if mode not in ("reflect", "edge", "wrap"):
+        raise InterpretationError(f"graph.pad mode '{mode}' is not one of {graph.PAD_MODES}")
+    return np.pad(x, width, mode=mode)
 
 
 _UNARY: dict[type[Operation], Callable[[Array], Array]] = {

@@ -1188,8 +1188,11 @@ def emit_expand(e: Emitter) -> None:
 
 
 def emit_pad(e: Emitter) -> None:
-    # Pad-11..23: pads (and the constant value, of the operand's type) as inputs
+    # Pad-11..23: pads (and the constant value, of the operand's type) as inputs; wrap
+    # from Pad-19
     mode = e.props.text("mode")
+    if mode == "wrap" and e.opset < 19:
+        raise NotExportable(f"Pad mode wrap needs opset 19, not {e.opset}")
     ins = [e.inputs[0], e.ints(e.props.integers("pads"), "pads")]
     if mode == "constant":
         ins.append(e.scalar(e.props.real("value"), e.elem(), "value"))

@@ -179,6 +179,14 @@ func.func @avg_pool_dilation_zero(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32
 
 // -----
 
+func.func @pad_mode(%x: tensor<4xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{'graph.pad': mode must be one of ('constant', 'reflect', 'edge', 'wrap')}}
+  %r = graph.pad %x {pads = [1, 1], mode = "circular", value = 0.0} : tensor<4xf32> -> tensor<6xf32>
+  func.return %r : tensor<6xf32>
+}
+
+// -----
+
 func.func @constant_type() -> tensor<3xf32> {
   %c = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
   // expected-error @+1 {{'graph.constant' must have a static shape}}

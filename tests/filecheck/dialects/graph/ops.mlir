@@ -176,6 +176,7 @@ func.func @pool_window_larger_than_input(%x: tensor<1x8x2x2xf32>) {
 // CHECK-NEXT:    %6 = graph.gather %t, %i {axis = 0} : (tensor<100x16xf16>, tensor<2x?xi64>) -> tensor<2x?x16xf16>
 // CHECK-NEXT:    %7 = graph.expand %c {shape = [-1, 6, 8]} : tensor<1x1x8xf32> -> tensor<?x6x8xf32>
 // CHECK-NEXT:    %8 = graph.pad %x {mode = "constant", pads = [0, 1, 0, 0, 2, -1], value = 0.000000e+00} : tensor<?x6x8xf32> -> tensor<?x9x7xf32>
+// CHECK-NEXT:    %9 = graph.pad %x {mode = "wrap", pads = [0, 3, 0, 0, 0, 9], value = 0.000000e+00} : tensor<?x6x8xf32> -> tensor<?x9x17xf32>
 func.func @injective(%x: tensor<?x6x8xf32>, %t: tensor<100x16xf16>, %i: tensor<2x?xi64>, %c: tensor<1x1x8xf32>) {
   %0 = graph.reshape %x {shape = [0, -1, 4]} : tensor<?x6x8xf32> -> tensor<?x12x4xf32>
   %1 = graph.transpose %x {perm = [0, 2, 1]} : tensor<?x6x8xf32> -> tensor<?x8x6xf32>
@@ -185,6 +186,7 @@ func.func @injective(%x: tensor<?x6x8xf32>, %t: tensor<100x16xf16>, %i: tensor<2
   %6 = graph.gather %t, %i {axis = 0} : (tensor<100x16xf16>, tensor<2x?xi64>) -> tensor<2x?x16xf16>
   %7 = graph.expand %c {shape = [-1, 6, 8]} : tensor<1x1x8xf32> -> tensor<?x6x8xf32>
   %8 = graph.pad %x {pads = [0, 1, 0, 0, 2, -1], mode = "constant", value = 0.0} : tensor<?x6x8xf32> -> tensor<?x9x7xf32>
+  %9 = graph.pad %x {pads = [0, 3, 0, 0, 0, 9], mode = "wrap", value = 0.0} : tensor<?x6x8xf32> -> tensor<?x9x17xf32>
   func.return
 }
 
