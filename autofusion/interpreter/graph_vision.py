@@ -444,7 +444,8 @@ def col2im(x: Array, p: Props) -> Array:
             slice(o * dd, o * dd + st * (m - 1) + 1, st)
             for o, dd, st, m in zip(offset, dilations, strides, counts)
         )
-        padded[(slice(None), slice(None), *place)] += cols[(slice(None), slice(None), *offset)]
+        taps: tuple[slice | int, ...] = (slice(None), slice(None), *offset)
+        padded[(slice(None), slice(None), *place)] += cols[taps]
     crop = tuple(slice(pads[k], pads[k] + image[k]) for k in range(r))
     return padded[(slice(None), slice(None), *crop)]
 
