@@ -1,9 +1,11 @@
-"""3-D MaxPool and AveragePool (graph.max_pool3d / avg_pool3d, exported back) and 2-D
-AveragePool with dilations (a ones-kernel depthwise conv over tap counts) against ONNX
+"""3-D MaxPool and AveragePool (graph.max_pool3d / avg_pool3d) and 2-D AveragePool with
+dilations (graph.avg_pool2d's dilations), each exported back as itself, against ONNX
 Runtime, over the window attributes: pads, strides, dilations, ceil_mode,
 count_include_pad and auto_pad."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -61,11 +63,41 @@ def test_dilated_average_pool_matches_onnxruntime(
     m = make_model([node], [vi("x", F, shape)], [vi("y", F, None)], opset=19)
     x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
     module = check_against_ort(m, {"x": x})
-    if rank == 2:
-        assert "graph.avg_pool2d" not in ops(module) and "graph.conv2d" in ops(module)
-    else:
-        assert ops(module) == ["graph.avg_pool3d"]
-        exported = export_module(module, opset=19)
-        assert [n.op_type for n in exported.graph.node] == ["AveragePool"]
-        want = ort_run(m, {"x": x})[0]
-        np.testing.assert_allclose(ort_run(exported, {"x": x})[0], want, rtol=1e-6)
+    assert ops(module) == [f"graph.avg_pool{rank}d"]
+    exported = export_module(module, opset=19)
+    (pool,) = exported.graph.node
+    assert pool.op_type == "AveragePool"
+    dilations = next(a for a in pool.attribute if a.name == "dilations")
+    assert helper.get_attribute_value(dilations) == [2] * rank
+    want = ort_run(m, {"x": x})[0]
+    np.testing.assert_allclose(ort_run(exported, {"x": x})[0], want, rtol=1e-6)
+
+
+def test_dilated_average_pool_2d_keeps_symbolic_dims() -> None:
+    """The dilated 2-D pool is one graph.avg_pool2d, so symbolic dims need no probe."""
+    node = helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 2], dilations=[2, 3])
+    m = make_model([node], [vi("x", F, ["N", 3, "H", 11])], [vi("y", F, None)], opset=19)
+    x = np.random.default_rng(5).standard_normal((2, 3, 9, 11)).astype(np.float32)
+    module = check_against_ort(m, {"x": x})
+    assert ops(module) == ["graph.avg_pool2d"]
+
+
+def test_dilated_average_pool_2d_compiles_as_a_library_op(tmp_path: Path) -> None:
+    """No kernel template pools: `afc compile --check` keeps the dilated graph.avg_pool2d a
+    library op (run with its dilations), fuses the ops around it, and fused.onnx writes
+    AveragePool with the dilations back."""
+    from autofusion.driver.compile import CompileOptions, compile_model
+
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("AveragePool", ["r"], ["p"], kernel_shape=[3, 3], dilations=[2, 1]),
+        helper.make_node("Sigmoid", ["p"], ["y"]),
+    ]
+    m = make_model(nodes, [vi("x", F, [1, 4, 9, 8])], [vi("y", F, None)], opset=19)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    c = compile_model(str(path), CompileOptions(check=True))
+    assert c.check is not None and c.check["ok"], c.check["verdict"]
+    assert c.fused is not None
+    (pool,) = [op for op in c.fused.walk() if op.name == "graph.avg_pool2d"]
+    assert list(pool.properties["dilations"].get_values()) == [2, 1]

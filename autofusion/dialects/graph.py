@@ -924,10 +924,16 @@ class MaxPool2dOp(Pool2dOp):
 
 @irdl_op_definition
 class AvgPool2dOp(Pool2dOp):
-    """Average pooling (ONNX AveragePool); count_include_pad counts padded zeros."""
+    """Average pooling (ONNX AveragePool-19); count_include_pad counts padded zeros.
+    `dilations` (AveragePool-19's) may be left out for 1, 1."""
 
     name = "graph.avg_pool2d"
     count_include_pad = prop_def(BoolAttr)
+    dilations = opt_prop_def(DenseArrayBase)
+
+    @classmethod
+    def window_dilations(cls, p: Props) -> tuple[int, ...]:
+        return p.integers("dilations") if p.has("dilations") else (1, 1)
 
 
 @irdl_op_definition
@@ -1105,12 +1111,14 @@ class ExpandOp(GraphOp, StreamingFacts):
         return [tensor(si.expand(x.get_shape(), p.integers("shape")), x.element_type)]
 
 
-PAD_MODES = ("constant", "reflect", "edge")
+PAD_MODES = ("constant", "reflect", "edge", "wrap")
 
 
 @irdl_op_definition
 class PadOp(GraphOp, MovementFacts):
-    """Pad (ONNX Pad): pads = [begin_0, ..., begin_n, end_0, ..., end_n], may be negative."""
+    """Pad (ONNX Pad-19): pads = [begin_0, ..., begin_n, end_0, ..., end_n], may be negative
+    (a crop first); modes constant, reflect, edge and wrap (the axis repeated cyclically,
+    as far as the pads reach)."""
 
     name = "graph.pad"
     input = operand_def(TensorType)

@@ -2,12 +2,13 @@
 data-dependent number of boxes, the bit-pattern reinterpretation BitCast, and the power
 of an integer base (graph.pow, which vector kernels compute, is floating point only),
 the determinant, max pooling with the positions of its maxima, the KV-cache update
-TensorScatter, the n-gram counter TfIdfVectorizer and 3-D pooling.
+TensorScatter, the n-gram counter TfIdfVectorizer, 3-D pooling and the Fourier
+transforms DFT and STFT.
 
 No kernel template covers them (fusion kind opaque), so ub-fusion leaves each one on its
 own. Semantics follow the ONNX operators of the same names
 (https://onnx.ai/onnx/operators/): NonMaxSuppression-11, BitCast-26, Pow-15, Det-22,
-MaxPool-12, TensorScatter-24, TfIdfVectorizer-9 and AveragePool-19.
+MaxPool-12, TensorScatter-24, TfIdfVectorizer-9, AveragePool-19, DFT-20 and STFT-17.
 """
 
 from __future__ import annotations
@@ -337,7 +338,105 @@ class TfIdfVectorizerOp(GraphOp, StreamingFacts):
         return [tensor([*shape[:-1], width], f32)]
 
 
+# --------------------------------------------------------------------------------------
+# DFT, STFT
+# --------------------------------------------------------------------------------------
+
+
+def dft_shape(x: Sequence[int], axis: int, length: int, flags: tuple[bool, bool]) -> list[int]:
+    """The result shape of a DFT of `length` points along `axis` of x ([..., 1 or 2]):
+    `flags` (inverse, onesided) keep length // 2 + 1 bins for a onesided forward DFT and
+    one trailing component (the real output) for a onesided inverse."""
+    inverse, onesided = flags
+    if len(x) < 2 or not 0 <= axis < len(x) - 1:
+        raise ShapeError(f"axis {axis} must name a dim other than the last of {si.fmt(x)}")
+    if x[-1] not in (1, 2, DYN):
+        raise ShapeError(f"the last dim must be 1 (real) or 2 (complex), got {x[-1]}")
+    if length != DYN and length < 1:
+        raise ShapeError(f"dft_length {length} must be positive")
+    bins = length // 2 + 1 if onesided and not inverse and length != DYN else length
+    out = list(x)
+    out[axis] = bins
+    out[-1] = 1 if inverse and onesided else 2
+    return out
+
+
+@irdl_op_definition
+class DftOp(GraphOp, StreamingFacts):
+    """The discrete Fourier transform along `axis` (ONNX DFT-20): input [..., 1 or 2]
+    (real, or real and imaginary parts), result [..., 2]. `dft_length` (default: the
+    axis's extent, or 2 * (n - 1) for a onesided inverse) truncates or zero-pads the
+    input; onesided keeps the first length // 2 + 1 bins of a forward DFT, and makes an
+    inverse read those bins and give the real signal [..., length, 1] (numpy's irfft);
+    inverse is 1/n times the conjugate transform."""
+
+    name = "graph.dft"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr)
+    inverse = prop_def(BoolAttr)
+    onesided = prop_def(BoolAttr)
+    dft_length = opt_prop_def(IntegerAttr)
+    traits = traits_def(Pure(), OPAQUE)
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @staticmethod
+    def length(p: Props, n: int) -> int:
+        """The transform length: dft_length, or its default for an axis of extent n."""
+        if p.has("dft_length"):
+            return p.integer("dft_length")
+        if n == DYN:
+            return DYN
+        return 2 * (n - 1) if p.flag("inverse") and p.flag("onesided") else n
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x, axis = types[0].get_shape(), p.integer("axis")
+        n = x[axis] if 0 <= axis < len(x) else DYN
+        flags = (p.flag("inverse"), p.flag("onesided"))
+        return [tensor(dft_shape(x, axis, cls.length(p, n), flags), types[0].element_type)]
+
+
+@irdl_op_definition
+class StftOp(GraphOp, StreamingFacts):
+    """The short-time Fourier transform (ONNX STFT-17): signal [B, L, 1 or 2], frames of
+    frame_length samples every frame_step, each times the window [frame_length] when it
+    is given, then its DFT; result [B, 1 + (L - frame_length) // frame_step, bins, 2],
+    bins = frame_length // 2 + 1 when onesided, else frame_length."""
+
+    name = "graph.stft"
+    signal = operand_def(TensorType)
+    window = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    frame_step = prop_def(IntegerAttr)
+    frame_length = prop_def(IntegerAttr)
+    onesided = prop_def(BoolAttr)
+    traits = traits_def(Pure(), OPAQUE)
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0].get_shape()
+        step, size = p.integer("frame_step"), p.integer("frame_length")
+        if len(x) != 3:
+            raise ShapeError(f"the signal must be [batch, length, 1 or 2], got {si.fmt(x)}")
+        if step < 1 or size < 1 or (x[1] != DYN and size > x[1]):
+            raise ShapeError(f"frame_step {step} and frame_length {size} do not frame {x[1]}")
+        if len(types) == 2:
+            w = types[1]
+            if not si.shapes_compatible(w.get_shape(), (size,)):
+                raise ShapeError(f"the window has shape {si.fmt(w.get_shape())}, not [{size}]")
+            if w.element_type != types[0].element_type:
+                raise ShapeError(f"the window has element type {w.element_type}")
+        frames = DYN if x[1] == DYN else 1 + (x[1] - size) // step
+        framed = (x[0], frames, size, x[2])
+        out = dft_shape(framed, 2, size, (False, p.flag("onesided")))
+        return [tensor(out, types[0].element_type)]
+
+
 LIBRARY_OPS = [
+    DftOp,
+    StftOp,
     MaxPool3dOp,
     AvgPool3dOp,
     TfIdfVectorizerOp,

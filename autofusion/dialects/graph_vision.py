@@ -1,4 +1,5 @@
-"""Vision ops of the graph dialect: resampling, transposed convolution, depth/space moves.
+"""Vision ops of the graph dialect: resampling, transposed convolution, depth/space moves,
+p-norm pooling, col2im and affine grids.
 
 They follow the ONNX operator specs (https://onnx.ai/onnx/operators/) on NCHW (N-D
 spatial) tensors. None of them has a kernel template yet, so each is `opaque`: ub-fusion
@@ -7,6 +8,7 @@ keeps it alone in its group and lower-to-buffer refuses the group by name.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -540,6 +542,165 @@ class RoiAlignOp(GraphOp, StreamingFacts):
         return [tensor((rois[0], x[1], oh, ow), types[0].element_type)]
 
 
+# --------------------------------------------------------------------------------------
+# LpPool, GlobalLpPool
+# --------------------------------------------------------------------------------------
+
+
+class LpNormPoolOp(GraphOp, StreamingFacts, ABC):
+    """p-norm pooling, (sum of |x|^p)^(1/p), over windows of [N, C, D...]."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    p = prop_def(IntegerAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    @abstractmethod
+    def pooled(cls, x: Sequence[int], p: Props) -> tuple[int, ...]:
+        """The result's spatial dims."""
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0].get_shape()
+        if len(x) < 3:
+            raise ShapeError(f"expects [N, C] and spatial dims, got {si.fmt(x)}")
+        if p.integer("p") < 1:
+            raise ShapeError(f"p {p.integer('p')} must be >= 1")
+        return [tensor((x[0], x[1], *cls.pooled(x, p)), types[0].element_type)]
+
+
+@irdl_op_definition
+class LpPoolOp(LpNormPoolOp):
+    """The p-norm of each window over [N, C, D...] with 1 to 3 spatial dims (ONNX
+    LpPool-18 with explicit pads [begin..., end...]: padding adds nothing to a sum).
+    ceil_mode is not an attribute: ONNX Runtime sums a partial last window and ONNX's
+    reference scales it up, so the importer refuses it."""
+
+    name = "graph.lp_pool"
+    kernel_shape = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+
+    @classmethod
+    def pooled(cls, x: Sequence[int], p: Props) -> tuple[int, ...]:
+        if len(x) > 5:
+            raise ShapeError(f"expects 1 to 3 spatial dims, got {si.fmt(x)}")
+        k, s, d, pads = (p.integers(n) for n in ("kernel_shape", "strides", "dilations", "pads"))
+        return si.window_nd(x, k, s, pads, d)
+
+
+@irdl_op_definition
+class GlobalLpPoolOp(LpNormPoolOp):
+    """The p-norm over all spatial dims of [N, C, D...], kept as 1 (ONNX GlobalLpPool-2)."""
+
+    name = "graph.global_lp_pool"
+
+    @classmethod
+    def pooled(cls, x: Sequence[int], p: Props) -> tuple[int, ...]:
+        return (1,) * (len(x) - 2)
+
+
+# --------------------------------------------------------------------------------------
+# Col2Im
+# --------------------------------------------------------------------------------------
+
+
+def col2im_blocks(p: Props) -> tuple[int, ...]:
+    """The number of blocks along each image axis (Col2Im-18): (image + pads - (block -
+    1) * dilation - 1) // stride + 1."""
+    image, block = p.integers("image_shape"), p.integers("block_shape")
+    strides, pads, dilations = p.integers("strides"), p.integers("pads"), p.integers("dilations")
+    r = len(image)
+    for what, values, n in (
+        ("block_shape", block, r),
+        ("strides", strides, r),
+        ("dilations", dilations, r),
+        ("pads", pads, 2 * r),
+    ):
+        if len(values) != n:
+            raise ShapeError(f"{what} has {len(values)} entries for a {r}-D image, expected {n}")
+    if r < 1 or any(v < 1 for v in (*image, *block, *strides, *dilations)) or min(pads) < 0:
+        raise ShapeError("image_shape, block_shape, strides and dilations must be >= 1, pads >= 0")
+    counts = []
+    for k in range(r):
+        span = image[k] + pads[k] + pads[r + k] - (block[k] - 1) * dilations[k] - 1
+        if span < 0:
+            raise ShapeError(
+                f"block {list(block)} does not fit image {list(image)} (pads {list(pads)})"
+            )
+        counts.append(span // strides[k] + 1)
+    return tuple(counts)
+
+
+@irdl_op_definition
+class Col2ImOp(GraphOp, StreamingFacts):
+    """Sum sliding-block columns back into images (ONNX Col2Im-18, the inverse layout of
+    im2col): input [N, C * prod(block_shape), L], the block's channel-major columns, L
+    blocks in row-major order; result [N, C, image_shape...]. Each column value adds to
+    the pixel at its block's strided position plus its dilated offset, minus the begin
+    pads; pads are [begin..., end...]."""
+
+    name = "graph.col2im"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    image_shape = prop_def(DenseArrayBase)
+    block_shape = prop_def(DenseArrayBase)
+    strides = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        x = types[0].get_shape()
+        if len(x) != 3:
+            raise ShapeError(f"expects [N, C * block size, L] columns, got {si.fmt(x)}")
+        counts = col2im_blocks(p)
+        size = si.num_elements(p.integers("block_shape")) or 1
+        channels = _split(x[1], size, "channels")
+        blocks = si.num_elements(counts)
+        if x[2] != DYN and x[2] != blocks:
+            raise ShapeError(f"{x[2]} columns for {blocks} blocks ({list(counts)}) of the image")
+        return [tensor((x[0], channels, *p.integers("image_shape")), types[0].element_type)]
+
+
+# --------------------------------------------------------------------------------------
+# AffineGrid
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AffineGridOp(GraphOp, StreamingFacts):
+    """The sampling grid of affine transforms (ONNX AffineGrid-20): theta [N, r, r + 1]
+    (r = 2 or 3) times the homogeneous normalized location of every pixel of an image of
+    `size` [N, C, D...]; result [N, D..., r], each location innermost axis first (as
+    GridSample reads it). align_corners puts -1 and 1 at the corner pixels' centres, else
+    at their outer edges. The batch is theta's (size's N, which must equal it at run time,
+    may be a constant where theta's is a symbolic dim)."""
+
+    name = "graph.affine_grid"
+    theta = operand_def(TensorType)
+    output = result_def(TensorType)
+    size = prop_def(DenseArrayBase)
+    align_corners = prop_def(BoolAttr)
+    traits = traits_def(Pure(), Fusible(FusionKind.OPAQUE))
+    FLOAT_ONLY: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        theta, size = types[0].get_shape(), p.integers("size")
+        p.flag("align_corners")
+        if len(size) not in (4, 5) or min(size) < 1:
+            raise ShapeError(f"size {list(size)} is not a positive [N, C, H, W] or [N, C, D, H, W]")
+        r = len(size) - 2
+        if len(theta) != 3 or not si.shapes_compatible(theta[1:], (r, r + 1)):
+            raise ShapeError(f"theta {si.fmt(theta)} is not [N, {r}, {r + 1}]")
+        return [tensor((theta[0], *size[2:], r), types[0].element_type)]
+
+
 VISION_OPS = [
     RoiAlignOp,
     DeformConv2dOp,
@@ -549,4 +710,8 @@ VISION_OPS = [
     SpaceToDepthOp,
     GridSampleOp,
     MaxUnpoolOp,
+    LpPoolOp,
+    GlobalLpPoolOp,
+    Col2ImOp,
+    AffineGridOp,
 ]

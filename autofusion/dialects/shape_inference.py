@@ -149,19 +149,33 @@ def window2d(
     ceil_mode: bool = False,
 ) -> tuple[int, int]:
     """Output H, W of a 2-D sliding window (conv or pool), pads = [top, left, bottom, right]."""
+    h, w = window_nd(x[:4], kernel, strides, pads, dilations, ceil_mode)
+    return h, w
+
+
+def window_nd(
+    x: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    pads: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: bool = False,
+) -> Shape:
+    """Output spatial dims of a sliding window over [N, C, D...], pads = [begin..., end...]."""
+    r = len(x) - 2
     for name, vals, n in (
-        ("kernel", kernel, 2),
-        ("strides", strides, 2),
-        ("pads", pads, 4),
-        ("dilations", dilations, 2),
+        ("kernel", kernel, r),
+        ("strides", strides, r),
+        ("pads", pads, 2 * r),
+        ("dilations", dilations, r),
     ):
         if len(vals) != n:
             raise ShapeError(f"{name} must have {n} values, got {len(vals)}")
     if any(v < 1 for v in (*kernel, *strides, *dilations)) or any(p < 0 for p in pads):
         raise ShapeError("kernel, strides and dilations must be >= 1 and pads >= 0")
-    return (
-        _window_out(x[2], kernel[0], strides[0], pads[0], pads[2], dilations[0], ceil_mode),
-        _window_out(x[3], kernel[1], strides[1], pads[1], pads[3], dilations[1], ceil_mode),
+    return tuple(
+        _window_out(x[2 + k], kernel[k], strides[k], pads[k], pads[r + k], dilations[k], ceil_mode)
+        for k in range(r)
     )
 
 

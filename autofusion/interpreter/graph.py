@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -198,6 +198,14 @@ def reshape_target(shape: tuple[int, ...], spec: tuple[int, ...]) -> tuple[int, 
     return tuple(out)
 
 
+# graph.pad's modes other than constant, by their np.pad names
+_NUMPY_PAD_MODES: dict[str, Literal["reflect", "edge", "wrap"]] = {
+    "reflect": "reflect",
+    "edge": "edge",
+    "wrap": "wrap",
+}
+
+
 def pad(x: Array, pads: tuple[int, ...], mode: str, value: float) -> Array:
     rank = x.ndim
     begins, ends = pads[:rank], pads[rank:]
@@ -210,7 +218,10 @@ def pad(x: Array, pads: tuple[int, ...], mode: str, value: float) -> Array:
     width = [(max(b, 0), max(e, 0)) for b, e in zip(begins, ends)]
     if mode == "constant":
         return np.pad(x, width, mode="constant", constant_values=value)
-    return np.pad(x, width, mode="reflect" if mode == "reflect" else "edge")
+    numpy_mode = _NUMPY_PAD_MODES.get(mode)
+    if numpy_mode is None:
+        raise InterpretationError(f"graph.pad mode '{mode}' is not one of {graph.PAD_MODES}")
+    return np.pad(x, width, mode=numpy_mode)
 
 
 _UNARY: dict[type[Operation], Callable[[Array], Array]] = {
@@ -644,7 +655,7 @@ class GraphFunctions(InterpreterFunctions):
             p.integers("kernel_shape"),
             p.integers("strides"),
             p.integers("pads"),
-            (1, 1),
+            graph.AvgPool2dOp.window_dilations(p),
             p.flag("ceil_mode"),
             "avg",
             p.flag("count_include_pad"),

@@ -189,6 +189,58 @@ def pool3d(x: Array, op: gl.Pool3dOp) -> Array:
     return z.reshape(n, c, z.shape[2], oh, ow)
 
 
+def dft_tables(n: int, length: int, inverse: bool, onesided: bool) -> list[Array]:
+    """[A, B, C, D] ([n, k] each) with real = r @ A + i @ B and imag = r @ C + i @ D for an
+    input of n points along the axis (r, i its real and imaginary parts); a onesided
+    inverse (numpy's irfft) has a real output only: its C and D are zeros."""
+    if inverse and onesided:
+        used, k = length // 2 + 1, length  # irfft: the first length//2 + 1 bins
+    else:
+        used, k = length, (length // 2 + 1 if onesided else length)
+    rows = np.arange(n)[:, None]
+    cols = np.arange(k)[None, :]
+    theta = 2 * np.pi * ((rows * cols) % length) / length
+    cos, sin = np.cos(theta), np.sin(theta)
+    if inverse and onesided:
+        # Hermitian weights: bin 0 and (for even lengths) bin length/2 count once
+        weight = np.where((rows == 0) | (2 * rows == length), 1.0, 2.0) / length
+        tables = [weight * cos, -weight * sin, np.zeros_like(cos), np.zeros_like(cos)]
+    elif inverse:
+        tables = [cos / length, -sin / length, sin / length, cos / length]
+    else:
+        tables = [cos, sin, -sin, cos]
+    keep = (rows < used).astype(np.float64)  # rows past the transform length: truncated
+    return [t * keep for t in tables]
+
+
+def dft(x: Array, axis: int, length: int, flags: tuple[bool, bool]) -> Array:
+    """The DFT of x ([..., 1 or 2]) along `axis` (see graph_library.DftOp): each part
+    with the transformed axis last, times the tables, in float64. `flags` is (inverse,
+    onesided)."""
+    inverse, onesided = flags
+    tables = dft_tables(x.shape[axis], length, inverse, onesided)
+    parts = [np.moveaxis(x[..., c].astype(np.float64), axis, -1) for c in range(x.shape[-1])]
+    outs = []
+    for pair in ((0, 1), (2, 3))[: 1 if inverse and onesided else 2]:
+        total = sum(part @ tables[pair[c]] for c, part in enumerate(parts))
+        outs.append(np.moveaxis(np.asarray(total), -1, axis))
+    return np.stack(outs, axis=-1)
+
+
+def stft(signal: Array, window: Array | None, p: Props) -> Array:
+    """STFT-17: the frames gathered as [B, frames, frame_length, 1 or 2], times the window,
+    each frame's DFT."""
+    step, size = p.integer("frame_step"), p.integer("frame_length")
+    frames = 1 + (signal.shape[1] - size) // step
+    if frames < 1:
+        raise InterpretationError(f"graph.stft: frame_length {size} exceeds the signal's length")
+    index = np.arange(frames)[:, None] * step + np.arange(size)[None, :]
+    framed = signal[:, index]
+    if window is not None:
+        framed = framed * window.reshape(1, 1, size, 1)
+    return dft(framed, 2, size, (False, p.flag("onesided")))
+
+
 @register_impls
 class GraphLibraryFunctions(InterpreterFunctions):
     """numpy implementations of the graph dialect's library ops."""
@@ -264,3 +316,15 @@ class GraphLibraryFunctions(InterpreterFunctions):
         # bit patterns are
         flat = np.ascontiguousarray(x).reshape(-1)
         return (flat.view(target).reshape(np.shape(x)),)
+
+    @impl(gl.DftOp)
+    def run_dft(self, i: Interpreter, op: gl.DftOp, args: PythonValues) -> PythonValues:
+        x, p = _compute(np.asarray(args[0])), _props(op)
+        length = gl.DftOp.length(p, x.shape[p.integer("axis")])
+        flags = (p.flag("inverse"), p.flag("onesided"))
+        return (_result(op, dft(x, p.integer("axis"), length, flags)),)
+
+    @impl(gl.StftOp)
+    def run_stft(self, i: Interpreter, op: gl.StftOp, args: PythonValues) -> PythonValues:
+        window = _compute(np.asarray(args[1])) if len(args) == 2 else None
+        return (_result(op, stft(_compute(np.asarray(args[0])), window, _props(op))),)

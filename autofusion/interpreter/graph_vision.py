@@ -393,6 +393,92 @@ def roi_align(x: Array, rois: Array, indices: Array, p: Props) -> Array:
     return out
 
 
+# --------------------------------------------------------------------------------------
+# LpPool, GlobalLpPool, Col2Im, AffineGrid
+# --------------------------------------------------------------------------------------
+
+
+def _lp_terms(x: Array, power: int) -> Array:
+    """|x|^p in float64 (x*x for p = 2)."""
+    x = x.astype(np.float64)
+    return x * x if power == 2 else np.abs(x) ** power
+
+
+def lp_pool(x: Array, p: Props) -> Array:
+    """LpPool-18: the windows of the zero-padded |x|^p as one strided view (taps [::d]
+    of each dilated span, windows [::s]), summed, then the p-th root."""
+    k, s, d, pads = (p.integers(n) for n in ("kernel_shape", "strides", "dilations", "pads"))
+    r, power = len(k), p.integer("p")
+    terms = np.pad(_lp_terms(x, power), [(0, 0), (0, 0), *zip(pads[:r], pads[r:])])
+    spans = [(kk - 1) * dd + 1 for kk, dd in zip(k, d)]
+    view = np.lib.stride_tricks.sliding_window_view(terms, spans, axis=tuple(range(2, 2 + r)))
+    taps = (
+        slice(None),
+        slice(None),
+        *(slice(None, None, st) for st in s),
+        *(slice(None, None, dd) for dd in d),
+    )
+    total = view[taps].sum(axis=tuple(range(-r, 0)))
+    return cast(Array, np.power(total, 1.0 / power))
+
+
+def global_lp_pool(x: Array, power: int) -> Array:
+    """GlobalLpPool-2: the p-norm over the spatial dims, kept."""
+    total = _lp_terms(x, power).sum(axis=tuple(range(2, x.ndim)), keepdims=True)
+    return cast(Array, np.power(total, 1.0 / power))
+
+
+def col2im(x: Array, p: Props) -> Array:
+    """Col2Im-18: the columns as [N, C, block..., blocks...], each block offset's
+    [N, C, blocks...] slab added at its strided, dilated place in the padded image
+    (one add per block offset), then the pads cropped off."""
+    image, block = p.integers("image_shape"), p.integers("block_shape")
+    strides, pads, dilations = p.integers("strides"), p.integers("pads"), p.integers("dilations")
+    counts = gv.col2im_blocks(p)
+    r = len(image)
+    n, c = x.shape[0], x.shape[1] // int(np.prod(block))
+    cols = x.reshape(n, c, *block, *counts)
+    padded = np.zeros((n, c, *(image[k] + pads[k] + pads[r + k] for k in range(r))), x.dtype)
+    for offset in itertools.product(*(range(b) for b in block)):
+        place = tuple(
+            slice(o * dd, o * dd + st * (m - 1) + 1, st)
+            for o, dd, st, m in zip(offset, dilations, strides, counts)
+        )
+        taps: tuple[slice | int, ...] = (slice(None), slice(None), *offset)
+        padded[(slice(None), slice(None), *place)] += cols[taps]
+    crop = tuple(slice(pads[k], pads[k] + image[k]) for k in range(r))
+    return padded[(slice(None), slice(None), *crop)]
+
+
+def affine_base_grid(sizes: Sequence[int], align_corners: bool) -> Array:
+    """[prod(sizes), r + 1] homogeneous normalized locations, innermost axis first
+    (AffineGrid-20's original grid)."""
+    axes = []
+    for size in sizes:
+        if align_corners:
+            step = 2.0 / (size - 1) if size > 1 else 2.0
+            axes.append(np.arange(-1, 1 + 0.0001, step)[:size])
+        else:
+            step = 2.0 / size
+            axes.append(np.arange(-1 + step / 2, 1, step)[:size])
+    mesh = np.meshgrid(*axes, indexing="ij")
+    coords = [m.reshape(-1) for m in reversed(mesh)]
+    return np.stack([*coords, np.ones_like(coords[0])], axis=1)
+
+
+def affine_grid(theta: Array, p: Props) -> Array:
+    """AffineGrid-20: every base location times each batch's theta^T."""
+    size = p.integers("size")
+    if theta.shape[0] != size[0]:
+        raise InterpretationError(
+            f"graph.affine_grid: theta has batch {theta.shape[0]}, size {size[0]}"
+        )
+    spatial = size[2:]
+    base = affine_base_grid(spatial, p.flag("align_corners"))
+    points = np.einsum("pk,nik->npi", base, theta.astype(np.float64))
+    return points.reshape(theta.shape[0], *spatial, len(spatial))
+
+
 @register_impls
 class GraphVisionFunctions(InterpreterFunctions):
     """numpy implementations of the vision graph ops."""
@@ -441,3 +527,20 @@ class GraphVisionFunctions(InterpreterFunctions):
     def run_space_to_depth(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
         p = _props(op)
         return (_result(op, space_to_depth(args[0], p.integer("blocksize"), p.text("mode"))),)
+
+    @impl(gv.LpPoolOp)
+    def run_lp_pool(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        return (_result(op, _quiet(lambda: lp_pool(_compute(args[0]), _props(op)))),)
+
+    @impl(gv.GlobalLpPoolOp)
+    def run_global_lp_pool(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        x, power = _compute(args[0]), _props(op).integer("p")
+        return (_result(op, _quiet(lambda: global_lp_pool(x, power))),)
+
+    @impl(gv.Col2ImOp)
+    def run_col2im(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        return (_result(op, col2im(_compute(args[0]), _props(op))),)
+
+    @impl(gv.AffineGridOp)
+    def run_affine_grid(self, i: Interpreter, op: Operation, args: PythonValues) -> PythonValues:
+        return (_result(op, affine_grid(_compute(args[0]), _props(op))),)

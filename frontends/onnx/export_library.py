@@ -1,6 +1,7 @@
 """ONNX export of the library graph ops (autofusion/dialects/graph_library.py): each is
 the ONNX operator it was imported from, NonMaxSuppression with its limits as constant
-inputs, max_pool2d_with_indices as MaxPool with two outputs.
+inputs, max_pool2d_with_indices as MaxPool with two outputs, DFT and STFT with their
+lengths and axis as constant inputs.
 
 `table()` gives their entries of `export_table.TABLE`; export_ops is imported where it
 is used.
@@ -97,6 +98,41 @@ def _pool_3d(e: Emitter) -> None:
     e.nodes("AveragePool", e.inputs, e.outputs, **attrs)
 
 
+def _scalar_int(e: Emitter, value: int, role: str) -> str:
+    """A rank-0 int64 Constant (DFT's and STFT's lengths, steps and axis are scalars)."""
+    return e.const(np.asarray(value, np.int64), TensorProto.INT64, role)
+
+
+def _dft(e: Emitter) -> None:
+    """DFT-20 (axis as an input) or DFT-17 (axis as an attribute); dft_length as an input
+    when the op has one."""
+    from frontends.onnx.export_ops import NotExportable
+
+    if e.opset < 17:
+        raise NotExportable(f"DFT needs opset 17, not {e.opset}")
+    p = e.props
+    length = _scalar_int(e, p.integer("dft_length"), "dft_length") if p.has("dft_length") else ""
+    attrs = {"inverse": int(p.flag("inverse")), "onesided": int(p.flag("onesided"))}
+    if e.opset >= 20:
+        axis = _scalar_int(e, p.integer("axis"), "axis")
+        e.nodes("DFT", [e.inputs[0], length, axis], e.outputs, **attrs)
+    else:
+        e.nodes("DFT", [e.inputs[0], length], e.outputs, axis=p.integer("axis"), **attrs)
+
+
+def _stft(e: Emitter) -> None:
+    """STFT-17: frame_step and frame_length as scalar int64 inputs."""
+    from frontends.onnx.export_ops import NotExportable
+
+    if e.opset < 17:
+        raise NotExportable(f"STFT needs opset 17, not {e.opset}")
+    p = e.props
+    step = _scalar_int(e, p.integer("frame_step"), "frame_step")
+    size = _scalar_int(e, p.integer("frame_length"), "frame_length")
+    window = e.inputs[1] if len(e.inputs) == 2 else ""
+    e.nodes("STFT", [e.inputs[0], step, window, size], e.outputs, onesided=int(p.flag("onesided")))
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the library ops."""
     from frontends.onnx.export_ops import Standard, direct
@@ -106,6 +142,8 @@ def table() -> dict[type[Operation], Mapping]:
         gl.BitCastOp: Standard(_bit_cast, "BitCast (opset 26)"),
         gl.IntPowOp: Standard(_int_pow, "Pow (integer base)"),
         gl.DetOp: direct("Det"),
+        gl.DftOp: Standard(_dft, "DFT (axis input from opset 20)"),
+        gl.StftOp: Standard(_stft, "STFT"),
         gl.MaxPool3dOp: Standard(_pool_3d, "MaxPool (3-D)"),
         gl.AvgPool3dOp: Standard(_pool_3d, "AveragePool (3-D)"),
         gl.TfIdfVectorizerOp: Standard(_tfidf_vectorizer, "TfIdfVectorizer"),

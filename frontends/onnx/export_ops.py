@@ -1127,8 +1127,14 @@ def emit_max_pool(e: Emitter) -> None:
 
 
 def emit_avg_pool(e: Emitter) -> None:
-    # AveragePool-11/19 (graph.avg_pool2d has no dilations)
+    # AveragePool-11/19 (dilations from 19 on)
     p = e.props
+    attrs: dict[str, Any] = {}
+    dilations = list(graph.AvgPool2dOp.window_dilations(p))
+    if dilations != [1, 1]:
+        if e.opset < 19:
+            raise NotExportable(f"AveragePool with dilations needs opset 19, not {e.opset}")
+        attrs["dilations"] = dilations
     e.nodes(
         "AveragePool",
         e.inputs,
@@ -1138,6 +1144,7 @@ def emit_avg_pool(e: Emitter) -> None:
         pads=list(p.integers("pads")),
         ceil_mode=int(p.flag("ceil_mode")),
         count_include_pad=int(p.flag("count_include_pad")),
+        **attrs,
     )
 
 
@@ -1181,8 +1188,11 @@ def emit_expand(e: Emitter) -> None:
 
 
 def emit_pad(e: Emitter) -> None:
-    # Pad-11..23: pads (and the constant value, of the operand's type) as inputs
+    # Pad-11..23: pads (and the constant value, of the operand's type) as inputs; wrap
+    # from Pad-19
     mode = e.props.text("mode")
+    if mode == "wrap" and e.opset < 19:
+        raise NotExportable(f"Pad mode wrap needs opset 19, not {e.opset}")
     ins = [e.inputs[0], e.ints(e.props.integers("pads"), "pads")]
     if mode == "constant":
         ins.append(e.scalar(e.props.real("value"), e.elem(), "value"))

@@ -1,5 +1,6 @@
 """ONNX export of the vision graph ops (autofusion/dialects/graph_vision.py): each is the
-ONNX operator it was imported from (Resize, ConvTranspose, DepthToSpace, SpaceToDepth).
+ONNX operator it was imported from (Resize, ConvTranspose, DepthToSpace, SpaceToDepth,
+GridSample, MaxUnpool, DeformConv, RoiAlign, LpPool, GlobalLpPool, Col2Im, AffineGrid).
 
 `table()` gives their entries of `export_table.TABLE`; export_ops is imported where it
 is used.
@@ -217,6 +218,55 @@ def roi_align(e: Emitter) -> None:
     e.nodes("RoiAlign", e.inputs, e.outputs, **attrs)
 
 
+def _needs(e: Emitter, op_type: str, opset: int) -> None:
+    from frontends.onnx.export_ops import NotExportable
+
+    if e.opset < opset:
+        raise NotExportable(f"{op_type} needs opset {opset}, not {e.opset}")
+
+
+def lp_pool(e: Emitter) -> None:
+    # LpPool-11 (explicit pads); dilations from LpPool-18
+    p = e.props
+    attrs: dict[str, Any] = {
+        n: list(p.integers(n)) for n in ("kernel_shape", "strides", "pads", "dilations")
+    }
+    if any(d != 1 for d in attrs["dilations"]):
+        _needs(e, "LpPool with dilations", 18)
+    if e.opset < 18:
+        del attrs["dilations"]
+    e.nodes("LpPool", e.inputs, e.outputs, p=p.integer("p"), **attrs)
+
+
+def global_lp_pool(e: Emitter) -> None:
+    # GlobalLpPool-2
+    e.nodes("GlobalLpPool", e.inputs, e.outputs, p=e.props.integer("p"))
+
+
+def col2im(e: Emitter) -> None:
+    # Col2Im-18: image_shape and block_shape as int64 inputs
+    _needs(e, "Col2Im", 18)
+    p = e.props
+    image = e.ints(p.integers("image_shape"), "image_shape")
+    block = e.ints(p.integers("block_shape"), "block_shape")
+    e.nodes(
+        "Col2Im",
+        [e.inputs[0], image, block],
+        e.outputs,
+        **{n: list(p.integers(n)) for n in ("strides", "pads", "dilations")},
+    )
+
+
+def affine_grid(e: Emitter) -> None:
+    # AffineGrid-20: size as an int64 input
+    _needs(e, "AffineGrid", 20)
+    p = e.props
+    size = e.ints(p.integers("size"), "size")
+    e.nodes(
+        "AffineGrid", [e.inputs[0], size], e.outputs, align_corners=int(p.flag("align_corners"))
+    )
+
+
 def table() -> dict[type[Operation], Mapping]:
     """The export entries of the vision ops."""
     from frontends.onnx.export_ops import Standard
@@ -230,4 +280,8 @@ def table() -> dict[type[Operation], Mapping]:
         gv.MaxUnpoolOp: Standard(max_unpool, "MaxUnpool (output_shape input)"),
         gv.DeformConv2dOp: Standard(deform_conv, "DeformConv (full-shape mask)"),
         gv.RoiAlignOp: Standard(roi_align, "RoiAlign"),
+        gv.LpPoolOp: Standard(lp_pool, "LpPool (explicit pads)"),
+        gv.GlobalLpPoolOp: Standard(global_lp_pool, "GlobalLpPool"),
+        gv.Col2ImOp: Standard(col2im, "Col2Im (opset 18)"),
+        gv.AffineGridOp: Standard(affine_grid, "AffineGrid (opset 20)"),
     }

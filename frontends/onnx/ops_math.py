@@ -680,43 +680,9 @@ def _pool_2d(node: Node, x: Value, window: Window) -> Value:
         props["dilations"] = list(dilations)
         return node.emit1(graph.MaxPool2dOp, [x], props)
     props["count_include_pad"] = bool(node.attr("count_include_pad", 0))
-    if any(d != 1 for d in dilations):
-        return _dilated_avg_pool_2d(node, x, window)
+    if any(d != 1 for d in dilations):  # AveragePool-19's dilations
+        props["dilations"] = list(dilations)
     return node.emit1(graph.AvgPool2dOp, [x], props)
-
-
-def _dilated_avg_pool_2d(node: Node, x: Value, window: Window) -> Value:
-    """AveragePool-19 with dilations: the window sums as a depthwise graph.conv2d with a
-    ones kernel (the input zero-padded, ceil_mode's extra windows by more end padding),
-    divided by each window's tap count (constants: the input's shape is static)."""
-    kernel, strides, dilations, pads = window
-    if si.DYN in x.shape[1:]:
-        raise node.symbolic_error("a dilated average pool's window counts")
-    ceil = bool(node.attr("ceil_mode", 0))
-    whole = bool(node.attr("count_include_pad", 0))
-    counts, ends = [], []
-    for axis in range(2):
-        size, k, s, d = x.shape[2 + axis], kernel[axis], strides[axis], dilations[axis]
-        begin, end = pads[axis], pads[axis + 2]
-        span = size + begin + end - ((k - 1) * d + 1)
-        out = (-(-span // s) if ceil else span // s) + 1
-        if ceil and (out - 1) * s >= size + begin:  # a last window starting in the end pad
-            out -= 1
-        taps = np.arange(out)[:, None] * s - begin + np.arange(k)[None, :] * d
-        low, high = (-begin, size + end) if whole else (0, size)
-        counts.append(((taps >= low) & (taps < high)).sum(1))
-        ends.append(max(end, (out - 1) * s + (k - 1) * d + 1 - size - begin))
-    channels = x.shape[1]
-    ones = node.const(np.ones((channels, 1, kernel[0], kernel[1])), x.elt)
-    props = {
-        "strides": list(strides),
-        "pads": [pads[0], pads[1], ends[0], ends[1]],
-        "dilations": list(dilations),
-        "group": channels,
-    }
-    total = node.emit1(graph.Conv2dOp, [x, ones], props)
-    count = node.const(np.outer(counts[0], counts[1]).astype(np.float64), x.elt)
-    return node.emit1(graph.DivOp, [total, count])
 
 
 def _pool_3d(node: Node, x: Value, window: Window) -> Value:

@@ -1,11 +1,7 @@
 """Converters of ONNX signal operators: DFT, STFT and MelWeightMatrix, and EyeLike.
 
-A DFT along an axis of static length is a product with constant matrices: the real and
-imaginary parts (ONNX keeps them as a trailing dim of 1 or 2) are each a graph.matmul
-with the cosine and sine tables of the transform, which take dft_length's truncation or
-zero padding, onesided and inverse (1/n, and for a onesided inverse the Hermitian
-weights numpy's irfft uses) as zero rows and scaled entries. STFT frames the signal with
-one graph.gather, applies the window, and takes the DFT of each frame. MelWeightMatrix and
+DFT and STFT are the library ops graph.dft and graph.stft
+(autofusion/dialects/graph_library.py), exported back as themselves. MelWeightMatrix and
 EyeLike depend only on constants and shapes, so they fold to constants. Versions are cited
 as `Op-<since_version>` from https://onnx.ai/onnx/operators/.
 """
@@ -13,9 +9,8 @@ as `Op-<since_version>` from https://onnx.ai/onnx/operators/.
 from __future__ import annotations
 
 import numpy as np
-from xdsl.dialects.builtin import i64
 
-from autofusion.dialects import graph
+from autofusion.dialects import graph_library
 from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
     Converter,
@@ -24,10 +19,8 @@ from frontends.onnx.importer import (
     RefusedVersions,
     Value,
     element_type,
-    probe_dims,
     register,
 )
-from frontends.onnx.ops_tensor import reshape_to
 
 CONVERTERS: dict[str, Converter] = {}
 
@@ -41,70 +34,8 @@ REFUSED_VERSIONS: RefusedVersions = {}
 
 
 # --------------------------------------------------------------------------------------
-# DFT as constant matrices
+# DFT, STFT
 # --------------------------------------------------------------------------------------
-
-
-def dft_tables(n: int, length: int, inverse: bool, onesided: bool) -> list[np.ndarray]:
-    """[A, B, C, D] ([n, k] each) with real = r @ A + i @ B and imag = r @ C + i @ D for an
-    input of n points along the axis (r, i its real and imaginary parts); a onesided
-    inverse (numpy's irfft) has a real output only: its C and D are zeros."""
-    if inverse and onesided:
-        used, k = length // 2 + 1, length  # irfft: the first length//2 + 1 bins
-    else:
-        used, k = length, (length // 2 + 1 if onesided else length)
-    rows = np.arange(n)[:, None]
-    cols = np.arange(k)[None, :]
-    theta = 2 * np.pi * ((rows * cols) % length) / length
-    cos, sin = np.cos(theta), np.sin(theta)
-    if inverse and onesided:
-        # Hermitian weights: bin 0 and (for even lengths) bin length/2 count once
-        weight = np.where((rows == 0) | (2 * rows == length), 1.0, 2.0) / length
-        tables = [weight * cos, -weight * sin, np.zeros_like(cos), np.zeros_like(cos)]
-    elif inverse:
-        tables = [cos / length, -sin / length, sin / length, cos / length]
-    else:
-        tables = [cos, sin, -sin, cos]
-    keep = (rows < used).astype(np.float64)  # rows past the transform length: truncated
-    return [t * keep for t in tables]
-
-
-def _part(node: Node, x: Value, index: int) -> Value:
-    """x[..., index] with the trailing dim dropped."""
-    rank = len(x.shape)
-    props = {"starts": [index], "ends": [index + 1], "axes": [rank - 1], "steps": [1]}
-    a, b = probe_dims(x)
-    return reshape_to(node, node.emit1(graph.SliceOp, [x], props), a[:-1], b[:-1])
-
-
-def dft(node: Node, x: Value, axis: int, length: int | None, flags: tuple[bool, bool]) -> Value:
-    """The DFT of `x` ([..., 1 or 2], axis normalized, not the last) along `axis`:
-    [..., 2], or [..., 1] for a onesided inverse. `flags` is (inverse, onesided)."""
-    inverse, onesided = flags
-    rank = len(x.shape)
-    n = x.shape[axis]
-    if n == si.DYN:
-        raise node.symbolic_error(f"the transformed dim {axis}")
-    if x.shape[-1] not in (1, 2):
-        raise node.error(f"the last dim must be 1 (real) or 2 (complex), got {x.shape[-1]}")
-    if length is None:
-        length = 2 * (n - 1) if inverse and onesided else n
-    if length < 1:
-        raise node.error(f"dft_length must be positive, got {length}")
-    # the transformed axis moves last for the products, and back after
-    perm = [d for d in range(rank - 1) if d != axis] + [axis]
-    back = [perm.index(d) for d in range(rank - 1)]
-    parts = [_part(node, x, c) for c in range(x.shape[-1])]
-    parts = [node.emit1(graph.TransposeOp, [p], {"perm": perm}) for p in parts]
-    tables = [node.const(t, x.elt) for t in dft_tables(n, length, *flags)]
-    outs = []
-    for pair in ((0, 1), (2, 3))[: 1 if inverse and onesided else 2]:
-        terms = [node.emit1(graph.MatmulOp, [p, tables[pair[c]]]) for c, p in enumerate(parts)]
-        total = terms[0] if len(terms) == 1 else node.emit1(graph.AddOp, terms)
-        total = node.emit1(graph.TransposeOp, [total], {"perm": back})
-        a, b = probe_dims(total)
-        outs.append(reshape_to(node, total, [*a, 1], [*b, 1]))
-    return outs[0] if len(outs) == 1 else node.emit1(graph.ConcatOp, outs, {"axis": rank - 1})
 
 
 def _scalar(node: Node, i: int, what: str) -> int | None:
@@ -118,8 +49,8 @@ def _scalar(node: Node, i: int, what: str) -> int | None:
 
 @register(CONVERTERS, "DFT")
 def convert_dft(node: Node) -> list[Value]:
-    """DFT-17 (axis attribute, default 1) and DFT-20 (axis input, default -2): forward,
-    inverse, onesided (rfft) and onesided inverse (irfft), with dft_length."""
+    """DFT-17 (axis attribute, default 1) and DFT-20 (axis input, default -2) as graph.dft:
+    forward, inverse, onesided (rfft) and onesided inverse (irfft), with dft_length."""
     x = node.input(0)
     rank = len(x.shape)
     if node.version >= 20:
@@ -129,21 +60,22 @@ def convert_dft(node: Node) -> list[Value]:
         axis = int(node.attr("axis", 1))
     if not -rank <= axis < rank - 1 or axis == -1:
         raise node.error(f"axis {axis} must name a dim other than the last of rank {rank}")
-    axis = axis + rank if axis < 0 else axis
-    flags = (bool(node.attr("inverse", 0)), bool(node.attr("onesided", 0)))
-    return [dft(node, x, axis, _scalar(node, 1, "dft_length"), flags)]
+    props: dict[str, object] = {
+        "axis": axis + rank if axis < 0 else axis,
+        "inverse": bool(node.attr("inverse", 0)),
+        "onesided": bool(node.attr("onesided", 0)),
+    }
+    length = _scalar(node, 1, "dft_length")
+    if length is not None:
+        props["dft_length"] = length
+    return node.emit(graph_library.DftOp, [x], props)
 
 
 @register(CONVERTERS, "STFT")
 def convert_stft(node: Node) -> list[Value]:
-    """STFT-17: frames of frame_length every frame_step samples (one gather), times the
-    window, each transformed: [batch, frames, bins, 2]."""
+    """STFT-17 as graph.stft; frame_step and frame_length must be constants (frame_length
+    defaults to the window's length)."""
     signal = node.input(0)
-    if len(signal.shape) != 3:
-        raise node.error(f"the signal must be [batch, length, 1 or 2], got {si.fmt(signal.shape)}")
-    total = signal.shape[1]
-    if total == si.DYN:
-        raise node.symbolic_error("the signal length")
     step = _scalar(node, 1, "frame_step")
     window = node.opt_input(2)
     size = _scalar(node, 3, "frame_length")
@@ -151,18 +83,11 @@ def convert_stft(node: Node) -> list[Value]:
         if window is None:
             raise node.error("one of window (input #2) and frame_length (input #3) is required")
         size = window.shape[0]
-    if step is None or step < 1 or not 0 < size <= total:
-        raise node.error(f"frame_step {step} and frame_length {size} do not frame {total}")
-    if window is not None and tuple(window.shape) != (size,):
-        raise node.error(f"the window has shape {si.fmt(window.shape)}, expected [{size}]")
-    frames = 1 + (total - size) // step
-    index = np.arange(frames)[:, None] * step + np.arange(size)[None, :]
-    framed = node.emit1(graph.GatherOp, [signal, node.const(index, i64)], {"axis": 1})
-    if window is not None:
-        shaped = reshape_to(node, window, [1, 1, size, 1], [1, 1, size, 1])
-        framed = node.emit1(graph.MulOp, [framed, shaped])
-    onesided = bool(node.attr("onesided", 1))
-    return [dft(node, framed, 2, size, (False, onesided))]
+    if step is None:
+        raise node.error("frame_step (input #1) is required")
+    props = {"frame_step": step, "frame_length": size, "onesided": bool(node.attr("onesided", 1))}
+    operands = [signal] if window is None else [signal, window]
+    return node.emit(graph_library.StftOp, operands, props)
 
 
 # --------------------------------------------------------------------------------------

@@ -569,12 +569,12 @@ def convert_tile(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Pad")
 def convert_pad(node: Node) -> list[Value]:
-    """Pad-13, Pad-18 (optional axes input), Pad-19 (adds mode wrap: slices and a concat);
-    Pad-2 and -11 too (see ops_legacy). Modes constant, reflect, edge."""
+    """Pad-13, Pad-18 (optional axes input), Pad-19 (adds mode wrap); Pad-2 and -11 too
+    (see ops_legacy). Modes constant, reflect, edge and wrap, all graph.pad."""
     x = node.input(0)
     rank = len(x.shape)
     mode = node.attr("mode", "constant")
-    modes = (*graph.PAD_MODES, "wrap") if node.version >= 19 else graph.PAD_MODES
+    modes = graph.PAD_MODES if node.version >= 19 else graph.PAD_MODES[:3]  # wrap is 19's
     if mode not in modes:
         raise node.reject("mode", mode, ", ".join(modes))
     value: np.ndarray | None
@@ -596,33 +596,7 @@ def convert_pad(node: Node) -> list[Value]:
             full[ax] = pads[k]
             full[ax + rank] = pads[k + len(norm)]
         pads = full
-    if mode == "wrap":
-        return [_wrap_pad(node, x, pads)]
     return node.emit(graph.PadOp, [x], {"pads": pads, "mode": mode, "value": fill})
-
-
-def _wrap_pad(node: Node, x: Value, pads: Sequence[int]) -> Value:
-    """Pad-19 mode wrap: each padded axis is the input's last `before` elements, the
-    input, and its first `after` elements, concatenated."""
-    rank = len(x.shape)
-    for axis in range(rank):
-        before, after = pads[axis], pads[axis + rank]
-        if not before and not after:
-            continue
-        dim = x.shape[axis]
-        if dim == si.DYN:
-            raise node.symbolic_error(f"the wrapped dim {axis}")
-        if not (0 <= before <= dim and 0 <= after <= dim):
-            raise node.error(f"wrap pads {before}, {after} of dim {axis} must be in 0..{dim}")
-        parts = []
-        for start, end in ((dim - before, dim), (0, dim), (0, after)):
-            if end > start:
-                props = {"starts": [start], "ends": [end], "axes": [axis], "steps": [1]}
-                parts.append(
-                    x if (start, end) == (0, dim) else node.emit1(graph.SliceOp, [x], props)
-                )
-        x = node.emit1(graph.ConcatOp, parts, {"axis": axis})
-    return x
 
 
 # --------------------------------------------------------------------------------------

@@ -1,20 +1,18 @@
 """Converters of ONNX vision operators: Resize, Upsample, ConvTranspose, DepthToSpace,
-SpaceToDepth, LpPool and GlobalLpPool.
+SpaceToDepth, LpPool, GlobalLpPool, GridSample, AffineGrid, MaxUnpool, Col2Im, DeformConv
+and RoiAlign.
 
-Resize, ConvTranspose and the depth/space moves become their graph ops
-(autofusion/dialects/graph_vision.py); LpPool is a depthwise convolution with a ones
-kernel of |x|^p, and GlobalLpPool a spatial reduce_sum of it. Operator versions are cited
-as `Op-<since_version>` from https://onnx.ai/onnx/operators/.
+Each becomes its graph op (autofusion/dialects/graph_vision.py), which the export writes
+back as the same operator. Operator versions are cited as `Op-<since_version>` from
+https://onnx.ai/onnx/operators/.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
-from autofusion.dialects import graph
 from autofusion.dialects import graph_vision as gv
 from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
@@ -23,14 +21,9 @@ from frontends.onnx.importer import (
     OpVersions,
     RefusedVersions,
     Value,
-    probe_dims,
     register,
 )
 from frontends.onnx.ops_math import (
-    _as_2d,
-    _drop_unit_dim,
-    _insert_unit_dim,
-    _pads_2d,
     _window_pads,
 )
 
@@ -296,21 +289,6 @@ def convert_depth_space(node: Node) -> list[Value]:
 # --------------------------------------------------------------------------------------
 
 
-def _power(node: Node, x: Value, p: int) -> Value:
-    """|x|^p (x*x for p = 2)."""
-    if p == 2:
-        return node.emit1(graph.MulOp, [x, x])
-    exponent = node.const(np.asarray(float(p)), x.elt)
-    return node.emit1(graph.PowOp, [node.emit1(graph.AbsOp, [x]), exponent])
-
-
-def _root(node: Node, x: Value, p: int) -> Value:
-    """x^(1/p) (sqrt for p = 2)."""
-    if p == 2:
-        return node.emit1(graph.SqrtOp, [x])
-    return node.emit1(graph.PowOp, [x, node.const(np.asarray(1.0 / p), x.elt)])
-
-
 def _p(node: Node) -> int:
     p = int(node.attr("p", 2))
     if p < 1:
@@ -318,61 +296,16 @@ def _p(node: Node) -> int:
     return p
 
 
-@dataclass(frozen=True)
-class Window:
-    """A pooling window: kernel, strides, dilations and pads ([begins..., ends...])."""
-
-    kernel: list[int]
-    strides: list[int]
-    dilations: list[int]
-    pads: list[int]
-
-    def axes(self, first: int, count: int) -> Window:
-        """The window over spatial axes [first, first + count)."""
-        r = len(self.kernel)
-        part = slice(first, first + count)
-        pads = self.pads[part] + self.pads[r + first : r + first + count]
-        return Window(self.kernel[part], self.strides[part], self.dilations[part], pads)
-
-
-def _window_sum_2d(node: Node, t: Value, w: Window) -> Value:
-    """Sums of `t` ([N, C, H, W]) over a 2-D window: a depthwise conv2d with a ones kernel
-    (zero padding adds nothing)."""
-    channels = t.shape[1]
-    if channels == DYN:
-        raise node.error(f"needs static channel (and depth) dims, got {si.fmt(t.shape)}")
-    ones = node.const(np.ones((channels, 1, *w.kernel), np.float32), t.elt)
-    props = {"strides": w.strides, "pads": w.pads, "dilations": w.dilations, "group": channels}
-    return node.emit1(graph.Conv2dOp, [t, ones], props)
-
-
-def _window_sum_3d(node: Node, t: Value, w: Window) -> Value:
-    """Sums of `t` ([N, C, D, H, W]) over a 3-D window, separably: over (H, W) with the
-    depth folded into the channels, then over D with (H, W) folded into one axis."""
-    from frontends.onnx.ops_tensor import reshape_to
-
-    (na, c, d, h, wd), (nb, *_) = probe_dims(t)
-    hw = _window_sum_2d(
-        node, reshape_to(node, t, [na, c * d, h, wd], [nb, c * d, h, wd]), w.axes(1, 2)
-    )
-    h2, w2 = hw.shape[2:]
-    folded = reshape_to(node, hw, [na, c, d, h2 * w2], [nb, c, d, h2 * w2])
-    depth = w.axes(0, 1)
-    flat = Window(
-        [depth.kernel[0], 1],
-        [depth.strides[0], 1],
-        [depth.dilations[0], 1],
-        [depth.pads[0], 0, depth.pads[1], 0],
-    )
-    s = _window_sum_2d(node, folded, flat)
-    d2 = s.shape[2]
-    return reshape_to(node, s, [na, c, d2, h2, w2], [nb, c, d2, h2, w2])
+_LP_CEIL = (
+    "only ceil_mode=0: ONNX Runtime sums a partial last window, ONNX's reference scales "
+    "its sum by kernel size / taps inside"
+)
 
 
 @register(CONVERTERS, "LpPool")
 def convert_lp_pool(node: Node) -> list[Value]:
-    """LpPool-11/18 in 1-D, 2-D and 3-D: (sum over the window of |x|^p)^(1/p), the sums
-    being depthwise conv2d with ones kernels. ceil_mode is refused."""
+    """LpPool-11/18/22 in 1-D, 2-D and 3-D as graph.lp_pool (auto_pad resolved to pads);
+    ceil_mode=1 is refused (`_LP_CEIL`)."""
     x = node.input(0)
     spatial = len(x.shape) - 2
     if spatial not in (1, 2, 3):
@@ -385,31 +318,21 @@ def convert_lp_pool(node: Node) -> list[Value]:
     if node.version >= 18:  # LpPool-18 adds dilations and ceil_mode
         dilations = node.ints_attr("dilations", dilations) or []
         if node.attr("ceil_mode", 0):
-            raise node.reject("ceil_mode", 1, "only ceil_mode=0")
-    window = Window(kernel, strides, dilations, _window_pads(node, x, kernel, strides, dilations))
-    p = _p(node)
-    t = _power(node, x, p)
-    if spatial == 3:
-        return [_root(node, _window_sum_3d(node, t, window), p)]
-    if spatial == 1:
-        t = _insert_unit_dim(node, t, 2)
-        window = Window(
-            _as_2d(kernel, 1), _as_2d(strides, 1), _as_2d(dilations, 1), _pads_2d(window.pads)
-        )
-    y = _root(node, _window_sum_2d(node, t, window), p)
-    return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
+            raise node.reject("ceil_mode", 1, _LP_CEIL)
+    props = {
+        "kernel_shape": kernel,
+        "strides": strides,
+        "dilations": dilations,
+        "pads": _window_pads(node, x, kernel, strides, dilations),
+        "p": _p(node),
+    }
+    return node.emit(gv.LpPoolOp, [x], props)
 
 
 @register(CONVERTERS, "GlobalLpPool")
 def convert_global_lp_pool(node: Node) -> list[Value]:
-    """GlobalLpPool-2: (sum over the spatial dims of |x|^p)^(1/p), dims kept as 1."""
-    x = node.input(0)
-    if len(x.shape) < 3:
-        raise node.error(f"expects an (N, C, spatial...) input, got {si.fmt(x.shape)}")
-    p = _p(node)
-    axes = list(range(2, len(x.shape)))
-    s = node.emit1(graph.ReduceSumOp, [_power(node, x, p)], {"axes": axes, "keepdims": True})
-    return [_root(node, s, p)]
+    """GlobalLpPool-2/22 as graph.global_lp_pool."""
+    return node.emit(gv.GlobalLpPoolOp, [node.input(0)], {"p": _p(node)})
 
 
 # --------------------------------------------------------------------------------------
@@ -438,40 +361,17 @@ def convert_grid_sample(node: Node) -> list[Value]:
     return node.emit(gv.GridSampleOp, [x, node.input(1)], props)
 
 
-def affine_base_grid(sizes: Sequence[int], align_corners: bool) -> np.ndarray:
-    """[prod(sizes), r + 1] homogeneous normalized locations, innermost axis first
-    (AffineGrid-20's original grid)."""
-    axes = []
-    for size in sizes:
-        if align_corners:
-            step = 2.0 / (size - 1) if size > 1 else 2.0
-            axes.append(np.arange(-1, 1 + 0.0001, step)[:size])
-        else:
-            step = 2.0 / size
-            axes.append(np.arange(-1 + step / 2, 1, step)[:size])
-    mesh = np.meshgrid(*axes, indexing="ij")
-    coords = [m.reshape(-1) for m in reversed(mesh)]
-    return np.stack([*coords, np.ones_like(coords[0])], axis=1)
-
-
 @register(CONVERTERS, "AffineGrid")
 def convert_affine_grid(node: Node) -> list[Value]:
-    """AffineGrid-20 (2-D and 3-D): the constant base grid times theta^T, one matmul."""
-    from frontends.onnx.ops_tensor import reshape_to
-
-    theta = node.input(0)
+    """AffineGrid-20 (2-D and 3-D) as graph.affine_grid; size must be a constant."""
     size = node.ints_input(1, "size")
-    if size is None or len(size) not in (4, 5):
-        raise node.error(f"size must be [N, C, H, W] or [N, C, D, H, W], got {size}")
-    spatial = size[2:]
-    r = len(spatial)
-    if len(theta.shape) != 3 or tuple(theta.shape[1:]) != (r, r + 1):
-        raise node.error(f"theta {si.fmt(theta.shape)} is not [N, {r}, {r + 1}]")
-    base = affine_base_grid(spatial, bool(node.attr("align_corners", 0)))
-    theta_t = node.emit1(graph.TransposeOp, [theta], {"perm": [0, 2, 1]})
-    points = node.emit1(graph.MatmulOp, [node.const(base, theta.elt), theta_t])
-    a, b = probe_dims(theta)
-    return [reshape_to(node, points, [a[0], *spatial, r], [b[0], *spatial, r])]
+    if size is None:
+        raise node.error("the size input is required")
+    align = int(node.attr("align_corners", 0))
+    if align not in (0, 1):
+        raise node.reject("align_corners", align, "0 or 1")
+    props = {"size": size, "align_corners": bool(align)}
+    return node.emit(gv.AffineGridOp, [node.input(0)], props)
 
 
 # --------------------------------------------------------------------------------------
@@ -499,45 +399,20 @@ def convert_max_unpool(node: Node) -> list[Value]:
 
 @register(CONVERTERS, "Col2Im")
 def convert_col2im(node: Node) -> list[Value]:
-    """Col2Im-18 as a transposed convolution: the [N, C*K, L] columns reshaped to
-    [N, C*K, blocks...] and scattered by a grouped conv_transpose whose constant weight
-    [C*K, 1, block...] is one-hot on each channel's block position."""
-    from frontends.onnx.ops_tensor import reshape_to
-
-    x = node.input(0)
+    """Col2Im-18 as graph.col2im; image_shape and block_shape must be constants."""
     image = node.ints_input(1, "image_shape")
     block = node.ints_input(2, "block_shape")
-    if image is None or block is None or len(image) != len(block) or len(x.shape) != 3:
-        raise node.error("needs [N, C*K, L] columns and image_shape, block_shape of one rank")
-    r = len(block)
-    strides = node.ints_attr("strides", [1] * r) or []
-    dilations = node.ints_attr("dilations", [1] * r) or []
-    pads = node.ints_attr("pads", [0] * 2 * r) or []
-    size = int(np.prod(block))
-    if x.shape[1] == DYN or x.shape[1] % size:
-        raise node.error(f"channels {x.shape[1]} are not a multiple of the block size {size}")
-    channels = x.shape[1] // size
-    counts, out_pad = [], []
-    for k in range(r):
-        span = image[k] + pads[k] + pads[r + k] - (block[k] - 1) * dilations[k] - 1
-        if span < 0:
-            raise node.error(f"block {block} does not fit image {image} with pads {pads}")
-        counts.append(span // strides[k] + 1)
-        out_pad.append(span % strides[k])
-    if x.shape[2] not in (DYN, int(np.prod(counts))):
-        raise node.error(f"{x.shape[2]} blocks do not tile image {image} ({counts} blocks)")
-    a, b = probe_dims(x)
-    cols = reshape_to(node, x, [a[0], a[1], *counts], [b[0], b[1], *counts])
-    weight = np.eye(size).reshape(size, 1, *block)
-    weight = np.tile(weight, (channels,) + (1,) * (r + 1))
+    if image is None or block is None:
+        raise node.error("the image_shape and block_shape inputs are required")
+    r = len(image)
     props = {
-        "strides": strides,
-        "pads": pads,
-        "dilations": dilations,
-        "output_padding": out_pad,
-        "group": channels,
+        "image_shape": image,
+        "block_shape": block,
+        "strides": node.ints_attr("strides", [1] * r),
+        "pads": node.ints_attr("pads", [0] * 2 * r),
+        "dilations": node.ints_attr("dilations", [1] * r),
     }
-    return node.emit(gv.ConvTransposeOp, [cols, node.const(weight, x.elt)], props)
+    return node.emit(gv.Col2ImOp, [node.input(0)], props)
 
 
 @register(CONVERTERS, "DeformConv")

@@ -171,6 +171,22 @@ func.func @pool_window_ceil(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x1x1xf32> {
 
 // -----
 
+func.func @avg_pool_dilation_zero(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xf32> {
+  // expected-error @+1 {{'graph.avg_pool2d': kernel, strides and dilations must be >= 1 and pads >= 0}}
+  %r = graph.avg_pool2d %x {kernel_shape = [2, 2], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [0, 1], ceil_mode = false, count_include_pad = false} : tensor<1x1x4x4xf32> -> tensor<1x1x3x3xf32>
+  func.return %r : tensor<1x1x3x3xf32>
+}
+
+// -----
+
+func.func @pad_mode(%x: tensor<4xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{'graph.pad': mode must be one of ('constant', 'reflect', 'edge', 'wrap')}}
+  %r = graph.pad %x {pads = [1, 1], mode = "circular", value = 0.0} : tensor<4xf32> -> tensor<6xf32>
+  func.return %r : tensor<6xf32>
+}
+
+// -----
+
 func.func @constant_type() -> tensor<3xf32> {
   %c = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
   // expected-error @+1 {{'graph.constant' must have a static shape}}

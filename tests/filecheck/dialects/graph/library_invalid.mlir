@@ -69,3 +69,19 @@ func.func @bit_cast_width(%x: tensor<2xf32>) -> tensor<2xi64> {
   %0 = graph.bit_cast %x : tensor<2xf32> -> tensor<2xi64>
   func.return %0 : tensor<2xi64>
 }
+
+// -----
+
+func.func @dft_axis_last(%x: tensor<2x6x1xf32>) -> tensor<2x6x2xf32> {
+  // expected-error @+1 {{'graph.dft': axis 2 must name a dim other than the last of 2x6x1}}
+  %0 = graph.dft %x {axis = 2, inverse = false, onesided = false} : tensor<2x6x1xf32> -> tensor<2x6x2xf32>
+  func.return %0 : tensor<2x6x2xf32>
+}
+
+// -----
+
+func.func @stft_window(%s: tensor<1x20x1xf32>, %w: tensor<6xf32>) -> tensor<1x5x5x2xf32> {
+  // expected-error @+1 {{'graph.stft': the window has shape 6, not [8]}}
+  %0 = graph.stft %s, %w {frame_step = 3, frame_length = 8, onesided = true} : (tensor<1x20x1xf32>, tensor<6xf32>) -> tensor<1x5x5x2xf32>
+  func.return %0 : tensor<1x5x5x2xf32>
+}

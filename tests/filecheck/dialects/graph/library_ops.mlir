@@ -1,7 +1,8 @@
 // RUN: AFC_ROUNDTRIP
 // RUN: AFC_GENERIC_ROUNDTRIP
 
-// Library ops round-trip; non-max suppression selects a dynamic number of boxes.
+// Library ops round-trip; non-max suppression selects a dynamic number of boxes; dft and
+// stft keep a symbolic dim.
 
 // CHECK-LABEL: func.func @library
 // CHECK-NEXT:    %0 = graph.non_max_suppression %b, %s {center_point_box = false, iou_threshold = 5.000000e-01, max_output_boxes_per_class = 4, score_threshold = 1.000000e-01} : (tensor<2x12x4xf32>, tensor<2x3x12xf32>) -> tensor<?x3xi64>
@@ -30,5 +31,20 @@ func.func @library(%b: tensor<2x12x4xf32>, %s: tensor<2x3x12xf32>, %x: tensor<2x
   %10 = graph.tfidf_vectorizer %t {max_gram_length = 2, max_skip_count = 1, min_gram_length = 1, mode = "TFIDF", ngram_counts = [0, 2], ngram_indexes = [0, 1, 2], pool = [4, 5, 4, 6], weights = array<f64: 5.000000e-01, 1.000000e+00, 2.000000e+00>} : tensor<2x6xi32> -> tensor<2x3xf32>
   %11 = graph.max_pool3d %v {ceil_mode = false, dilations = [1, 2, 1], kernel_shape = [2, 2, 2], pads = [1, 0, 0, 1, 0, 0], strides = [1, 1, 2]} : tensor<1x2x4x6x6xf32> -> tensor<1x2x5x4x3xf32>
   %12 = graph.avg_pool3d %v {ceil_mode = true, count_include_pad = true, dilations = [1, 1, 1], kernel_shape = [3, 3, 3], pads = [0, 0, 0, 0, 0, 0], strides = [2, 2, 2]} : tensor<1x2x4x6x6xf32> -> tensor<1x2x2x3x3xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @fourier
+// CHECK-NEXT:    %0 = graph.dft %x {axis = 1, inverse = false, onesided = true} : tensor<2x6x1xf32> -> tensor<2x4x2xf32>
+// CHECK-NEXT:    %1 = graph.dft %c {axis = 1, dft_length = 7, inverse = true, onesided = true} : tensor<2x4x2xf32> -> tensor<2x7x1xf32>
+// CHECK-NEXT:    %2 = graph.dft %d {axis = 1, inverse = false, onesided = false} : tensor<2x?x2xf32>{{$}}
+// CHECK-NEXT:    %3 = graph.stft %s, %w {frame_length = 8, frame_step = 3, onesided = true} : (tensor<?x20x1xf32>, tensor<8xf32>) -> tensor<?x5x5x2xf32>
+// CHECK-NEXT:    %4 = graph.stft %s {frame_length = 8, frame_step = 3, onesided = false} : tensor<?x20x1xf32> -> tensor<?x5x8x2xf32>
+func.func @fourier(%x: tensor<2x6x1xf32>, %c: tensor<2x4x2xf32>, %d: tensor<2x?x2xf32>, %s: tensor<?x20x1xf32>, %w: tensor<8xf32>) {
+  %0 = graph.dft %x {axis = 1, inverse = false, onesided = true} : tensor<2x6x1xf32> -> tensor<2x4x2xf32>
+  %1 = graph.dft %c {axis = 1, dft_length = 7, inverse = true, onesided = true} : tensor<2x4x2xf32> -> tensor<2x7x1xf32>
+  %2 = graph.dft %d {axis = 1, inverse = false, onesided = false} : tensor<2x?x2xf32> -> tensor<2x?x2xf32>
+  %3 = graph.stft %s, %w {frame_step = 3, frame_length = 8, onesided = true} : (tensor<?x20x1xf32>, tensor<8xf32>) -> tensor<?x5x5x2xf32>
+  %4 = graph.stft %s {frame_step = 3, frame_length = 8, onesided = false} : tensor<?x20x1xf32> -> tensor<?x5x8x2xf32>
   func.return
 }

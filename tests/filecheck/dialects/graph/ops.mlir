@@ -147,10 +147,12 @@ func.func @norms(%x: tensor<2x4x3x3xf32>, %c: tensor<4xf32>, %h: tensor<2x?x16xf
 // CHECK-NEXT:    %0 = graph.max_pool2d %x {ceil_mode = false, dilations = [1, 1], kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : tensor<1x8x7x7xf32> -> tensor<1x8x4x4xf32>
 // CHECK-NEXT:    %1 = graph.avg_pool2d %x {ceil_mode = true, count_include_pad = false, kernel_shape = [2, 2], pads = [0, 0, 0, 0], strides = [2, 2]} : tensor<1x8x7x7xf32> -> tensor<1x8x4x4xf32>
 // CHECK-NEXT:    %2 = graph.global_avg_pool %x : tensor<1x8x7x7xf32> -> tensor<1x8x1x1xf32>
+// CHECK-NEXT:    %3 = graph.avg_pool2d %x {ceil_mode = false, count_include_pad = true, dilations = [2, 3], kernel_shape = [3, 3], pads = [0, 0, 0, 0], strides = [1, 1]} : tensor<1x8x7x7xf32> -> tensor<1x8x3x1xf32>
 func.func @pools(%x: tensor<1x8x7x7xf32>) {
   %0 = graph.max_pool2d %x {kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], dilations = [1, 1], ceil_mode = false} : tensor<1x8x7x7xf32> -> tensor<1x8x4x4xf32>
   %1 = graph.avg_pool2d %x {kernel_shape = [2, 2], strides = [2, 2], pads = [0, 0, 0, 0], ceil_mode = true, count_include_pad = false} : tensor<1x8x7x7xf32> -> tensor<1x8x4x4xf32>
   %2 = graph.global_avg_pool %x : tensor<1x8x7x7xf32> -> tensor<1x8x1x1xf32>
+  %3 = graph.avg_pool2d %x {kernel_shape = [3, 3], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [2, 3], ceil_mode = false, count_include_pad = true} : tensor<1x8x7x7xf32> -> tensor<1x8x3x1xf32>
   func.return
 }
 
@@ -174,6 +176,7 @@ func.func @pool_window_larger_than_input(%x: tensor<1x8x2x2xf32>) {
 // CHECK-NEXT:    %6 = graph.gather %t, %i {axis = 0} : (tensor<100x16xf16>, tensor<2x?xi64>) -> tensor<2x?x16xf16>
 // CHECK-NEXT:    %7 = graph.expand %c {shape = [-1, 6, 8]} : tensor<1x1x8xf32> -> tensor<?x6x8xf32>
 // CHECK-NEXT:    %8 = graph.pad %x {mode = "constant", pads = [0, 1, 0, 0, 2, -1], value = 0.000000e+00} : tensor<?x6x8xf32> -> tensor<?x9x7xf32>
+// CHECK-NEXT:    %9 = graph.pad %x {mode = "wrap", pads = [0, 3, 0, 0, 0, 9], value = 0.000000e+00} : tensor<?x6x8xf32> -> tensor<?x9x17xf32>
 func.func @injective(%x: tensor<?x6x8xf32>, %t: tensor<100x16xf16>, %i: tensor<2x?xi64>, %c: tensor<1x1x8xf32>) {
   %0 = graph.reshape %x {shape = [0, -1, 4]} : tensor<?x6x8xf32> -> tensor<?x12x4xf32>
   %1 = graph.transpose %x {perm = [0, 2, 1]} : tensor<?x6x8xf32> -> tensor<?x8x6xf32>
@@ -183,6 +186,7 @@ func.func @injective(%x: tensor<?x6x8xf32>, %t: tensor<100x16xf16>, %i: tensor<2
   %6 = graph.gather %t, %i {axis = 0} : (tensor<100x16xf16>, tensor<2x?xi64>) -> tensor<2x?x16xf16>
   %7 = graph.expand %c {shape = [-1, 6, 8]} : tensor<1x1x8xf32> -> tensor<?x6x8xf32>
   %8 = graph.pad %x {pads = [0, 1, 0, 0, 2, -1], mode = "constant", value = 0.0} : tensor<?x6x8xf32> -> tensor<?x9x7xf32>
+  %9 = graph.pad %x {pads = [0, 3, 0, 0, 0, 9], mode = "wrap", value = 0.0} : tensor<?x6x8xf32> -> tensor<?x9x17xf32>
   func.return
 }
 

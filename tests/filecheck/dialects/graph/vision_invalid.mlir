@@ -163,3 +163,27 @@ func.func @roi_align_rois(%x: tensor<2x8x16x16xf32>, %r: tensor<5x5xf32>, %i: te
   %0 = graph.roi_align %x, %r, %i {mode = "avg", coordinate_transformation_mode = "half_pixel", output_height = 3, output_width = 4, sampling_ratio = 0, spatial_scale = 1.0} : (tensor<2x8x16x16xf32>, tensor<5x5xf32>, tensor<5xi64>) -> tensor<5x8x3x4xf32>
   func.return %0 : tensor<5x8x3x4xf32>
 }
+
+// -----
+
+func.func @lp_pool_power(%x: tensor<1x3x4x4xf32>) -> tensor<1x3x3x3xf32> {
+  // expected-error @+1 {{'graph.lp_pool': p 0 must be >= 1}}
+  %0 = graph.lp_pool %x {kernel_shape = [2, 2], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1], p = 0} : tensor<1x3x4x4xf32> -> tensor<1x3x3x3xf32>
+  func.return %0 : tensor<1x3x3x3xf32>
+}
+
+// -----
+
+func.func @col2im_blocks(%c: tensor<1x12x5xf32>) -> tensor<1x3x3x4xf32> {
+  // expected-error @+1 {{'graph.col2im': 5 columns for 6 blocks ([2, 3]) of the image}}
+  %0 = graph.col2im %c {image_shape = [3, 4], block_shape = [2, 2], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]} : tensor<1x12x5xf32> -> tensor<1x3x3x4xf32>
+  func.return %0 : tensor<1x3x3x4xf32>
+}
+
+// -----
+
+func.func @affine_grid_theta(%t: tensor<1x3x3xf32>) -> tensor<1x5x7x2xf32> {
+  // expected-error @+1 {{'graph.affine_grid': theta 1x3x3 is not [N, 2, 3]}}
+  %0 = graph.affine_grid %t {size = [1, 3, 5, 7], align_corners = false} : tensor<1x3x3xf32> -> tensor<1x5x7x2xf32>
+  func.return %0 : tensor<1x5x7x2xf32>
+}

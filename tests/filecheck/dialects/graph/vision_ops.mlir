@@ -3,7 +3,8 @@
 
 // Vision ops (graph_vision.py) round-trip: resize in each mode with scales, sizes and roi,
 // N-D conv_transpose with bias, groups and dynamic dims, depth_to_space / space_to_depth,
-// 2-D and 3-D grid_sample.
+// 2-D and 3-D grid_sample, max_unpool, deform_conv2d, roi_align, lp_pool / global_lp_pool,
+// col2im and affine_grid.
 
 // CHECK-LABEL: func.func @resize
 // CHECK-NEXT:    %0 = graph.resize %x {antialias = false, coordinate_transformation_mode = "half_pixel", cubic_coeff_a = -7.500000e-01, exclude_outside = false, extrapolation_value = 0.000000e+00, mode = "linear", nearest_mode = "round_prefer_floor", scales = array<f64: 1.000000e+00, 1.000000e+00, 2.000000e+00, 2.000000e+00>} : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>
@@ -67,5 +68,32 @@ func.func @deform_conv2d(%x: tensor<?x4x5x5xf32>, %w: tensor<6x4x3x3xf32>, %off:
 // CHECK-NEXT:    %0 = graph.roi_align %x, %r, %i {coordinate_transformation_mode = "half_pixel", mode = "max", output_height = 3, output_width = 4, sampling_ratio = 0, spatial_scale = 6.250000e-02} : (tensor<2x8x16x16xf32>, tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x8x3x4xf32>
 func.func @roi_align(%x: tensor<2x8x16x16xf32>, %r: tensor<?x4xf32>, %i: tensor<?xi64>) {
   %0 = graph.roi_align %x, %r, %i {mode = "max", coordinate_transformation_mode = "half_pixel", output_height = 3, output_width = 4, sampling_ratio = 0, spatial_scale = 0.0625} : (tensor<2x8x16x16xf32>, tensor<?x4xf32>, tensor<?xi64>) -> tensor<?x8x3x4xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @lp_pools
+// CHECK-NEXT:    %0 = graph.lp_pool %x {dilations = [1, 2], kernel_shape = [3, 2], p = 3, pads = [1, 0, 1, 1], strides = [2, 1]} : tensor<?x3x7x6xf32> -> tensor<?x3x4x5xf32>
+// CHECK-NEXT:    %1 = graph.lp_pool %s {dilations = [1], kernel_shape = [4], p = 2, pads = [0, 1], strides = [2]} : tensor<2x3x9xf32> -> tensor<2x3x4xf32>
+// CHECK-NEXT:    %2 = graph.global_lp_pool %x {p = 1} : tensor<?x3x7x6xf32> -> tensor<?x3x1x1xf32>
+func.func @lp_pools(%x: tensor<?x3x7x6xf32>, %s: tensor<2x3x9xf32>) {
+  %0 = graph.lp_pool %x {kernel_shape = [3, 2], strides = [2, 1], pads = [1, 0, 1, 1], dilations = [1, 2], p = 3} : tensor<?x3x7x6xf32> -> tensor<?x3x4x5xf32>
+  %1 = graph.lp_pool %s {kernel_shape = [4], strides = [2], pads = [0, 1], dilations = [1], p = 2} : tensor<2x3x9xf32> -> tensor<2x3x4xf32>
+  %2 = graph.global_lp_pool %x {p = 1} : tensor<?x3x7x6xf32> -> tensor<?x3x1x1xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @col2im
+// CHECK-NEXT:    %0 = graph.col2im %c {block_shape = [2, 2], dilations = [1, 1], image_shape = [3, 4], pads = [0, 0, 0, 0], strides = [1, 1]} : tensor<?x12x6xf32> -> tensor<?x3x3x4xf32>
+func.func @col2im(%c: tensor<?x12x6xf32>) {
+  %0 = graph.col2im %c {image_shape = [3, 4], block_shape = [2, 2], strides = [1, 1], pads = [0, 0, 0, 0], dilations = [1, 1]} : tensor<?x12x6xf32> -> tensor<?x3x3x4xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @affine_grid
+// CHECK-NEXT:    %0 = graph.affine_grid %t {align_corners = false, size = [2, 3, 5, 7]} : tensor<?x2x3xf32> -> tensor<?x5x7x2xf32>
+// CHECK-NEXT:    %1 = graph.affine_grid %u {align_corners = true, size = [1, 1, 2, 3, 4]} : tensor<1x3x4xf32> -> tensor<1x2x3x4x3xf32>
+func.func @affine_grid(%t: tensor<?x2x3xf32>, %u: tensor<1x3x4xf32>) {
+  %0 = graph.affine_grid %t {size = [2, 3, 5, 7], align_corners = false} : tensor<?x2x3xf32> -> tensor<?x5x7x2xf32>
+  %1 = graph.affine_grid %u {size = [1, 1, 2, 3, 4], align_corners = true} : tensor<1x3x4xf32> -> tensor<1x2x3x4x3xf32>
   func.return
 }

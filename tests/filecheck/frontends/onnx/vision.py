@@ -3,6 +3,8 @@
 # RUN: afc import %t/deconv.onnx | filecheck %s --check-prefix=DECONV
 # RUN: afc import %t/einsum.onnx | filecheck %s --check-prefix=EINSUM
 # RUN: afc import %t/lppool.onnx | filecheck %s --check-prefix=LPPOOL
+# RUN: afc import %t/col2im.onnx | filecheck %s --check-prefix=COL2IM
+# RUN: afc import %t/affine.onnx | filecheck %s --check-prefix=AFFINE
 
 # Vision operators and Einsum through `afc import`: what graph ops each becomes.
 import sys
@@ -65,14 +67,31 @@ save(
     [vi("a", [2, 3, 4]), vi("b", [2, 5, 4])],
 )
 
-# LpPool: |x|^3 summed by a depthwise conv2d with a ones kernel, then the cube root.
-# LPPOOL:      %0 = graph.abs %x : tensor<1x2x5x5xf32>
-# LPPOOL:      %[[P:.+]] = graph.pow %0, %{{.*}} : (tensor<1x2x5x5xf32>, tensor<f32>) -> tensor<1x2x5x5xf32>
-# LPPOOL:      %[[ONES:.+]] = graph.constant dense<1.000000e+00> : tensor<2x1x2x2xf32>
-# LPPOOL-NEXT: %[[S:.+]] = graph.conv2d %[[P]], %[[ONES]] {dilations = [1, 1], group = 2, pads = [0, 0, 0, 0], strides = [2, 2]}
-# LPPOOL:      graph.pow %[[S]], %{{.*}} : (tensor<1x2x2x2xf32>, tensor<f32>) -> tensor<1x2x2x2xf32>
+# LpPool is one graph.lp_pool (exported back as LpPool); Col2Im and AffineGrid are one op
+# each, their constant shape inputs properties.
+# LPPOOL:      %0 = graph.lp_pool %x {dilations = [1, 1], kernel_shape = [2, 2], p = 3, pads = [0, 0, 0, 0], strides = [2, 2]} : tensor<1x2x5x5xf32> -> tensor<1x2x2x2xf32>
+# LPPOOL-NEXT: func.return %0
 save(
     "lppool",
     [helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2], p=3)],
     [vi("x", [1, 2, 5, 5])],
+)
+
+# COL2IM:      %0 = graph.col2im %x {block_shape = [2, 2], dilations = [1, 1], image_shape = [3, 4], pads = [0, 0, 0, 0], strides = [1, 1]} : tensor<?x12x6xf32> -> tensor<?x3x3x4xf32>
+# COL2IM-NEXT: func.return %0
+save(
+    "col2im",
+    [helper.make_node("Col2Im", ["x", "image", "block"], ["y"])],
+    [vi("x", ["N", 12, 6])],
+    [init("image", np.asarray([3, 4], np.int64)), init("block", np.asarray([2, 2], np.int64))],
+)
+
+# AFFINE:      %0 = graph.affine_grid %t {align_corners = true, size = [2, 1, 5, 7]} : tensor<?x2x3xf32> -> tensor<?x5x7x2xf32>
+# AFFINE-NEXT: func.return %0
+save(
+    "affine",
+    [helper.make_node("AffineGrid", ["t", "size"], ["y"], align_corners=1)],
+    [vi("t", ["N", 2, 3])],
+    [init("size", np.asarray([2, 1, 5, 7], np.int64))],
+    opset=20,
 )
