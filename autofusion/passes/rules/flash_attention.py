@@ -23,7 +23,9 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
   fewest transposes (BNSD on a tie);
 - grouped-query attention: transformers' repeat_kv (reshape to [B,Hkv,1,S,D], expand
   to [B,Hkv,n,S,D], reshape to [B,Hkv*n,S,D]) on both k and v is removed, since query
-  head h reads key/value head h // n in graph.flash_attention;
+  head h reads key/value head h // n in graph.flash_attention; a dynamic B or S must
+  provably carry through (a reshape's 0 copies it, or its -1 is the one dynamic dim
+  left with equal static products; the expand keeps it with 1);
 - a softmax computed in float32 by an f16/bf16 model, `cast(softmax(cast(s, f32)), T)`
   with T the scores' type (HF's eager attention does this): the cast pair is absorbed,
   since graph.flash_attention computes the scores and the softmax in float32 anyway
@@ -72,6 +74,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from autofusion import dtypes
 from autofusion.dialects import graph
+from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph_math import IsNanOp
 from autofusion.dialects.shape_inference import ShapeError
 from autofusion.passes import matching as m
@@ -269,22 +272,53 @@ def _repeat_kv(op: Operation) -> tuple[SSAValue, int, list[Operation]] | None:
     found = _repeated(op.input, m.shape(op.output))
     if found is None:
         return None
-    kv, _, (expand, first) = found
-    if m.shape(kv)[0] < 0:
-        # a dynamic batch: each step must carry the same one (the reshapes copy it with
-        # 0, the expand keeps it with 1 or -1), not reach another size by a -1
-        assert isinstance(first, graph.ReshapeOp) and isinstance(expand, graph.ExpandOp)
-        copies = first.shape.get_values()[0] == 0 == op.shape.get_values()[0]
-        if not copies or expand.shape.get_values()[0] not in (1, -1):
-            return None
+    # a dynamic dim of the result must provably be the one of [B, Hkv, n, S, D]
+    if not _carries(op, {0: 0, 2: 3}):
+        return None
     return found
+
+
+def _dims_from(op: graph.ReshapeOp) -> dict[int, int] | None:
+    """For each dynamic dim of the reshape's result, the input dim it provably equals
+    (copied by a 0, or the one dynamic input dim left for the -1 when the static
+    dims on both sides have the same product); None if one is not provable."""
+    ins, outs = m.shape(op.input), m.shape(op.output)
+    spec = graph.Props(op.properties, op.name).integers("shape")
+    dims: dict[int, int] = {}
+    inferred: list[int] = []
+    for i, (s, d) in enumerate(zip(spec, outs)):
+        if d != si.DYN:
+            continue
+        if s == 0:
+            dims[i] = i
+        elif s == -1:
+            inferred.append(i)
+        else:
+            return None
+    rest = [i for i, d in enumerate(ins) if d == si.DYN and i not in dims.values()]
+    if not inferred and not rest:
+        return dims
+    static = [math.prod(d for d in x if d != si.DYN) for x in (ins, outs)]
+    if len(inferred) != 1 or len(rest) != 1 or static[0] != static[1]:
+        return None
+    dims[inferred[0]] = rest[0]
+    return dims
+
+
+def _carries(op: graph.ReshapeOp, dims: dict[int, int]) -> bool:
+    """Whether each dynamic result dim of `op` provably equals its input dim in `dims`
+    (result axis -> input axis)."""
+    found = _dims_from(op)
+    return found is not None and all(dims.get(o) == i for o, i in found.items())
 
 
 def _repeated(
     value: SSAValue, out: tuple[int, ...]
 ) -> tuple[SSAValue, int, list[Operation]] | None:
     """(kv, n, [expand, reshape]) if `value` is repeat_kv(kv, n) before its last reshape to
-    `out` = [B, Hkv * n, S, D]: expand(reshape(kv, [B, Hkv, 1, S, D]), [B, Hkv, n, S, D])."""
+    `out` = [B, Hkv * n, S, D]: expand(reshape(kv, [B, Hkv, 1, S, D]), [B, Hkv, n, S, D]).
+    Dynamic B and S must provably carry through (reshapes copy them with 0 or infer
+    them with -1; the expand keeps them with 1)."""
     expand = m.producer(value, graph.ExpandOp)
     if expand is None or not expand.output.has_one_use():
         return None
@@ -298,9 +332,19 @@ def _repeated(
     n = rep[2]
     if one != (b, groups, 1, s, d) or rep != (b, groups, n, s, d) or n < 1:
         return None
-    if out != (b, groups * n, s, d) or min(groups, s, d) < 0:
+    if out != (b, groups * n, s, d) or min(groups, d) < 0:
+        return None
+    if not _carries(first, {0: 0, 3: 2}) or not _keeps_dynamic(expand):
         return None
     return first.input, n, [expand, first]
+
+
+def _keeps_dynamic(expand: graph.ExpandOp) -> bool:
+    """Whether the expand keeps each dynamic dim of its input (a 1 or -1 there)."""
+    ins = m.shape(expand.input)
+    spec = graph.Props(expand.properties, expand.name).integers("shape")
+    lead = len(ins) - len(spec)
+    return all(i < lead or spec[i - lead] in (1, -1) for i, d in enumerate(ins) if d == si.DYN)
 
 
 @dataclass

@@ -374,3 +374,65 @@ func.func @dynamic_batch_gqa(%q: tensor<?x4x6x8xf16>, %k: tensor<?x2x6x8xf16>, %
   %o = graph.matmul %p, %vr : (tensor<?x4x6x6xf16>, tensor<?x4x6x8xf16>) -> tensor<?x4x6x8xf16>
   func.return %o : tensor<?x4x6x8xf16>
 }
+
+// -----
+
+// examples/llama_layer.afc after the rope sink: q, k and v come straight from the
+// projections as [B, S, H, D] with a dynamic batch and sequence, and repeat_kv on the
+// BNSD k and v. The reshapes carry S provably (a 0 copies B; the -1 is S, since the
+// static dims on both sides have the same product), so repeat_kv goes and all five
+// transposes fold into layout BSND.
+// CHECK-LABEL: func.func @dynamic_sequence_gqa
+// CHECK-NOT:     graph.transpose
+// CHECK-NOT:     graph.expand
+// CHECK:         %[[A:.*]] = graph.flash_attention %q, %k, %v, %mask {causal = false, layout = "BSND", scale = 0.35355338454246521} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?xi1>) -> tensor<?x?x4x8xf32>
+// CHECK-NEXT:    %{{.*}} = graph.reshape %[[A]] {shape = [0, 0, 32]}
+// CHECK-NOT:     graph.transpose
+func.func @dynamic_sequence_gqa(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x8xf32>, %mask: tensor<?x?xi1>) -> tensor<?x?x32xf32> {
+  %qt = graph.transpose %q {perm = [0, 2, 1, 3]} : tensor<?x?x4x8xf32> -> tensor<?x4x?x8xf32>
+  %kt = graph.transpose %k {perm = [0, 2, 1, 3]} : tensor<?x?x2x8xf32> -> tensor<?x2x?x8xf32>
+  %vt = graph.transpose %v {perm = [0, 2, 1, 3]} : tensor<?x?x2x8xf32> -> tensor<?x2x?x8xf32>
+  %k5 = graph.reshape %kt {shape = [0, 2, 1, -1, 8]} : tensor<?x2x?x8xf32> -> tensor<?x2x1x?x8xf32>
+  %ke = graph.expand %k5 {shape = [1, 2, 2, 1, 8]} : tensor<?x2x1x?x8xf32> -> tensor<?x2x2x?x8xf32>
+  %kr = graph.reshape %ke {shape = [0, 4, -1, 8]} : tensor<?x2x2x?x8xf32> -> tensor<?x4x?x8xf32>
+  %v5 = graph.reshape %vt {shape = [0, 2, 1, -1, 8]} : tensor<?x2x?x8xf32> -> tensor<?x2x1x?x8xf32>
+  %ve = graph.expand %v5 {shape = [1, 2, 2, 1, 8]} : tensor<?x2x1x?x8xf32> -> tensor<?x2x2x?x8xf32>
+  %vr = graph.reshape %ve {shape = [0, 4, -1, 8]} : tensor<?x2x2x?x8xf32> -> tensor<?x4x?x8xf32>
+  %ktt = graph.transpose %kr {perm = [0, 1, 3, 2]} : tensor<?x4x?x8xf32> -> tensor<?x4x8x?xf32>
+  %s = graph.matmul %qt, %ktt : (tensor<?x4x?x8xf32>, tensor<?x4x8x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = graph.constant dense<0.353553385> : tensor<f32>
+  %ss = graph.mul %s, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
+  %sm = graph.where %mask, %ss, %ninf : (tensor<?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = graph.softmax %sm {axis = -1} : tensor<?x4x?x?xf32>
+  %o = graph.matmul %p, %vr : (tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %ot = graph.transpose %o {perm = [0, 2, 1, 3]} : tensor<?x4x?x8xf32> -> tensor<?x?x4x8xf32>
+  %r = graph.reshape %ot {shape = [0, 0, 32]} : tensor<?x?x4x8xf32> -> tensor<?x?x32xf32>
+  func.return %r : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Negatives of the operand tracing. k and v are repeated in tile order (query head h
+// would read key/value head h % 2, not h // 2, as graph.flash_attention's GQA does):
+// that broadcast is not repeat_kv and stays. q's transpose moves the head dim
+// ([B, D, S, H] -> [B, H, S, D]): it is no layout of the attention and stays too.
+// CHECK-LABEL: func.func @not_repeat_kv
+// CHECK:         graph.expand
+// CHECK:         graph.expand
+// CHECK:         %[[QT:.*]] = graph.transpose %q {perm = [0, 3, 2, 1]}
+// CHECK:         graph.flash_attention %[[QT]], %{{.*}}, %{{.*}} {causal = false, layout = "BNSD"
+func.func @not_repeat_kv(%q: tensor<1x8x6x4xf32>, %k: tensor<1x2x6x8xf32>, %v: tensor<1x2x6x8xf32>) -> tensor<1x4x6x8xf32> {
+  %qt = graph.transpose %q {perm = [0, 3, 2, 1]} : tensor<1x8x6x4xf32> -> tensor<1x4x6x8xf32>
+  %k5 = graph.reshape %k {shape = [1, 1, 2, 6, 8]} : tensor<1x2x6x8xf32> -> tensor<1x1x2x6x8xf32>
+  %ke = graph.expand %k5 {shape = [1, 2, 1, 1, 1]} : tensor<1x1x2x6x8xf32> -> tensor<1x2x2x6x8xf32>
+  %kr = graph.reshape %ke {shape = [1, 4, 6, 8]} : tensor<1x2x2x6x8xf32> -> tensor<1x4x6x8xf32>
+  %v5 = graph.reshape %v {shape = [1, 1, 2, 6, 8]} : tensor<1x2x6x8xf32> -> tensor<1x1x2x6x8xf32>
+  %ve = graph.expand %v5 {shape = [1, 2, 1, 1, 1]} : tensor<1x1x2x6x8xf32> -> tensor<1x2x2x6x8xf32>
+  %vr = graph.reshape %ve {shape = [1, 4, 6, 8]} : tensor<1x2x2x6x8xf32> -> tensor<1x4x6x8xf32>
+  %ktt = graph.transpose %kr {perm = [0, 1, 3, 2]} : tensor<1x4x6x8xf32> -> tensor<1x4x8x6xf32>
+  %s = graph.matmul %qt, %ktt : (tensor<1x4x6x8xf32>, tensor<1x4x8x6xf32>) -> tensor<1x4x6x6xf32>
+  %p = graph.softmax %s {axis = -1} : tensor<1x4x6x6xf32>
+  %o = graph.matmul %p, %vr : (tensor<1x4x6x6xf32>, tensor<1x4x6x8xf32>) -> tensor<1x4x6x8xf32>
+  func.return %o : tensor<1x4x6x8xf32>
+}
