@@ -15,7 +15,11 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
   0/lowest when additive) becomes `causal = true`; a constant all-zero additive or
   all-true boolean mask is dropped; other masks stay a mask operand (one at most,
   except that two additive masks, T5's relative-position bias and padding mask, become
-  their sum: the same scores up to one rounding, exact where either adds 0);
+  their sum: the same scores up to one rounding, exact where either adds 0); the
+  causal mask by position of self-attention, `where(p[j] > p[i], -inf, s)` with the
+  keys' and the queries' ids both reshapes of one 1-D integer vector p (transformers
+  and examples/llama_layer.afc write greater(p[1, S], p[S, 1])), becomes p itself as
+  the integer mask, which the kernel compares block by block: no [S, S] mask is built;
 - the head reshapes and transposes around the attention: each of q, k and v is traced
   back through single-use transposes (and q, k through scale factors), so
   [B,S,H*D] -> reshape -> transpose -> attention -> transpose -> reshape loses all four
@@ -68,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import IntegerType, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
@@ -114,7 +118,9 @@ class Operand:
 class Mask:
     """One mask of the scores, as found."""
 
-    kind: str  # "add" (s + value), "bool" (where(value, s, -inf)), "fill" (lowest, not -inf)
+    # "add" (s + value), "bool" (where(value, s, -inf)), "fill" (lowest, not -inf),
+    # "positions" (value: the position ids; -inf where the key's is after the query's)
+    kind: str
     value: SSAValue
     inverted: bool = False  # where(value, fill, s): true = masked
     fill: SSAValue | None = None
@@ -637,12 +643,53 @@ def _operands(op: graph.MatmulOp, qk: graph.MatmulOp) -> tuple[Operand, Operand,
     return q, k, v
 
 
+def _position_ids(value: SSAValue, queries: bool) -> SSAValue | None:
+    """p if `value` is a reshape of a 1-D i32/i64 vector p to [1.., S] (the keys' axis)
+    or, with `queries`, to [1.., S, 1] (the queries' axis)."""
+    reshape = m.producer(value, graph.ReshapeOp)
+    if reshape is None or len(m.shape(reshape.input)) != 1:
+        return None
+    elt = m.tensor_type(reshape.input).element_type
+    if not isinstance(elt, IntegerType) or elt.width.data not in (32, 64):
+        return None
+    # only size-1 dims join the [S] (so a dynamic S stays S)
+    want = (m.shape(reshape.input)[0], *((1,) if queries else ()))
+    out = m.shape(value)
+    lead = len(out) - len(want)
+    if lead < 0 or any(d != 1 for d in out[:lead]) or out[lead:] != want:
+        return None
+    return reshape.input
+
+
+def _position_mask(mask: Mask) -> SSAValue | None:
+    """The position ids p if `mask` hides exactly the keys after the query by position:
+    where(p[j] > p[i], -inf, s) (transformers' causal mask from the position ids),
+    written as greater(p_keys, p_queries) or less(p_queries, p_keys)."""
+    if mask.kind != "bool" or not mask.inverted:
+        return None
+    compare = mask.value.owner
+    if isinstance(compare, graph.GreaterOp):
+        keys, queries = compare.lhs, compare.rhs
+    elif isinstance(compare, graph.LessOp):
+        keys, queries = compare.rhs, compare.lhs
+    else:
+        return None
+    p = _position_ids(keys, queries=False)
+    if p is None or _position_ids(queries, queries=True) is not p:
+        return None
+    return p
+
+
 def _mask_plan(masks: list[Mask], sq: int, skv: int) -> tuple[Mask | None, bool] | Refusal:
-    """(the mask operand, causal): no-op masks dropped, the causal one made a flag."""
+    """(the mask operand, causal): no-op masks dropped, the causal one made a flag, a
+    causal mask by position made the position ids."""
     causal = False
     kept: list[Mask] = []
     for mask in masks:
         if _is_noop(mask):
+            continue
+        if (positions := _position_mask(mask)) is not None and sq == skv:
+            kept.append(Mask("positions", positions))
             continue
         if not causal and sq >= 0 and skv >= 0 and _is_causal(mask, sq, skv):
             causal = True
@@ -780,7 +827,7 @@ def _mask_operand(mask: Mask, new_ops: list[Operation]) -> SSAValue:
         total = graph.AddOp.make([mask.value, mask.plus])
         new_ops.append(total)
         return total.results[0]
-    if mask.kind == "add":
+    if mask.kind in ("add", "positions"):
         return mask.value
     if mask.kind == "bool":
         if not mask.inverted:
