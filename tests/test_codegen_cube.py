@@ -140,6 +140,8 @@ def attention(
         args.append(("m", T((skv,), "i1")))
     elif mask == "float":
         args.append(("m", T((1, hq, sq, skv), e)))
+    elif mask == "positions":  # a causal mask by position: the ids of the sq tokens
+        args.append(("m", T((sq,), "i64")))
     out = T(shape(hq, sq, dv), e)
     sig = ", ".join(f"%{n}: {t}" for n, t in args)
     operands = ", ".join(f"%{n}" for n, _ in args)
@@ -156,7 +158,8 @@ func.func @{name}({sig}, %r: {out}) -> {out} {{
 def attention_cases(e: str) -> dict[str, str]:
     """Causal (BNSD, several query and key/value blocks); GQA with a boolean mask that
     masks some query rows fully (they give 0); BSND with an additive mask; decoding
-    (one query row: the second AIV has no rows); causal with a key padding mask."""
+    (one query row: the second AIV has no rows); causal with a key padding mask; GQA
+    BSND with a causal mask by position (shuffled position ids)."""
 
     def case(name: str, dims: tuple[int, ...], layout: str, causal: bool, mask: str) -> str:
         return attention(name, dims, layout, causal, mask, e)
@@ -167,6 +170,7 @@ def attention_cases(e: str) -> dict[str, str]:
         "fa_bsnd_float": case("fa_bsnd_float", (1, 2, 1, 20, 50, 32, 16), "BSND", False, "float"),
         "fa_decode": case("fa_decode", (2, 4, 1, 1, 70, 32, 32), "BSND", False, "bool"),
         "fa_keys_causal": case("fa_keys_causal", (1, 4, 1, 33, 64, 16, 16), "BSND", True, "keys"),
+        "fa_positions": case("fa_positions", (2, 4, 2, 45, 45, 16, 16), "BSND", False, "positions"),
     }
 
 
@@ -306,6 +310,8 @@ def feeds_for(module: ModuleOp, entry: str, seed: int) -> dict[str, np.ndarray]:
             if len(shape) >= 2 and shape[-2] > 1:
                 value[..., -1, :] = False
             feeds[f"arg{i}"] = value
+        elif dtypes.type_name(t.element_type) == "i64":  # position ids, shuffled
+            feeds[f"arg{i}"] = rng.permutation(shape[0]).astype(np.int64) + 5
         else:
             feeds[f"arg{i}"] = dtypes.to_storage(rng.standard_normal(shape), t.element_type)
     return feeds

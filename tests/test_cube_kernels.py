@@ -47,7 +47,9 @@ def feeds_for(args: list[tuple[str, tuple[int, ...], str]], seed: int) -> dict[s
     rng = np.random.default_rng(seed)
     out = {}
     for i, (_, shape, elt) in enumerate(args):
-        if elt == "i1":
+        if elt == "i64":  # position ids: a shuffled range, so order is by id, not index
+            out[f"arg{i}"] = rng.permutation(shape[0]).astype(np.int64) + 5
+        elif elt == "i1":
             value = rng.random(shape) < 0.7
             value[..., 0] = True
             if len(shape) >= 2 and shape[-2] > 1:
@@ -368,6 +370,8 @@ def attention_case(
         args.append(("m", (skv,), "i1"))
     elif mask == "float":
         args.append(("m", (1, hq, sq, skv), elt))
+    elif mask == "positions":  # a causal mask by position: the ids of the S tokens
+        args.append(("m", (sq,), "i64"))
     elif mask == "per_query":  # broadcasts over the keys: refused
         args.append(("m", (1, 1, sq, 1), "i1"))
     operands = ", ".join(f"%{a}_" for a, _, _ in args)
@@ -387,6 +391,7 @@ ATTENTION_CASES = [
     ((1, 4, 2, 37, 70, 16, 32), "BNSD", True, "bool"),  # GQA, tails
     ((1, 2, 1, 20, 50, 32, 16), "BSND", False, "float"),
     ((1, 4, 1, 33, 64, 16, 16), "BSND", True, "bool_keys"),
+    ((2, 4, 2, 45, 45, 16, 16), "BSND", False, "positions"),  # llama_layer.afc's mask
 ]
 # coupled chips (no DataCopyPad) need 32-byte rows: Skv a multiple of 32 for i1 masks
 COUPLED_ATTENTION = [

@@ -42,7 +42,7 @@ def sdpa_reference(q, k, v, mask, scale, causal):  # type: ignore[no-untyped-def
 
 
 @pytest.mark.parametrize("hkv", [4, 2, 1])
-@pytest.mark.parametrize("mask_kind", ["none", "bool", "float"])
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "float", "positions"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_flash_attention(hkv: int, mask_kind: str, causal: bool) -> None:
     q, k, v = f32(2, 4, 5, 8), f32(2, hkv, 5, 8), f32(2, hkv, 5, 6)
@@ -55,6 +55,9 @@ def test_flash_attention(hkv: int, mask_kind: str, causal: bool) -> None:
     elif mask_kind == "float":
         mask = f32(1, 4, 5, 5)
         mtype = "tensor<1x4x5x5xf32>"
+    elif mask_kind == "positions":  # ids in shuffled order: key j hidden where ids[j] > ids[i]
+        mask = RNG.permutation(5).astype(np.int64) * 3
+        mtype = "tensor<5xi64>"
     kt, vt = f"tensor<2x{hkv}x5x8xf32>", f"tensor<2x{hkv}x5x6xf32>"
     operands = "%q, %k, %v" + (", %m" if mask is not None else "")
     types = f"tensor<2x4x5x8xf32>, {kt}, {vt}" + (f", {mtype}" if mask is not None else "")
@@ -68,6 +71,8 @@ func.func @main({args}) -> tensor<2x4x5x6xf32> {{
 }}"""
     feeds = {"q": q, "k": k, "v": v} | ({"m": mask} if mask is not None else {})
     got = run(text, **feeds)["out0"]
+    if mask_kind == "positions":  # the boolean mask the ids stand for
+        mask = mask[None, :] <= mask[:, None]
     np.testing.assert_allclose(
         got, sdpa_reference(q, k, v, mask, 0.35, causal), rtol=1e-5, atol=1e-5
     )

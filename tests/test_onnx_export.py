@@ -786,6 +786,7 @@ ATTENTIONS = [
     ("BNSD", "1x4x5x8", "1x1x5x8", "1x1x5x8", "1x4x5x5xf32", "1x4x5x8"),
     ("BSND", "2x5x4x8", "2x5x2x8", "2x5x2x8", None, "2x5x4x8"),
     ("BNSD", "1x2x?x8", "1x2x?x8", "1x2x?x8", None, "1x2x?x8"),
+    ("BSND", "2x5x4x8", "2x5x2x8", "2x5x2x8", "5xi64", "2x5x4x8"),  # position ids
 ]
 
 
@@ -798,7 +799,8 @@ def test_flash_attention(
     qt, kt, vt, rt = (f"tensor<{s}x{elt}>" for s in (q, k, v, r))
     mt = None
     if mask:
-        mt = f"tensor<{mask}>" if mask.endswith("i1") else f"tensor<{mask.rsplit('x', 1)[0]}x{elt}>"
+        integer = mask.endswith(("i1", "i64"))
+        mt = f"tensor<{mask}>" if integer else f"tensor<{mask.rsplit('x', 1)[0]}x{elt}>"
     args = f"%q: {qt}, %k: {kt}, %v: {vt}" + (f", %m: {mt}" if mt else "")
     operands = "%q, %k, %v" + (", %m" if mt else "")
     types = f"{qt}, {kt}, {vt}" + (f", {mt}" if mt else "")
@@ -809,6 +811,8 @@ def test_flash_attention(
         m = np.random.default_rng(1).random((2, 1, 1, 7)) < 0.6
         m[..., 0] = True  # no fully masked row
         inputs["arg3"] = m
+    if mask and mask.endswith("i64"):  # shuffled ids: key j hidden where ids[j] > ids[i]
+        inputs["arg3"] = np.random.default_rng(1).permutation(5).astype(np.int64)
     model = check(text, opset=opset, inputs=inputs, scale=4)
     assert function_names(model) == ["FlashAttention"]
 

@@ -8,13 +8,14 @@ the subgraph as a model-local function where ONNX has no single op.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import (
     BoolAttr,
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     f32,
@@ -81,14 +82,18 @@ class FlashAttentionOp(GraphOp, OpFacts):
         s = softcap * tanh(s / softcap)           if softcap is given (Gemma 2; ONNX Attention)
         s = s + mask          if mask is float    (additive)
         s = where(mask, s, -inf) if mask is i1    (true = attend)
+        s[i, j] = -inf where mask[j] > mask[i]    if mask is integer (positions)
         s[i, j] = -inf for j > i if causal        (top-left aligned, as torch SDPA)
         p = softmax(s, axis=-1)
         p[i, :] = 0 where max(s[i, :]) == -inf    (a fully masked row attends to nothing)
         out = p @ v
 
     A fully masked query row gives 0 (as torch SDPA and FlashAttention kernels do; a
-    plain softmax of all -inf would be NaN). The mask broadcasts to [B, Hq, Sq, Skv]
-    whatever the layout.
+    plain softmax of all -inf would be NaN). A float or i1 mask broadcasts to
+    [B, Hq, Sq, Skv] whatever the layout. An integer (i32/i64) mask is the causal mask by
+    position of self-attention: the position ids [S] of the queries, which are the keys
+    (Sq = Skv); a key at a later position than the query is hidden (transformers'
+    `key_pos > query_pos`), so no [Sq, Skv] mask is built.
     """
 
     name = "graph.flash_attention"
@@ -130,11 +135,24 @@ class FlashAttentionOp(GraphOp, OpFacts):
                 raise ShapeError(f"{name} differ: {a} vs {b}")
         if DYN not in (qb[1], kb[1]) and qb[1] % kb[1]:
             raise ShapeError(f"query heads {qb[1]} are not a multiple of key/value heads {kb[1]}")
-        if len(types) == 4:
+        if (
+            len(types) == 4
+            and isinstance(types[3].element_type, IntegerType)
+            and (types[3].element_type.width.data in (32, 64))
+        ):
+            pos = types[3].get_shape()
+            seqs = (pos[0], qb[2], kb[2]) if len(pos) == 1 else ()
+            if not seqs or not all(si.dims_compatible(a, b) for a in seqs for b in seqs):
+                raise ShapeError(
+                    f"position mask {si.fmt(pos)} must be [S] of query and key sequence "
+                    f"{qb[2]} and {kb[2]}"
+                )
+        elif len(types) == 4:
             m = types[3]
             if m.element_type not in (i1, types[0].element_type):
                 raise ShapeError(
-                    f"mask must be i1 or {types[0].element_type}, got {m.element_type}"
+                    f"mask must be i1, {types[0].element_type}, i32 or i64 (positions), "
+                    f"got {m.element_type}"
                 )
             full = (qb[0], qb[1], qb[2], kb[2])
             if not si.broadcasts_to(m.get_shape(), full):
@@ -174,12 +192,23 @@ class FlashAttentionOp(GraphOp, OpFacts):
             uses_per_element(rows * skv * d, self.query, dynamic_size),
             uses_per_element(rows * skv * d, self.key, dynamic_size),
             uses_per_element(rows * skv * dv, self.value, dynamic_size),
-            *(uses_per_element(rows * skv, m, dynamic_size) for m in self.operands[3:]),
+            *(
+                uses_per_element(rows * (2 if is_position_mask(m) else skv), m, dynamic_size)
+                for m in self.operands[3:]
+            ),
         )
 
     def operand_roles(self, dynamic_size: int) -> tuple[OperandRole, ...]:
         """K, V and the mask are read again for every query block."""
         return (OperandRole.STREAMED, *(OperandRole.HOT for _ in self.operands[1:]))
+
+
+def is_position_mask(mask: SSAValue) -> bool:
+    """Whether a flash attention mask is the integer position vector (a causal mask by
+    position, read once per query row and per key block, never as [Sq, Skv])."""
+    return isinstance(cast(TensorType, mask.type).element_type, IntegerType) and (
+        cast(TensorType, mask.type).element_type != i1
+    )
 
 
 @irdl_op_definition

@@ -15,7 +15,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
-from autofusion.dialects.graph_fused import FFN_GATED, AddNormOp
+from autofusion.dialects.graph_fused import FFN_GATED, AddNormOp, is_position_mask
 from autofusion.interpreter.graph import (
     _ACTIVATIONS,
     Array,
@@ -123,7 +123,12 @@ class GraphFusedFunctions(InterpreterFunctions):
             q, k, v = (np.swapaxes(a, 1, 2) for a in (q, k, v))
         mask = None
         mask_is_bool = False
-        if len(args) == 4:
+        if len(args) == 4 and is_position_mask(op.operands[3]):
+            # keep key j for query i where pos[j] <= pos[i]: the [Sq, Skv] mask the
+            # kernel never builds
+            pos = np.asarray(args[3])
+            mask, mask_is_bool = pos[None, :] <= pos[:, None], True
+        elif len(args) == 4:
             mask_is_bool = cast(TensorType, op.operands[3].type).element_type == i1
             mask = args[3] if mask_is_bool else _compute(args[3])
         out = _quiet(

@@ -67,7 +67,8 @@ def attention_cost(
         * round_up(min(tq, sq), FRACTAL)
         * (round_up(d, FRACTAL) + round_up(dv, FRACTAL))
     )
-    work = SOFTMAX_WORK * s_elems + 3.0 * s_elems * (p.mask is not None or p.causal)
+    masked = p.mask is not None or p.causal or p.positions is not None
+    work = SOFTMAX_WORK * s_elems + 3.0 * s_elems * masked
     work += 2.0 * s_elems / max(tkv, 1) * dv + epilogue_work(p.rows, p.root, rows * dv)
     nq, nkv = min(tq, sq), min(tkv, skv)
     transfer = blended_transfer(

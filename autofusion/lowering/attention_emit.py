@@ -152,6 +152,15 @@ class AttentionKernel(CubeKernel):
             self.mask_in = kb.queue("vecin", depth, nbytes(tile_s, mw), tq * ts * mw, me, "q_mask")
         col_n = nbytes(idx.round_up(t["tq"], 8), 4)
         col_max = round_up(round_up(tq, 8) * 4, 32)
+        self.pos_in = None
+        if p.positions is not None:  # the query block's ids, then each key block's
+            pe = element_type(p.positions)
+            pw = byte_width(pe)
+            most = max(tq, ts)
+            span = idx.max(t["tq"], t["ts"])
+            self.pos_in = kb.queue(
+                "vecin", 1, nbytes(span, pw), round_up(most * pw, 32), pe, "q_pos"
+            )
 
         def buf(
             name: str, elems: SSAValue, max_elems: int, wd: int = 4, e: Attribute = f32
@@ -179,13 +188,17 @@ class AttentionKernel(CubeKernel):
         # 910 has only Select mode VSEL_CMPMASK_SPR (ascend.md 2.8): it masks with Min
         # against a bound of +/-inf built by arithmetic instead of Compare + Select
         self.by_min = self.chip.arch == 1001
-        if p.causal or p.mask_bool:
+        by_ramp = p.causal or p.positions is not None
+        if by_ramp or p.mask_bool:
             self.neg_inf = buf("neg_inf", tile_s, tq * ts)
             if not self.by_min:
                 self.cmp = buf("cmp", cmp_s, cmp_max, 1, i1)
-        if p.causal:
+        if by_ramp:
             self.ramp = buf("ramp", cmp_s, cmp_max)
             self.threshold = buf("threshold", cmp_s, cmp_max)
+        if p.positions is not None:
+            self.key_ids = buf("key_ids", t["ts"], ts)
+            self.query_ids = kb.tbuf(col_n, col_max, f32, "query_ids")
         if p.mask_bool:  # the GM mask's bytes become a bitmask: cast, compare with zero
             self.mask_h = buf("mask_h", cmp_s, cmp_max, 2, f16)
             if not self.by_min:
@@ -256,6 +269,9 @@ class AttentionKernel(CubeKernel):
             kb.insert(buffer.VDupOp(self.m_run, kb.f32(M_INIT), count))
             kb.insert(buffer.VDupOp(self.l_run, kb.f32(0.0), count))
             kb.insert(buffer.VDupOp(self.o_acc, kb.f32(0.0), idx.mul(self.nq, t["tile_stride"])))
+        if p.positions is not None:
+            with self._mine():
+                self._load_ids(idx.add(q0, self.r_lo), self.nq, self.query_ids)
         if p.causal:
             end = idx.min(t["Skv"], idx.add(q0, nq))
             blocks = idx.ceildiv(end, t["tkv"])
@@ -351,6 +367,8 @@ class AttentionKernel(CubeKernel):
                 self._rows_in(self.s_in, CubeResult(ws_s, t["tkv"], self.s_l0c), nkv, t["ts"], "s")
                 if self.mask_in is not None:
                     self._load_mask(k0, nkv)
+            if p.positions is not None:
+                self._load_ids(k0, nkv, self.key_ids)
             with kb.stage("compute"):
                 self._softmax_block(k0, nkv, masked)
         if self.wsp is not None:
@@ -447,6 +465,40 @@ class AttentionKernel(CubeKernel):
         kb.copy(kb.view(self.gm[p.mask], at), slot, rows, nkv, t["Skv"], t["ts"])
         kb.insert(buffer.EnqueOp(self.mask_in, slot))
 
+    def _load_ids(self, first: SSAValue, n: SSAValue, dst: SSAValue) -> None:
+        """Position ids [first, first + n) as float32 into `dst` (exact below 2^24), the
+        rest of its `ts` columns 0 (a key block's padding is compared too)."""
+        kb, c, p = self.kb, self.kb.idx.const, self.p
+        assert p.positions is not None and self.pos_in is not None
+        pe = element_type(p.positions)
+        with kb.stage("copy_in"):
+            slot = kb.insert(buffer.QueueAllocOp(self.pos_in, pe), "ids").results[0]
+            kb.copy(kb.view(self.gm[p.positions], first), slot, c(1), n, n, n)
+            kb.insert(buffer.EnqueOp(self.pos_in, slot))
+        with kb.stage("compute"):
+            ids = kb.insert(buffer.DequeOp(self.pos_in, pe), "ids").results[0]
+            if dst is self.key_ids:
+                kb.insert(buffer.VDupOp(dst, kb.f32(0.0), self.t["ts"]))
+            with kb.loop(c(0), n, "i") as i:
+                kb.set(dst, i, kb.insert(arith.SIToFPOp(kb.get(ids, i), f32)).results[0])
+            free_queue_slot(kb, self.pos_in, ids)
+
+    def _hide_past_threshold(self, s: SSAValue, tile: SSAValue) -> None:
+        """S = -inf where ramp > threshold (by Compare + Select, or on 910 by Min with
+        the bound (threshold - ramp + 0.5) * inf: the ramp and threshold are integers)."""
+        kb, idx = self.kb, self.kb.idx
+        assert self.neg_inf is not None
+        if self.by_min:
+            kb.binary("sub", self.threshold, self.threshold, self.ramp, tile)
+            kb.scalar("adds", self.threshold, self.threshold, kb.f32(0.5), tile)
+            kb.scalar("muls", self.threshold, self.threshold, kb.f32(float("inf")), tile)
+            kb.binary("min", s, s, self.threshold, tile)
+        else:
+            assert self.cmp is not None
+            compared = idx.round_up(tile, CMP_ELEMS)
+            kb.insert(buffer.VCompareOp("gt", self.cmp, self.ramp, self.threshold, compared))
+            kb.insert(buffer.VSelectOp(s, self.cmp, self.neg_inf, s, tile))
+
     def _softmax_block(self, k0: SSAValue, nkv: SSAValue, masked: bool) -> None:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
         c = idx.const
@@ -502,20 +554,16 @@ class AttentionKernel(CubeKernel):
                 apply(s, mf, tile)
             free_queue_slot(kb, self.mask_in, m)
         if masked:  # causal: key k0 + j is hidden from query q0 + r when j - r > q0 - k0
-            assert self.neg_inf is not None
             q_first = idx.add(self.q0, self.r_lo)
             diff = arith.SubfOp(kb.index_to_f32(q_first), kb.index_to_f32(k0))
             kb.insert(buffer.VDupOp(self.threshold, kb.insert(diff).results[0], tile))
-            if self.by_min:  # the bound (q0 - k0 - (j - r) + 0.5) * inf: -inf past the diagonal
-                kb.binary("sub", self.threshold, self.threshold, self.ramp, tile)
-                kb.scalar("adds", self.threshold, self.threshold, kb.f32(0.5), tile)
-                kb.scalar("muls", self.threshold, self.threshold, kb.f32(float("inf")), tile)
-                kb.binary("min", s, s, self.threshold, tile)
-            else:
-                assert self.cmp is not None
-                compared = idx.round_up(tile, CMP_ELEMS)
-                kb.insert(buffer.VCompareOp("gt", self.cmp, self.ramp, self.threshold, compared))
-                kb.insert(buffer.VSelectOp(s, self.cmp, self.neg_inf, s, tile))
+            self._hide_past_threshold(s, tile)
+        if p.positions is not None:  # key j is hidden from query r when id_j - id_r > 0
+            with kb.loop(c(0), nq, "r") as r:
+                row = kb.view(self.ramp, idx.mul(r, ts))
+                kb.scalar("adds", row, self.key_ids, kb.fneg(kb.get(self.query_ids, r)), ts)
+            kb.insert(buffer.VDupOp(self.threshold, kb.f32(0.0), tile))
+            self._hide_past_threshold(s, tile)
         # running max, rescaling factor, probabilities, running sum
         with kb.loop(c(0), nq, "r") as r:
             src = kb.view(s, idx.mul(r, ts))

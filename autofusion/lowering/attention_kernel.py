@@ -1,5 +1,5 @@
-"""The `attention` template: a FlashAttentionOp (BNSD or BSND, GQA, bool/float mask,
-causal, scale) plus an elementwise epilogue, as one cube + vector kernel.
+"""The `attention` template: a FlashAttentionOp (BNSD or BSND, GQA, bool/float mask or
+position ids, causal, scale) plus an elementwise epilogue, as one cube + vector kernel.
 
 One step is one (batch b, query head h, query block of tq rows). The query block stays
 in L0A for the whole step; key/value blocks of tkv rows stream through L1 and the online
@@ -23,7 +23,11 @@ query row keeps l = 0 and O = 0 and gives 0 (l is floored before the division). 
 key/value head h // (Hq / Hkv). The mask broadcasts to [B, Hq, Sq, Skv]: any of its
 batch, head and query dims may be 1, its key dim must be Skv. Causal attention is
 top-left aligned: key blocks past the query block's last row are skipped, blocks that
-straddle the diagonal are masked with a (key - query) ramp built once per core.
+straddle the diagonal are masked with a (key - query) ramp built once per core. A
+causal mask by position (integer mask: the position ids) loads the query block's ids
+once per step and each key block's ids with it, as float32 (exact below 2^24), and
+hides the keys whose id minus the query's is > 0, through the same ramp (needs
+DataCopyPad: the ids' runs are not 32-byte multiples).
 
 Tiling (static bounds `choose_attention_tiles`, runtime values `attention_tiling`):
 

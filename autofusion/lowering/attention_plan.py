@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import f32, i1
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion.dialects import graph
+from autofusion.dialects.graph_fused import is_position_mask
 from autofusion.dialects.group_plan import TilingValue
 from autofusion.dialects.shape_inference import DYN
 from autofusion.dtypes import byte_width
@@ -56,6 +57,9 @@ class AttentionPlan(Plan):
     rows: RowPlan
     raw: SSAValue
     dv_stride: int
+    # a causal mask by position (graph.flash_attention's integer mask): the position
+    # ids, compared in the kernel; `mask` is then None
+    positions: SSAValue | None = None
 
     @property
     def ops(self) -> list[Operation]:
@@ -116,7 +120,10 @@ def softmax_ub(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> int:
         total += 2 * padded * 4  # ramp, threshold
     if p.mask_bool:
         total += 2 * padded * 2  # the mask as half, zeros
-    if p.causal or p.mask_bool:
+    if p.positions is not None:  # the ids' queue slot, key ids and query ids as f32
+        pw = byte_width(element_type(p.positions))
+        total += round_up(max(tq, ts) * pw, 32) + ts * 4 + col + 2 * padded * 4
+    if p.causal or p.mask_bool or p.positions is not None:
         total += tile4 + padded  # -inf, compare mask
     if p.l0c_to_ub:  # CO1 -> CO2 stage of S and P@V (coupled chips)
         total += co2_stage_elems(p, t) * 4
@@ -161,6 +168,13 @@ def plan_attention(
     if DYN in (d, dv):
         return Refusal("flash attention with a dynamic head dim")
     mask = root.operands[3] if len(root.operands) == 4 else None
+    positions = None
+    if mask is not None and is_position_mask(mask):
+        positions, mask = mask, None
+        if props.flag("causal"):
+            return Refusal("a causal flag together with a causal mask by position")
+        if not chip.data_copy_pad:
+            return Refusal("a causal mask by position on a chip without DataCopyPad")
     pattern = (False, False, False)
     if mask is not None:
         ms = tensor_shape(mask)
@@ -196,6 +210,7 @@ def plan_attention(
         cast(RowPlan, None),  # set below with the first fitting tiles; never left unset
         raw,
         0,
+        positions,
     )
     sq, skv = q[2], k[2]
     last: Refusal = Refusal(
@@ -263,6 +278,7 @@ def epilogue_rows(
     # the row plan counts the (preset, queue-less) raw output as one streamed input
     slots = queue_slots(chip)
     taken_in = 2 + (mask_depth(chip) if plan.mask is not None else 0)
+    taken_in += plan.positions is not None
     left_slots = min(slots - taken_in + 1, slots - 2)
     probe = plan_epilogue(ep, EpilogueRoom(chip.ub_bytes, left_slots, preset=True), chip)
     if isinstance(probe, Refusal):

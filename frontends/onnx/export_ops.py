@@ -898,6 +898,23 @@ def _causal(e: Emitter, s: str) -> str:
     return e.node("Where", [above, ninf, s], elem=e.body.elem(s))
 
 
+def _position_keep(e: Emitter, ids: str) -> str:
+    """graph.flash_attention's integer mask as the boolean one it stands for: key j is
+    kept for query i where ids[j] <= ids[i] (LessOrEqual-12 is Not + Greater)."""
+    keys, queries = unsqueeze(e, ids, [0]), unsqueeze(e, ids, [1])
+    later = e.node("Greater", [keys, queries], elem=TensorProto.BOOL, role="later")
+    return e.node("Not", [later], elem=TensorProto.BOOL, role="keep")
+
+
+def _mask_input(e: Emitter) -> list[str]:
+    """The mask operand as ONNX takes it (none, boolean or additive)."""
+    if not e.has(3):
+        return []
+    if e.elem(3) in (TensorProto.INT64, TensorProto.INT32):
+        return [_position_keep(e, e.inputs[3])]
+    return [e.inputs[3]]
+
+
 def flash_attention(e: Emitter) -> None:
     """softmax(scale * q k^T + mask, causal) v in float32, GQA by gathering kv heads."""
     p = e.props
@@ -923,9 +940,9 @@ def flash_attention(e: Emitter) -> None:
         cap = e.scalar(softcap, cast(int, e.body.elem(s)), "softcap")
         s = e.node("Mul", [e.node("Tanh", [e.node("Div", [s, cap])]), cap])
     if e.has(3):
-        if e.elem(3) == TensorProto.BOOL:
+        if e.elem(3) != e.elem(0):  # boolean, or position ids made boolean
             ninf = e.scalar(-np.inf, cast(int, e.body.elem(s)), "ninf")
-            s = e.node("Where", [e.inputs[3], s, ninf], elem=e.body.elem(s))
+            s = e.node("Where", [*_mask_input(e), s, ninf], elem=e.body.elem(s))
         else:
             s = e.node("Add", [s, e.up(e.inputs[3])])
     if p.flag("causal"):
@@ -950,7 +967,7 @@ def flash_attention_native(e: Emitter) -> None:
     softcap = p.opt_real("softcap")
     if softcap is not None:
         attrs["softcap"] = softcap
-    ins = [q, k, v, *e.inputs[3:4]]
+    ins = [q, k, v, *_mask_input(e)]
     if bsnd:
         out = e.node("Attention", ins, **attrs)
         e.nodes("Transpose", [out], e.outputs, perm=[0, 2, 1, 3])

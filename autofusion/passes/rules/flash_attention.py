@@ -15,7 +15,11 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
   0/lowest when additive) becomes `causal = true`; a constant all-zero additive or
   all-true boolean mask is dropped; other masks stay a mask operand (one at most,
   except that two additive masks, T5's relative-position bias and padding mask, become
-  their sum: the same scores up to one rounding, exact where either adds 0);
+  their sum: the same scores up to one rounding, exact where either adds 0); the
+  causal mask by position of self-attention, `where(p[j] > p[i], -inf, s)` with the
+  keys' and the queries' ids both reshapes of one 1-D integer vector p (transformers
+  and examples/llama_layer.afc write greater(p[1, S], p[S, 1])), becomes p itself as
+  the integer mask, which the kernel compares block by block: no [S, S] mask is built;
 - the head reshapes and transposes around the attention: each of q, k and v is traced
   back through single-use transposes (and q, k through scale factors), so
   [B,S,H*D] -> reshape -> transpose -> attention -> transpose -> reshape loses all four
@@ -23,7 +27,9 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
   fewest transposes (BNSD on a tie);
 - grouped-query attention: transformers' repeat_kv (reshape to [B,Hkv,1,S,D], expand
   to [B,Hkv,n,S,D], reshape to [B,Hkv*n,S,D]) on both k and v is removed, since query
-  head h reads key/value head h // n in graph.flash_attention;
+  head h reads key/value head h // n in graph.flash_attention; a dynamic B or S must
+  provably carry through (a reshape's 0 copies it, or its -1 is the one dynamic dim
+  left with equal static products; the expand keeps it with 1);
 - a softmax computed in float32 by an f16/bf16 model, `cast(softmax(cast(s, f32)), T)`
   with T the scores' type (HF's eager attention does this): the cast pair is absorbed,
   since graph.flash_attention computes the scores and the softmax in float32 anyway
@@ -66,12 +72,13 @@ from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import IntegerType, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from autofusion import dtypes
 from autofusion.dialects import graph
+from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph_math import IsNanOp
 from autofusion.dialects.shape_inference import ShapeError
 from autofusion.passes import matching as m
@@ -111,7 +118,9 @@ class Operand:
 class Mask:
     """One mask of the scores, as found."""
 
-    kind: str  # "add" (s + value), "bool" (where(value, s, -inf)), "fill" (lowest, not -inf)
+    # "add" (s + value), "bool" (where(value, s, -inf)), "fill" (lowest, not -inf),
+    # "positions" (value: the position ids; -inf where the key's is after the query's)
+    kind: str
     value: SSAValue
     inverted: bool = False  # where(value, fill, s): true = masked
     fill: SSAValue | None = None
@@ -269,22 +278,53 @@ def _repeat_kv(op: Operation) -> tuple[SSAValue, int, list[Operation]] | None:
     found = _repeated(op.input, m.shape(op.output))
     if found is None:
         return None
-    kv, _, (expand, first) = found
-    if m.shape(kv)[0] < 0:
-        # a dynamic batch: each step must carry the same one (the reshapes copy it with
-        # 0, the expand keeps it with 1 or -1), not reach another size by a -1
-        assert isinstance(first, graph.ReshapeOp) and isinstance(expand, graph.ExpandOp)
-        copies = first.shape.get_values()[0] == 0 == op.shape.get_values()[0]
-        if not copies or expand.shape.get_values()[0] not in (1, -1):
-            return None
+    # a dynamic dim of the result must provably be the one of [B, Hkv, n, S, D]
+    if not _carries(op, {0: 0, 2: 3}):
+        return None
     return found
+
+
+def _dims_from(op: graph.ReshapeOp) -> dict[int, int] | None:
+    """For each dynamic dim of the reshape's result, the input dim it provably equals
+    (copied by a 0, or the one dynamic input dim left for the -1 when the static
+    dims on both sides have the same product); None if one is not provable."""
+    ins, outs = m.shape(op.input), m.shape(op.output)
+    spec = graph.Props(op.properties, op.name).integers("shape")
+    dims: dict[int, int] = {}
+    inferred: list[int] = []
+    for i, (s, d) in enumerate(zip(spec, outs)):
+        if d != si.DYN:
+            continue
+        if s == 0:
+            dims[i] = i
+        elif s == -1:
+            inferred.append(i)
+        else:
+            return None
+    rest = [i for i, d in enumerate(ins) if d == si.DYN and i not in dims.values()]
+    if not inferred and not rest:
+        return dims
+    static = [math.prod(d for d in x if d != si.DYN) for x in (ins, outs)]
+    if len(inferred) != 1 or len(rest) != 1 or static[0] != static[1]:
+        return None
+    dims[inferred[0]] = rest[0]
+    return dims
+
+
+def _carries(op: graph.ReshapeOp, dims: dict[int, int]) -> bool:
+    """Whether each dynamic result dim of `op` provably equals its input dim in `dims`
+    (result axis -> input axis)."""
+    found = _dims_from(op)
+    return found is not None and all(dims.get(o) == i for o, i in found.items())
 
 
 def _repeated(
     value: SSAValue, out: tuple[int, ...]
 ) -> tuple[SSAValue, int, list[Operation]] | None:
     """(kv, n, [expand, reshape]) if `value` is repeat_kv(kv, n) before its last reshape to
-    `out` = [B, Hkv * n, S, D]: expand(reshape(kv, [B, Hkv, 1, S, D]), [B, Hkv, n, S, D])."""
+    `out` = [B, Hkv * n, S, D]: expand(reshape(kv, [B, Hkv, 1, S, D]), [B, Hkv, n, S, D]).
+    Dynamic B and S must provably carry through (reshapes copy them with 0 or infer
+    them with -1; the expand keeps them with 1)."""
     expand = m.producer(value, graph.ExpandOp)
     if expand is None or not expand.output.has_one_use():
         return None
@@ -298,9 +338,19 @@ def _repeated(
     n = rep[2]
     if one != (b, groups, 1, s, d) or rep != (b, groups, n, s, d) or n < 1:
         return None
-    if out != (b, groups * n, s, d) or min(groups, s, d) < 0:
+    if out != (b, groups * n, s, d) or min(groups, d) < 0:
+        return None
+    if not _carries(first, {0: 0, 3: 2}) or not _keeps_dynamic(expand):
         return None
     return first.input, n, [expand, first]
+
+
+def _keeps_dynamic(expand: graph.ExpandOp) -> bool:
+    """Whether the expand keeps each dynamic dim of its input (a 1 or -1 there)."""
+    ins = m.shape(expand.input)
+    spec = graph.Props(expand.properties, expand.name).integers("shape")
+    lead = len(ins) - len(spec)
+    return all(i < lead or spec[i - lead] in (1, -1) for i, d in enumerate(ins) if d == si.DYN)
 
 
 @dataclass
@@ -593,12 +643,53 @@ def _operands(op: graph.MatmulOp, qk: graph.MatmulOp) -> tuple[Operand, Operand,
     return q, k, v
 
 
+def _position_ids(value: SSAValue, queries: bool) -> SSAValue | None:
+    """p if `value` is a reshape of a 1-D i32/i64 vector p to [1.., S] (the keys' axis)
+    or, with `queries`, to [1.., S, 1] (the queries' axis)."""
+    reshape = m.producer(value, graph.ReshapeOp)
+    if reshape is None or len(m.shape(reshape.input)) != 1:
+        return None
+    elt = m.tensor_type(reshape.input).element_type
+    if not isinstance(elt, IntegerType) or elt.width.data not in (32, 64):
+        return None
+    # only size-1 dims join the [S] (so a dynamic S stays S)
+    want = (m.shape(reshape.input)[0], *((1,) if queries else ()))
+    out = m.shape(value)
+    lead = len(out) - len(want)
+    if lead < 0 or any(d != 1 for d in out[:lead]) or out[lead:] != want:
+        return None
+    return reshape.input
+
+
+def _position_mask(mask: Mask) -> SSAValue | None:
+    """The position ids p if `mask` hides exactly the keys after the query by position:
+    where(p[j] > p[i], -inf, s) (transformers' causal mask from the position ids),
+    written as greater(p_keys, p_queries) or less(p_queries, p_keys)."""
+    if mask.kind != "bool" or not mask.inverted:
+        return None
+    compare = mask.value.owner
+    if isinstance(compare, graph.GreaterOp):
+        keys, queries = compare.lhs, compare.rhs
+    elif isinstance(compare, graph.LessOp):
+        keys, queries = compare.rhs, compare.lhs
+    else:
+        return None
+    p = _position_ids(keys, queries=False)
+    if p is None or _position_ids(queries, queries=True) is not p:
+        return None
+    return p
+
+
 def _mask_plan(masks: list[Mask], sq: int, skv: int) -> tuple[Mask | None, bool] | Refusal:
-    """(the mask operand, causal): no-op masks dropped, the causal one made a flag."""
+    """(the mask operand, causal): no-op masks dropped, the causal one made a flag, a
+    causal mask by position made the position ids."""
     causal = False
     kept: list[Mask] = []
     for mask in masks:
         if _is_noop(mask):
+            continue
+        if (positions := _position_mask(mask)) is not None and sq == skv:
+            kept.append(Mask("positions", positions))
             continue
         if not causal and sq >= 0 and skv >= 0 and _is_causal(mask, sq, skv):
             causal = True
@@ -736,7 +827,7 @@ def _mask_operand(mask: Mask, new_ops: list[Operation]) -> SSAValue:
         total = graph.AddOp.make([mask.value, mask.plus])
         new_ops.append(total)
         return total.results[0]
-    if mask.kind == "add":
+    if mask.kind in ("add", "positions"):
         return mask.value
     if mask.kind == "bool":
         if not mask.inverted:

@@ -24,7 +24,8 @@ permuting the other axes commutes with it. The transpose then meets the attentio
 layout: FlashAttentionFusionPass absorbs it into layout BSND (or CascadeTransposeRemove
 cancels it), where before it stayed a library op moving the whole tensor. Preconditions:
 the transpose keeps the last axis, has no other user, and cos and sin need no data
-movement (only size-1 axes move). Named in GE's style (afc's).
+movement (only size-1 axes move) and have at most one dynamic dim (the reshape's -1).
+Named in GE's style (afc's).
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ class TransposedRope:
 
 def _in_source_layout(v: SSAValue, perm: tuple[int, ...]) -> list[int] | None:
     """v's shape (padded to len(perm)) transposed by perm^-1, if that moves only size-1
-    axes (then a reshape gives it); None otherwise."""
+    axes (then a reshape gives it, its one dynamic dim, if any, as -1); None otherwise."""
     rank = len(perm)
     shape = m.shape(v)
     if len(shape) > rank:
@@ -171,9 +172,10 @@ def _in_source_layout(v: SSAValue, perm: tuple[int, ...]) -> list[int] | None:
         inverse[q] = i
     moved = [padded[inverse[j]] for j in range(rank)]
     order = [inverse[j] for j in range(rank) if padded[inverse[j]] != 1]
-    if order != sorted(order) or si.DYN in padded:
+    # a reshape infers one dynamic dim (as -1); two would be ambiguous
+    if order != sorted(order) or padded.count(si.DYN) > 1:
         return None
-    return moved
+    return [-1 if d == si.DYN else d for d in moved]
 
 
 class SinkTransposeThroughRope(FusionRule[TransposedRope]):
@@ -193,7 +195,10 @@ class SinkTransposeThroughRope(FusionRule[TransposedRope]):
             return Refusal("the transpose has other users")
         shapes = [_in_source_layout(v, perm) for v in (op.cos, op.sin)]
         if shapes[0] is None or shapes[1] is None:
-            return Refusal("cos or sin would need a transpose that moves data")
+            return Refusal(
+                "cos or sin would need a transpose that moves data, or a reshape of two "
+                "dynamic dims"
+            )
         return TransposedRope(t, perm, (shapes[0], shapes[1]))
 
     def rewrite(self, op: Operation, match: TransposedRope, rewriter: PatternRewriter) -> None:
@@ -201,12 +206,13 @@ class SinkTransposeThroughRope(FusionRule[TransposedRope]):
         new_ops: list[Operation] = []
         tables = []
         for v, shape in zip((op.cos, op.sin), match.shapes):
-            if list(m.shape(v)) == shape:
+            if [-1 if d == si.DYN else d for d in m.shape(v)] == shape:
                 tables.append(v)
                 continue
             r = graph.ReshapeOp.make([v], {"shape": shape})
             if v.name_hint is not None:
-                r.results[0].name_hint = f"{v.name_hint}_{'x'.join(map(str, shape))}"
+                dims = ("S" if d == -1 else str(d) for d in shape)
+                r.results[0].name_hint = f"{v.name_hint}_{'x'.join(dims)}"
             new_ops.append(r)
             tables.append(r.results[0])
         rope = graph.RopeOp.make(

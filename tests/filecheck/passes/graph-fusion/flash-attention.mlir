@@ -298,11 +298,10 @@ func.func @not_attention(%x: tensor<4x6xf32>, %w: tensor<6x3xf32>) -> tensor<4x3
 // i1 input (key position > query position), applied as where(future, -inf, s); the
 // softmax runs in float32 between casts; repeat_kv on k and v. The cast pair is
 // absorbed (graph.flash_attention computes the softmax in float32 and rounds only its
-// result), the inverted mask gets a graph.not and repeat_kv goes.
+// result), the mask by position becomes the position ids and repeat_kv goes.
 // CHECK-LABEL: func.func @float32_softmax_runtime_mask
-// CHECK:         %[[F:.*]] = graph.greater %kpos, %qpos
-// CHECK-NEXT:    %[[M:.*]] = graph.not %[[F]] : tensor<6x6xi1>
-// CHECK-NEXT:    %{{.*}} = graph.flash_attention %q, %k, %v, %[[M]] {causal = false, layout = "BNSD", scale = 0.353515625} : (tensor<1x4x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<6x6xi1>) -> tensor<1x4x6x8xf16>
+// CHECK-NOT:     graph.greater
+// CHECK:         %{{.*}} = graph.flash_attention %q, %k, %v, %pos {causal = false, layout = "BNSD", scale = 0.353515625} : (tensor<1x4x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<6xi64>) -> tensor<1x4x6x8xf16>
 // CHECK-NOT:     graph.softmax
 // CHECK-NOT:     graph.cast
 func.func @float32_softmax_runtime_mask(%q: tensor<1x4x6x8xf16>, %k: tensor<1x2x6x8xf16>, %v: tensor<1x2x6x8xf16>, %pos: tensor<6xi64>) -> tensor<1x4x6x8xf16> {
@@ -348,9 +347,9 @@ func.func @softmax_cast_to_another_type(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x
 
 // The same with a dynamic batch (a model whose batch is symbolic): repeat_kv's
 // reshape [0, 2, 1, -1, 8] still knows the -1 (the copied batch cancels), so the keys
-// keep their 6 positions and the mask matches them.
+// keep their 6 positions and the position ids match them.
 // CHECK-LABEL: func.func @dynamic_batch_gqa
-// CHECK:         %{{.*}} = graph.flash_attention %q, %k, %v, %{{.*}} {causal = false, layout = "BNSD", scale = 0.353515625} : (tensor<?x4x6x8xf16>, tensor<?x2x6x8xf16>, tensor<?x2x6x8xf16>, tensor<6x6xi1>) -> tensor<?x4x6x8xf16>
+// CHECK:         %{{.*}} = graph.flash_attention %q, %k, %v, %pos {causal = false, layout = "BNSD", scale = 0.353515625} : (tensor<?x4x6x8xf16>, tensor<?x2x6x8xf16>, tensor<?x2x6x8xf16>, tensor<6xi64>) -> tensor<?x4x6x8xf16>
 // CHECK-NOT:     graph.softmax
 func.func @dynamic_batch_gqa(%q: tensor<?x4x6x8xf16>, %k: tensor<?x2x6x8xf16>, %v: tensor<?x2x6x8xf16>, %pos: tensor<6xi64>) -> tensor<?x4x6x8xf16> {
   %kpos = graph.reshape %pos {shape = [1, -1]} : tensor<6xi64> -> tensor<1x6xi64>
@@ -373,4 +372,112 @@ func.func @dynamic_batch_gqa(%q: tensor<?x4x6x8xf16>, %k: tensor<?x2x6x8xf16>, %
   %p = graph.cast %p32 : tensor<?x4x6x6xf32> -> tensor<?x4x6x6xf16>
   %o = graph.matmul %p, %vr : (tensor<?x4x6x6xf16>, tensor<?x4x6x8xf16>) -> tensor<?x4x6x8xf16>
   func.return %o : tensor<?x4x6x8xf16>
+}
+
+// -----
+
+// examples/llama_layer.afc after the rope sink: q, k and v come straight from the
+// projections as [B, S, H, D] with a dynamic batch and sequence, and repeat_kv on the
+// BNSD k and v. The reshapes carry S provably (a 0 copies B; the -1 is S, since the
+// static dims on both sides have the same product), so repeat_kv goes and all five
+// transposes fold into layout BSND.
+// CHECK-LABEL: func.func @dynamic_sequence_gqa
+// CHECK-NOT:     graph.transpose
+// CHECK-NOT:     graph.expand
+// CHECK:         %[[A:.*]] = graph.flash_attention %q, %k, %v, %mask {causal = false, layout = "BSND", scale = 0.35355338454246521} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?xi1>) -> tensor<?x?x4x8xf32>
+// CHECK-NEXT:    %{{.*}} = graph.reshape %[[A]] {shape = [0, 0, 32]}
+// CHECK-NOT:     graph.transpose
+func.func @dynamic_sequence_gqa(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x8xf32>, %mask: tensor<?x?xi1>) -> tensor<?x?x32xf32> {
+  %qt = graph.transpose %q {perm = [0, 2, 1, 3]} : tensor<?x?x4x8xf32> -> tensor<?x4x?x8xf32>
+  %kt = graph.transpose %k {perm = [0, 2, 1, 3]} : tensor<?x?x2x8xf32> -> tensor<?x2x?x8xf32>
+  %vt = graph.transpose %v {perm = [0, 2, 1, 3]} : tensor<?x?x2x8xf32> -> tensor<?x2x?x8xf32>
+  %k5 = graph.reshape %kt {shape = [0, 2, 1, -1, 8]} : tensor<?x2x?x8xf32> -> tensor<?x2x1x?x8xf32>
+  %ke = graph.expand %k5 {shape = [1, 2, 2, 1, 8]} : tensor<?x2x1x?x8xf32> -> tensor<?x2x2x?x8xf32>
+  %kr = graph.reshape %ke {shape = [0, 4, -1, 8]} : tensor<?x2x2x?x8xf32> -> tensor<?x4x?x8xf32>
+  %v5 = graph.reshape %vt {shape = [0, 2, 1, -1, 8]} : tensor<?x2x?x8xf32> -> tensor<?x2x1x?x8xf32>
+  %ve = graph.expand %v5 {shape = [1, 2, 2, 1, 8]} : tensor<?x2x1x?x8xf32> -> tensor<?x2x2x?x8xf32>
+  %vr = graph.reshape %ve {shape = [0, 4, -1, 8]} : tensor<?x2x2x?x8xf32> -> tensor<?x4x?x8xf32>
+  %ktt = graph.transpose %kr {perm = [0, 1, 3, 2]} : tensor<?x4x?x8xf32> -> tensor<?x4x8x?xf32>
+  %s = graph.matmul %qt, %ktt : (tensor<?x4x?x8xf32>, tensor<?x4x8x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = graph.constant dense<0.353553385> : tensor<f32>
+  %ss = graph.mul %s, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
+  %sm = graph.where %mask, %ss, %ninf : (tensor<?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = graph.softmax %sm {axis = -1} : tensor<?x4x?x?xf32>
+  %o = graph.matmul %p, %vr : (tensor<?x4x?x?xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %ot = graph.transpose %o {perm = [0, 2, 1, 3]} : tensor<?x4x?x8xf32> -> tensor<?x?x4x8xf32>
+  %r = graph.reshape %ot {shape = [0, 0, 32]} : tensor<?x?x4x8xf32> -> tensor<?x?x32xf32>
+  func.return %r : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Negatives of the operand tracing. k and v are repeated in tile order (query head h
+// would read key/value head h % 2, not h // 2, as graph.flash_attention's GQA does):
+// that broadcast is not repeat_kv and stays. q's transpose moves the head dim
+// ([B, D, S, H] -> [B, H, S, D]): it is no layout of the attention and stays too.
+// CHECK-LABEL: func.func @not_repeat_kv
+// CHECK:         graph.expand
+// CHECK:         graph.expand
+// CHECK:         %[[QT:.*]] = graph.transpose %q {perm = [0, 3, 2, 1]}
+// CHECK:         graph.flash_attention %[[QT]], %{{.*}}, %{{.*}} {causal = false, layout = "BNSD"
+func.func @not_repeat_kv(%q: tensor<1x8x6x4xf32>, %k: tensor<1x2x6x8xf32>, %v: tensor<1x2x6x8xf32>) -> tensor<1x4x6x8xf32> {
+  %qt = graph.transpose %q {perm = [0, 3, 2, 1]} : tensor<1x8x6x4xf32> -> tensor<1x4x6x8xf32>
+  %k5 = graph.reshape %k {shape = [1, 1, 2, 6, 8]} : tensor<1x2x6x8xf32> -> tensor<1x1x2x6x8xf32>
+  %ke = graph.expand %k5 {shape = [1, 2, 1, 1, 1]} : tensor<1x1x2x6x8xf32> -> tensor<1x2x2x6x8xf32>
+  %kr = graph.reshape %ke {shape = [1, 4, 6, 8]} : tensor<1x2x2x6x8xf32> -> tensor<1x4x6x8xf32>
+  %v5 = graph.reshape %v {shape = [1, 1, 2, 6, 8]} : tensor<1x2x6x8xf32> -> tensor<1x1x2x6x8xf32>
+  %ve = graph.expand %v5 {shape = [1, 2, 1, 1, 1]} : tensor<1x1x2x6x8xf32> -> tensor<1x2x2x6x8xf32>
+  %vr = graph.reshape %ve {shape = [1, 4, 6, 8]} : tensor<1x2x2x6x8xf32> -> tensor<1x4x6x8xf32>
+  %ktt = graph.transpose %kr {perm = [0, 1, 3, 2]} : tensor<1x4x6x8xf32> -> tensor<1x4x8x6xf32>
+  %s = graph.matmul %qt, %ktt : (tensor<1x4x6x8xf32>, tensor<1x4x8x6xf32>) -> tensor<1x4x6x6xf32>
+  %p = graph.softmax %s {axis = -1} : tensor<1x4x6x6xf32>
+  %o = graph.matmul %p, %vr : (tensor<1x4x6x6xf32>, tensor<1x4x6x8xf32>) -> tensor<1x4x6x8xf32>
+  func.return %o : tensor<1x4x6x8xf32>
+}
+
+// -----
+
+// transformers' causal mask built from the position ids, where(p[j] > p[i], -inf, s)
+// (examples/llama_layer.afc): the operand becomes the ids themselves, compared in the
+// kernel, so no [S, S] mask (nor its graph.not) is built. less(p_q, p_k) is the same.
+// The negatives keep a boolean mask: the compare the other way round (p[j] < p[i]
+// hides the past), and ids of the keys that are not the queries' ids.
+// CHECK-LABEL: func.func @position_mask
+// CHECK:         graph.flash_attention %q, %k, %v, %pos {{.*}} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<?xi64>)
+// CHECK:         graph.flash_attention %q, %k, %v, %pos {{.*}} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<?xi64>)
+// CHECK:         %[[N:.*]] = graph.not %past
+// CHECK:         graph.flash_attention %q, %k, %v, %[[N]] {{.*}} tensor<?x?xi1>
+// CHECK:         %[[M:.*]] = graph.not %other
+// CHECK:         graph.flash_attention %q, %k, %v, %[[M]] {{.*}} tensor<?x?xi1>
+func.func @position_mask(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>, %pos: tensor<?xi64>, %kpos2: tensor<?xi64>) -> (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) {
+  %kp = graph.reshape %pos {shape = [1, -1]} : tensor<?xi64> -> tensor<1x?xi64>
+  %qp = graph.reshape %pos {shape = [-1, 1]} : tensor<?xi64> -> tensor<?x1xi64>
+  %kp2 = graph.reshape %kpos2 {shape = [1, -1]} : tensor<?xi64> -> tensor<1x?xi64>
+  %future = graph.greater %kp, %qp : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %future2 = graph.less %qp, %kp : (tensor<?x1xi64>, tensor<1x?xi64>) -> tensor<?x?xi1>
+  %past = graph.less %kp, %qp : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %other = graph.greater %kp2, %qp : (tensor<1x?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
+  %kt = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x?x8xf32> -> tensor<1x2x8x?xf32>
+  %s = graph.matmul %q, %kt : (tensor<1x2x?x8xf32>, tensor<1x2x8x?xf32>) -> tensor<1x2x?x?xf32>
+  %sm = graph.where %future, %ninf, %s : (tensor<?x?xi1>, tensor<f32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %p = graph.softmax %sm {axis = -1} : tensor<1x2x?x?xf32>
+  %o = graph.matmul %p, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  %kt2 = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x?x8xf32> -> tensor<1x2x8x?xf32>
+  %s2 = graph.matmul %q, %kt2 : (tensor<1x2x?x8xf32>, tensor<1x2x8x?xf32>) -> tensor<1x2x?x?xf32>
+  %sm2 = graph.where %future2, %ninf, %s2 : (tensor<?x?xi1>, tensor<f32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %p2 = graph.softmax %sm2 {axis = -1} : tensor<1x2x?x?xf32>
+  %o2 = graph.matmul %p2, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  %kt3 = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x?x8xf32> -> tensor<1x2x8x?xf32>
+  %s3 = graph.matmul %q, %kt3 : (tensor<1x2x?x8xf32>, tensor<1x2x8x?xf32>) -> tensor<1x2x?x?xf32>
+  %sm3 = graph.where %past, %ninf, %s3 : (tensor<?x?xi1>, tensor<f32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %p3 = graph.softmax %sm3 {axis = -1} : tensor<1x2x?x?xf32>
+  %o3 = graph.matmul %p3, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  %kt4 = graph.transpose %k {perm = [0, 1, 3, 2]} : tensor<1x2x?x8xf32> -> tensor<1x2x8x?xf32>
+  %s4 = graph.matmul %q, %kt4 : (tensor<1x2x?x8xf32>, tensor<1x2x8x?xf32>) -> tensor<1x2x?x?xf32>
+  %sm4 = graph.where %other, %ninf, %s4 : (tensor<?x?xi1>, tensor<f32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %p4 = graph.softmax %sm4 {axis = -1} : tensor<1x2x?x?xf32>
+  %o4 = graph.matmul %p4, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  func.return %o, %o2, %o3, %o4 : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>
 }

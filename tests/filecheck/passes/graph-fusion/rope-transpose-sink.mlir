@@ -47,7 +47,7 @@ func.func @rope_then_attention(%q: tensor<2x6x32xf32>, %k: tensor<2x6x32xf32>, %
 // CHECK-COUNT-3: graph.rope %t
 // LOG: not applied to graph.rope %r0: the transpose moves the last axis, which rope rotates
 // LOG: not applied to graph.rope %r1: the transpose has other users
-// LOG: not applied to graph.rope %r2: cos or sin would need a transpose that moves data
+// LOG: not applied to graph.rope %r2: cos or sin would need a transpose that moves data, or a reshape of two dynamic dims
 func.func @refusals(%x: tensor<2x6x4x8xf32>, %y: tensor<2x6x8x4xf32>, %cos: tensor<6x8xf32>, %sin: tensor<6x8xf32>, %hcos: tensor<4x6x8xf32>) -> (tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>) {
   %t0 = graph.transpose %y {perm = [0, 3, 1, 2]} : tensor<2x6x8x4xf32> -> tensor<2x4x6x8xf32>
   %r0 = graph.rope %t0, %cos, %sin {interleaved = false} : (tensor<2x4x6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<2x4x6x8xf32>
@@ -56,4 +56,33 @@ func.func @refusals(%x: tensor<2x6x4x8xf32>, %y: tensor<2x6x8x4xf32>, %cos: tens
   %t2 = graph.transpose %x {perm = [0, 2, 1, 3]} : tensor<2x6x4x8xf32> -> tensor<2x4x6x8xf32>
   %r2 = graph.rope %t2, %hcos, %hcos {interleaved = false} : (tensor<2x4x6x8xf32>, tensor<4x6x8xf32>, tensor<4x6x8xf32>) -> tensor<2x4x6x8xf32>
   func.return %r0, %r1, %r2, %t1 : tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>, tensor<2x4x6x8xf32>
+}
+
+// -----
+
+// examples/llama_layer.afc: the sequence is dynamic, so the tables are [?, D]; their
+// view in x's layout is the reshape [1, -1, 1, D] (one dynamic dim: the -1 infers it).
+// CHECK-LABEL: func.func @dynamic_sequence
+// CHECK:         %[[C:.*]] = graph.reshape %cos {shape = [1, -1, 1, 8]} : tensor<?x8xf16> -> tensor<1x?x1x8xf16>
+// CHECK-NEXT:    %[[S:.*]] = graph.reshape %sin {shape = [1, -1, 1, 8]} : tensor<?x8xf16> -> tensor<1x?x1x8xf16>
+// CHECK-NEXT:    %[[R:.*]] = graph.rope %x, %[[C]], %[[S]] {interleaved = false} : (tensor<?x?x4x8xf16>, tensor<1x?x1x8xf16>, tensor<1x?x1x8xf16>) -> tensor<?x?x4x8xf16>
+// CHECK-NEXT:    %{{.*}} = graph.transpose %[[R]] {perm = [0, 2, 1, 3]} : tensor<?x?x4x8xf16> -> tensor<?x4x?x8xf16>
+func.func @dynamic_sequence(%x: tensor<?x?x4x8xf16>, %cos: tensor<?x8xf16>, %sin: tensor<?x8xf16>) -> tensor<?x4x?x8xf16> {
+  %t = graph.transpose %x {perm = [0, 2, 1, 3]} : tensor<?x?x4x8xf16> -> tensor<?x4x?x8xf16>
+  %r = graph.rope %t, %cos, %sin {interleaved = false} : (tensor<?x4x?x8xf16>, tensor<?x8xf16>, tensor<?x8xf16>) -> tensor<?x4x?x8xf16>
+  func.return %r : tensor<?x4x?x8xf16>
+}
+
+// -----
+
+// Negative: per-batch tables [?, 1, ?, D] (batch and sequence dynamic): in x's layout
+// they are [?, ?, 1, D], a reshape with two unknown dims, which no reshape spells.
+// CHECK-LABEL: func.func @two_dynamic_table_dims
+// CHECK:         graph.transpose %x
+// CHECK-NEXT:    graph.rope %t
+// LOG: not applied to graph.rope %r: cos or sin would need a transpose that moves data, or a reshape of two dynamic dims
+func.func @two_dynamic_table_dims(%x: tensor<?x?x4x8xf16>, %cos: tensor<?x1x?x8xf16>) -> tensor<?x4x?x8xf16> {
+  %t = graph.transpose %x {perm = [0, 2, 1, 3]} : tensor<?x?x4x8xf16> -> tensor<?x4x?x8xf16>
+  %r = graph.rope %t, %cos, %cos {interleaved = false} : (tensor<?x4x?x8xf16>, tensor<?x1x?x8xf16>, tensor<?x1x?x8xf16>) -> tensor<?x4x?x8xf16>
+  func.return %r : tensor<?x4x?x8xf16>
 }
