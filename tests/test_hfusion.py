@@ -96,7 +96,7 @@ def test_mlp_text_is_named_ops_on_static_tensors() -> None:
     assert "#hacc.function_kind<HOST>" in heads[3][1]
     # the ffn (matmul, gelu, matmul) is MIX_C2: cut before the second matmul
     assert "// remark: afc_g1: MIX_C2 is not scheduled by HFusion 1.2.0; cut into 2" in text
-    assert re.search(r"func\.call @afc_g1_1\(%v\d+, %fc2_w, %fc2_b\)", text)
+    assert re.search(r"func\.call @afc_g1_1\(%fc2_w, %fc2_b, %v\d+\)", text)
     ops = set(re.findall(r"= ((?:linalg|hfusion|tensor|arith)\.\w+)", text))
     assert ops <= {*STEP_KINDS, "tensor.empty"}, ops
 
@@ -208,3 +208,14 @@ def test_refusal_writes_no_file(tmp_path: Path) -> None:
     assert "graph.sign has no HFusion lowering" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
     assert not out.exists()
+
+
+def test_compile_backend_hfusion_writes_the_module(tmp_path: Path) -> None:
+    afc = str(Path(sys.executable).parent / "afc")
+    out = tmp_path / "mlp"
+    example = str(ROOT / "examples" / "mlp.afc")
+    cmd = [afc, "compile", example, "--chip", "Ascend910B1", "--backend", "hfusion", "-q"]
+    proc = subprocess.run([*cmd, "-o", str(out)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "hfusion.mlir").read_text() == hfusion_text(fused("mlp"), 128)
+    assert (out / "kernels").is_dir()  # afc's own Ascend C is written as before

@@ -78,6 +78,7 @@ class Exporter:
         self.program = Program([], [], [])
         self.constants: dict[str, graph.ConstantOp] = {}
         self.group_count = 0
+        self.operand_order: dict[str, int] = {}
 
     def param(self, value: SSAValue, name: str) -> Value:
         t = static_type(cast(TensorType, value.type), self.dynamic_size)
@@ -89,7 +90,8 @@ class Exporter:
     def run(self, f: func.FuncOp) -> Export:
         inputs = {}
         for arg, name in zip(f.body.block.args, argument_names(f)):
-            inputs[name] = self.param(arg, name).name
+            # an input without graph.name is `arg<i>` to the interpreter; print its SSA name
+            inputs[name] = self.param(arg, arg.name_hint or name).name
         for op in f.body.block.ops:
             self.host_op(op)
         return Export(self.program, inputs, self.constants, result_names(f))
@@ -129,6 +131,7 @@ class Exporter:
         outer = list(anchor.operands) if isinstance(anchor, graph.FusionGroupOp) else list(args)
         for inner, value in zip(args, outer):
             self.env[inner] = self.env[value]
+        self.operand_order = {self.env[v].name: i for i, v in reversed(list(enumerate(outer)))}
         yielded = (
             list(anchor.body.block.last_op.operands)  # type: ignore[union-attr]
             if isinstance(anchor, graph.FusionGroupOp)
@@ -230,6 +233,8 @@ class Exporter:
             for v in s.operands:
                 if v.name not in own and v not in params:
                     params.append(v)
+        # the group's operands first, in their order; values of earlier parts after them
+        params.sort(key=lambda v: self.operand_order.get(v.name, len(self.operand_order)))
         if not any(kinds.is_compute(s) for s in piece):
             self.program.host_body.extend(body)
             return

@@ -54,6 +54,7 @@ class CompileOptions:
     dynamic_size: int = 128  # what the cost model assumes for a dynamic dimension
     seed: int = 0  # random inputs of --check
     input_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # --check's, by hand
+    backend: str = "ascendc"  # "hfusion" also writes hfusion.mlir for bishengir (docs/hfusion.md)
 
 
 @dataclass
