@@ -46,7 +46,7 @@ class CompileResult:
     def first_error(self) -> str:
         """The first error line that is not the missing CANN toolchain."""
         for line in self.log.splitlines():
-            if "error" in line.lower() and "hivmc" not in line and "BiShengIR pipeline" not in line:
+            if "error" in line.lower() and not re.search(r"hivmc|Failed to run BiSheng", line):
                 return line.strip()
         return ""
 

@@ -39,6 +39,7 @@ from autofusion.codegen.hfusion_lowering import (
     FunctionBuilder,
     Refusal,
     lower_op,
+    splat_constant,
     static_type,
 )
 from autofusion.dialects import graph
@@ -79,6 +80,7 @@ class Exporter:
         self.constants: dict[str, graph.ConstantOp] = {}
         self.group_count = 0
         self.operand_order: dict[str, int] = {}
+        self.host_defined: set[str] = set()
 
     def param(self, value: SSAValue, name: str) -> Value:
         t = static_type(cast(TensorType, value.type), self.dynamic_size)
@@ -96,11 +98,15 @@ class Exporter:
             self.host_op(op)
         return Export(self.program, inputs, self.constants, result_names(f))
 
+    def constant(self, op: graph.ConstantOp) -> None:
+        """A weight: a parameter of the host function, bound to its values when run."""
+        name = op.properties.get("name")
+        hint = name.data if isinstance(name, StringAttr) else op.results[0].name_hint
+        self.constants[self.param(op.results[0], hint or "w").name] = op
+
     def host_op(self, op: Operation) -> None:
         if isinstance(op, graph.ConstantOp):
-            name = op.properties.get("name")
-            hint = name.data if isinstance(name, StringAttr) else op.results[0].name_hint
-            self.constants[self.param(op.results[0], hint or "w").name] = op
+            self.constant(op)
         elif isinstance(op, func.ReturnOp):
             self.program.host_results = [self.env[v] for v in op.operands]
         elif isinstance(op, graph.FusionGroupOp):
@@ -151,6 +157,13 @@ class Exporter:
             start = len(self.builder.steps)
             self.builder.narrowed.clear()  # float32 intermediates stay inside one run
             for op in run:
+                if isinstance(op, graph.ConstantOp):  # a splat is a fill, others weights
+                    fill = splat_constant(self.builder, op, self.dynamic_size)
+                    if fill is None:
+                        self.constant(op)
+                    else:
+                        self.env[op.results[0]] = fill
+                    continue
                 outs = lower_op(self.builder, op, [self.env[v] for v in op.operands])
                 for r, v in zip(op.results, outs):
                     self.env[r] = v
@@ -226,6 +239,11 @@ class Exporter:
                     body.extend(_rematerialize(origin, earlier, own))
             body.append(s)
         results = [s.result for s in piece if s.result.name in used_later]
+        if not any(kinds.is_compute(s) for s in piece):
+            self.host_steps(_without_dead_setup(body, {r.name for r in results}))
+            return
+        before, body = _leading_views(body)
+        body, results, after = _trailing_views(body, results)
         body = _without_dead_setup(body, {r.name for r in results})
         own = {s.result.name for s in body}
         params: list[Value] = []
@@ -235,9 +253,21 @@ class Exporter:
                     params.append(v)
         # the group's operands first, in their order; values of earlier parts after them
         params.sort(key=lambda v: self.operand_order.get(v.name, len(self.operand_order)))
-        if not any(kinds.is_compute(s) for s in piece):
-            self.program.host_body.extend(body)
-            return
+        self.host_steps(before)
+        self.call(name, params, body, results, source)
+        self.host_steps(after)
+
+    def host_steps(self, steps: Sequence[Step]) -> None:
+        """Views in the host function, each defined once (parts may share one)."""
+        for s in steps:
+            if s.result.name not in self.host_defined:
+                self.host_defined.add(s.result.name)
+                self.program.host_body.append(s)
+
+    def call(
+        self, name: str, params: list[Value], body: list[Step], results: list[Value], source: str
+    ) -> None:
+        """A device function and its call; a host call where a boundary rule forbids it."""
         kind = kinds.fusion_kind(body)
         limit = kinds.boundary_limit([*params, *results])
         if limit:
@@ -250,6 +280,49 @@ class Exporter:
         fn = DeviceFunction(name, params, body, results, kind, source)
         self.program.devices.append(fn)
         self.program.host_body.append(HostCall(name, params, results))
+
+
+# reshapes and slices: free on the host (a new view of a GM tensor). At a device
+# function's boundary bishengir 1.2.0 fails on them (measured: an extract_slice of a weight
+# parameter gives "'memref.cast' op ... cast incompatible", an expand_shape of a matmul
+# result returned as is gives "type of return operand 0 ... doesn't match"), so they move
+# to the host function.
+VIEW_STEPS = frozenset({"tensor.collapse_shape", "tensor.expand_shape", "tensor.extract_slice"})
+
+
+def _leading_views(body: list[Step]) -> tuple[list[Step], list[Step]]:
+    """(the views of parameters, the rest of `body`)."""
+    defined = {s.result.name for s in body}
+    moved: list[Step] = []
+    names: set[str] = set()
+    for s in body:
+        if s.kind in VIEW_STEPS and all(
+            v.name not in defined or v.name in names for v in s.operands
+        ):
+            moved.append(s)
+            names.add(s.result.name)
+    return moved, [s for s in body if s.result.name not in names]
+
+
+def _trailing_views(
+    body: list[Step], results: list[Value]
+) -> tuple[list[Step], list[Value], list[Step]]:
+    """Results that are views of computed values: return the values, view them on the host."""
+    by_name = {s.result.name: s for s in body}
+    roots: list[Value] = []
+    after: list[Step] = []
+    for result in results:
+        chain: list[Step] = []
+        root = result
+        step = by_name.get(root.name)
+        while step is not None and step.kind in VIEW_STEPS and step.operands[0].name in by_name:
+            chain.append(step)
+            root = step.operands[0]
+            step = by_name.get(root.name)
+        if root not in roots:
+            roots.append(root)
+        after.extend(reversed(chain))
+    return body, roots, after
 
 
 def _without_dead_setup(body: list[Step], results: set[str]) -> list[Step]:

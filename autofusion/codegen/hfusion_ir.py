@@ -142,6 +142,9 @@ BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "div": np.divide,
     "max_signed": np.maximum,
     "min_signed": np.minimum,
+    "vand": np.logical_and,
+    "vor": np.logical_or,
+    "powf": np.power,
 }
 COMPARE: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "veq": np.equal,
@@ -275,6 +278,12 @@ STEP_KINDS: dict[str, StepKind] = {
         ),
         lambda s, a, b: BINARY[s.attr("fun")](_f32(a), _f32(b)),
     ),
+    "hfusion.elemwise_binary": StepKind(
+        lambda s, n: (
+            f"hfusion.elemwise_binary {{fun = #hfusion.binary_fn<{s.attr('fun')}>}} {_ins(s, n)} {_outs(s, n)} -> {s.result.type_text}"
+        ),
+        lambda s, a, b: BINARY[s.attr("fun")](_f32(a), _f32(b)),
+    ),
     "hfusion.compare": StepKind(
         lambda s, n: (
             f"hfusion.compare {{compare_fn = #hfusion.compare_fn<{s.attr('fun')}>}} {_ins(s, n)} {_outs(s, n)} -> {s.result.type_text}"
@@ -327,6 +336,7 @@ NEEDS_INIT = {
     "linalg.elemwise_unary",
     "hfusion.elemwise_unary",
     "linalg.elemwise_binary",
+    "hfusion.elemwise_binary",
     "hfusion.compare",
     "hfusion.select",
     "hfusion.cast",

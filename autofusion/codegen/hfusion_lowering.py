@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 
 from autofusion import dtypes
+from autofusion.codegen.hfusion_ir import NUMPY_TYPES as NUMPY_DTYPES
 from autofusion.codegen.hfusion_ir import Step, Value
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph
@@ -117,6 +118,13 @@ class FunctionBuilder:
         dims = [j for j in range(len(shape)) if j not in kept]
         return self.emit("linalg.broadcast", (core,), x.dtype, shape, dims=dims)
 
+    def columns(self, x: Value, half: int) -> Value:
+        """The first (`half` 0) or second half of `x`'s last dimension."""
+        shape = x.shape or ()
+        part = (*shape[:-1], shape[-1] // 2)
+        offsets = [0] * (len(shape) - 1) + [half * part[-1]]
+        return self.emit("tensor.extract_slice", (x,), x.dtype, part, offsets=offsets)
+
     def unary(self, fun: str, x: Value) -> Value:
         kind = "linalg.elemwise_unary" if fun in LINALG_UNARY else "hfusion.elemwise_unary"
         return self.emit(kind, (x,), x.dtype, x.shape, fun=fun)
@@ -129,7 +137,8 @@ class FunctionBuilder:
         assert shape is not None
         lhs = self.broadcast_to(a, shape)
         rhs = b if b.is_scalar else self.broadcast_to(b, shape)
-        return self.emit("linalg.elemwise_binary", (lhs, rhs), a.dtype, shape, fun=fun)
+        kind = "hfusion.elemwise_binary" if fun in HFUSION_BINARY else "linalg.elemwise_binary"
+        return self.emit(kind, (lhs, rhs), a.dtype, shape, fun=fun)
 
     def compare(self, fun: str, a: Value, b: Value) -> Value:
         shape = si_broadcast(a.shape or (), b.shape or ())
@@ -168,6 +177,7 @@ class FunctionBuilder:
 
 
 LINALG_UNARY = {"exp", "log", "abs", "negf", "ceil", "floor"}
+HFUSION_BINARY = {"vand", "vor", "powf"}
 
 
 def si_broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -262,6 +272,10 @@ def _binary(fun: str) -> Lowering:
     return lambda b, op, xs, rs: [_rounded(b, b.binary(fun, b.widen(xs[0]), b.widen(xs[1])), rs[0])]
 
 
+def _logical(fun: str) -> Lowering:
+    return lambda b, op, xs, rs: [b.reshape(b.binary(fun, xs[0], xs[1]), rs[0].shape or ())]
+
+
 def _compare(fun: str) -> Lowering:
     return lambda b, op, xs, rs: [
         b.reshape(b.compare(fun, b.widen(xs[0]), b.widen(xs[1])), rs[0].shape or ())
@@ -300,6 +314,17 @@ def _norm(center: bool) -> Lowering:
         if len(xs) > 2:
             y = b.binary("add", y, b.widen(xs[2]))
         return [_rounded(b, y, rs[0])]
+
+    return lower
+
+
+def _add_norm(center: bool) -> Lowering:
+    """(norm(x + residual), x + residual): the sum rounded as the unfused add stores it."""
+    norm = _norm(center)
+
+    def lower(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) -> list[Value]:
+        total = _rounded(b, b.binary("add", b.widen(xs[0]), b.widen(xs[1])), rs[1])
+        return [*norm(b, op, [total, *xs[2:]], rs[:1]), total]
 
     return lower
 
@@ -343,8 +368,9 @@ def _ffn(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) ->
     residual = of[ffn.residual] if ffn.residual is not None else None
     act = ffn.activation.data
     dtype = rs[0].dtype
-    if len(w1) == 1 and ffn.gated:
-        raise Refusal("graph.ffn: a merged gate/up weight is not exported (split it first)", op)
+    if len(w1) == 1 and ffn.gated:  # one [K, 2F] weight: gate columns first, then up
+        w1 = [b.columns(w1[0], half) for half in (0, 1)]
+        b1 = [b.columns(b1[0], half) for half in (0, 1)] if b1 else []
     h = []
     for i, w in enumerate(w1):
         y = b.matmul(x, w)
@@ -485,6 +511,9 @@ LOWERINGS: dict[type[Operation], Lowering] = {
     graph.DivOp: _binary("div"),
     graph.MaxOp: _binary("max_signed"),
     graph.MinOp: _binary("min_signed"),
+    graph.PowOp: _binary("powf"),
+    graph.AndOp: _logical("vand"),
+    graph.OrOp: _logical("vor"),
     graph.EqualOp: _compare("veq"),
     graph.LessOp: _compare("vlt"),
     graph.GreaterOp: _compare("vgt"),
@@ -496,6 +525,8 @@ LOWERINGS: dict[type[Operation], Lowering] = {
     graph.SoftmaxOp: _softmax,
     graph.LayerNormOp: _norm(center=True),
     graph.RmsNormOp: _norm(center=False),
+    graph.AddLayerNormOp: _add_norm(center=True),
+    graph.AddRmsNormOp: _add_norm(center=False),
     graph.MatmulOp: _matmul,
     graph.GemmOp: _gemm,
     graph.FfnOp: _ffn,
@@ -520,6 +551,19 @@ LIBRARY_OPS: dict[str, str] = {
     "graph.flash_attention": "attention is matmul-softmax-matmul, a cube-vector-cube (MIX_C2) "
     "kernel that HFusion 1.2.0 cannot schedule",
 }
+
+
+def splat_constant(b: FunctionBuilder, op: graph.ConstantOp, dynamic_size: int) -> Value | None:
+    """A constant of one repeated value as a linalg.fill (None for any other constant)."""
+    from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+
+    value = op.value
+    if not isinstance(value, DenseIntOrFPElementsAttr) or not value.is_splat():
+        return None
+    t = static_type(cast(TensorType, op.results[0].type), dynamic_size)
+    if t.dtype not in NUMPY_DTYPES:
+        return None
+    return b.fill(value.get_values()[0], t.dtype, t.shape or ())
 
 
 def static_type(t: TensorType, dynamic_size: int) -> Value:
