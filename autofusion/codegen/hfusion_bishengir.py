@@ -35,6 +35,15 @@ def bishengir_tool(name: str) -> Path | None:
     return Path(found) if found else None
 
 
+def _run(
+    cmd: list[str], cwd: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """A tool run with its output captured (its exit code is the caller's to judge)."""
+    return subprocess.run(
+        cmd, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+    )
+
+
 @dataclass(frozen=True)
 class CompileResult:
     """What bishengir-compile did with one module."""
@@ -62,20 +71,8 @@ def compile_to_hivm(text: str, workdir: Path | None = None) -> CompileResult:
         source = work / "input.mlir"
         source.write_text(text)
         temps = work / "temps"
-        proc = subprocess.run(
-            [
-                str(tool),
-                str(source),
-                *COMPILE_FLAGS,
-                f"--save-temps={temps}",
-                "-o",
-                str(work / "out.o"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
+        flags = [*COMPILE_FLAGS, f"--save-temps={temps}", "-o", str(work / "out.o")]
+        proc = _run([str(tool), str(source), *flags])
         return CompileResult((temps / HIVM_STAGE).is_file(), proc.stdout + proc.stderr)
 
 
@@ -87,19 +84,8 @@ def inferred_kinds(text: str) -> dict[str, str]:
     tool = bishengir_tool("bishengir-opt")
     if tool is None:
         raise FileNotFoundError("bishengir-opt not found (pip install 'afc[hfusion]')")
-    proc = subprocess.run(
-        [
-            str(tool),
-            "-",
-            f"--hacc-append-device-spec=target={TARGET}",
-            "--hfusion-infer-func-fusion-kind",
-        ],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    spec = f"--hacc-append-device-spec=target={TARGET}"
+    proc = _run([str(tool), "-", spec, "--hfusion-infer-func-fusion-kind"], stdin=text)
     if proc.returncode != 0:
         raise RuntimeError(f"bishengir-opt failed: {proc.stderr.strip().splitlines()[:1]}")
     return {m.group(1): m.group(2) for m in _KIND.finditer(proc.stdout)}
@@ -188,14 +174,7 @@ def run_on_cpu(device_text: str, work: Path) -> tuple[list[float], list[float]]:
     )
     (work / "group.mlir").write_text(host)
     lowered = work / "lowered.mlir"
-    proc = subprocess.run(
-        [str(compiler), "group.mlir", *CPU_RUNNER_FLAGS, "-o", lowered.name],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    proc = _run([str(compiler), "group.mlir", *CPU_RUNNER_FLAGS, "-o", lowered.name], work)
     if not lowered.is_file():
         raise RuntimeError(
             f"bishengir cpu-runner lowering failed: {CompileResult(False, proc.stderr).first_error}"
@@ -205,21 +184,8 @@ def run_on_cpu(device_text: str, work: Path) -> tuple[list[float], list[float]]:
     subprocess.run(
         ["gcc", "-shared", "-fPIC", "-o", "libshim.so", "shim.c", "-lm"], cwd=work, check=True
     )
-    proc = subprocess.run(
-        [
-            str(runner),
-            "run.mlir",
-            "-e",
-            "entry",
-            "-entry-point-result=void",
-            "-shared-libs=./libshim.so",
-        ],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    flags = ["-e", "entry", "-entry-point-result=void", "-shared-libs=./libshim.so"]
+    proc = _run([str(runner), "run.mlir", *flags], work)
     if proc.returncode != 0:
         raise RuntimeError(f"mlir-cpu-runner failed: {proc.stderr.strip()[:300]}")
     return _numbers(work / "in.txt"), _numbers(work / "out.txt")
