@@ -43,6 +43,7 @@ class Partition:
     kernels: int = 0
     single_op: int = 0
     failure: str = ""
+    hivm: str = ""  # whether bishengir-compile takes its own partition to HIVM, and if not why
 
 
 class StageError(Exception):
@@ -144,9 +145,31 @@ def bishengir_partition(onnx_path: Path) -> Partition:
             )
             if "IR Dump After" not in proc.stderr:
                 raise StageError(f"hfusion partition: {_first_error(proc.stderr)}")
-            return kernel_count(proc.stderr.split("IR Dump After", 1)[1])
+            counted = kernel_count(proc.stderr.split("IR Dump After", 1)[1])
+            return Partition(counted.kernels, counted.single_op, hivm=_to_hivm(d / "host.mlir"))
         except StageError as e:
             return Partition(failure=str(e))
+
+
+def _to_hivm(host: Path) -> str:
+    """'yes', or bishengir-compile's first error on the whole model in multi-kernel mode."""
+    from autofusion.codegen.hfusion_bishengir import COMPILE_FLAGS, HIVM_STAGE, bishengir_tool
+
+    tool = bishengir_tool("bishengir-compile")
+    temps = host.parent / "temps"
+    flags = [*COMPILE_FLAGS, "--enable-multi-kernel", f"--save-temps={temps}"]
+    proc = subprocess.run(
+        [str(tool), str(host), *flags, "-o", str(host.parent / "out.o")],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    if (temps / HIVM_STAGE).is_file():
+        return "yes"
+    errors = [ln for ln in proc.stderr.splitlines() if "error" in ln.lower() and "hivmc" not in ln]
+    errors = [ln for ln in errors if "Failed to run BiSheng" not in ln]
+    return "no: " + _first_error("\n".join(errors))
 
 
 @dataclass(frozen=True)
@@ -184,23 +207,30 @@ def main(models: tuple[str, ...] = MODELS) -> None:
         print(f"skipped: the corpus needs torch ({e})")
         return
     print(
-        "| model | bishengir kernels | of them single-op | afc kernels | afc device functions | afc host calls | reach HIVM |"
+        "| model | bishengir kernels | of them single-op | bishengir to HIVM | afc kernels "
+        "| afc device functions | afc host calls | afc device functions to HIVM |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for model in models:
         path = model_corpus.model_path(model, "dynamo")
         own = bishengir_partition(path)
         afc = afc_export(path)
         theirs = (
-            (str(own.kernels), str(own.single_op))
+            f"{own.kernels} | {own.single_op} | {own.hivm}"
             if not own.failure
-            else (f"fails at {own.failure}", "")
+            else f"fails at {own.failure} | | "
         )
         print(
-            f"| {model} | {theirs[0]} | {theirs[1]} | {afc.groups} | {afc.devices} | "
+            f"| {model} | {theirs} | {afc.groups} | {afc.devices} | "
             f"{afc.host_calls} | {afc.reach_hivm}/{afc.devices} |",
             flush=True,
         )
+    print(
+        "\nbishengir's partition is its own torch-onnx path in multi-kernel mode (stock 1.2.0, "
+        "no rewrites); afc's is `-t hfusion` on afc's plan, each device function compiled "
+        "alone (single-kernel mode). Host calls are library ops (convolution, pooling, "
+        "gather, attention) and parts with bool tensors at their boundary (docs/hfusion.md)."
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from autofusion.codegen import hfusion_kinds as kinds
 from autofusion.codegen.hfusion_export import Refusal, export_module, hfusion_text, run_export
 from autofusion.codegen.hfusion_ir import STEP_KINDS, Step, Value
 from autofusion.driver.compile import CompileOptions, compile_model
+from autofusion.driver.input_ranges import integer_input_ranges
 from autofusion.interpreter import find_function, random_inputs, run_function
 from autofusion.mlir_io import default_context, parse_module
 
@@ -72,6 +73,28 @@ def test_export_runs_to_the_graph_outputs(example: str) -> None:
         tol = 2e-2 if w.dtype == np.float16 else 1e-4
         scale = max(1.0, float(np.max(np.abs(w.astype(np.float64)))))
         assert np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))) <= tol * scale, name
+
+
+@pytest.mark.parametrize("model", ["bert", "gpt2", "llama", "vit"])
+def test_corpus_export_runs_to_the_graph_outputs(model: str) -> None:
+    """Real exports: masks (i1 host parts), gathers and attention as library calls, splits."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    sys.path.insert(0, str(ROOT / "tests"))
+    import model_corpus
+
+    path = model_corpus.model_path(model, "dynamo")
+    c = compile_model(str(path), CompileOptions(chip="Ascend910B1"), None, "ub-fusion")
+    assert c.fused is not None
+    export = export_module(c.fused, SMALL)
+    f = find_function(c.fused)
+    ranges = integer_input_ranges(f, {})  # token ids within their tables
+    inputs = random_inputs(f, 0, SMALL, ranges)
+    want = run_function(c.fused, inputs)
+    got = run_export(export, c.fused, inputs)
+    for name, w in want.items():
+        scale = max(1.0, float(np.max(np.abs(w.astype(np.float64)))))
+        assert np.max(np.abs(got[name].astype(np.float64) - w)) <= 1e-4 * scale, name
 
 
 def test_export_catches_a_wrong_step() -> None:

@@ -24,7 +24,7 @@ TIMEOUT_S = 300
 def bishengir_tool(name: str) -> Path | None:
     """`bishengir-opt`/`bishengir-compile` from the ascendnpu-ir wheel, else from PATH."""
     try:
-        import ascendnpuir  # type: ignore[import-not-found]
+        import ascendnpuir
 
         path = Path(ascendnpuir.__file__).parent / "bin" / name
         if path.is_file():
