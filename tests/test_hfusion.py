@@ -242,3 +242,43 @@ def test_compile_backend_hfusion_writes_the_module(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert (out / "hfusion.mlir").read_text() == hfusion_text(fused("mlp"), 128)
     assert (out / "kernels").is_dir()  # afc's own Ascend C is written as before
+
+
+LIT_INPUTS = (
+    "passes/graph-fusion/conv-batchnorm.mlir",  # batch_norm left unfolded
+    "passes/graph-fusion/rope.mlir",  # slices
+    "passes/graph-fusion/ffn.mlir",  # swiglu
+    "passes/split-fusion/split-slices.mlir",
+    "passes/ub-fusion/grouping.mlir",
+)
+
+
+def _chunks(path: Path) -> list[str]:
+    return path.read_text().split("// -----")
+
+
+@pytest.mark.parametrize("name", LIT_INPUTS)
+def test_lit_inputs_run_to_the_graph_outputs(name: str) -> None:
+    """Every exportable chunk of these lit inputs, planned by ub-fusion, runs to the same
+    outputs as the graph (the chunks with an op afc cannot export are refused, not run)."""
+    from autofusion.passes.ub_fusion import UbFusionPass
+
+    ran = 0
+    for text in _chunks(ROOT / "tests" / "filecheck" / name):
+        module = parse_module(default_context(), text, name)
+        UbFusionPass().apply(default_context(), module)
+        try:
+            export = export_module(module, SMALL)
+        except Refusal:
+            continue
+        f = find_function(module)
+        inputs = random_inputs(f, 1, SMALL)
+        want = run_function(module, inputs, shape_only_fill=shape_only_fill)
+        got = run_export(export, module, inputs, shape_only_fill)
+        for key, w in want.items():
+            w64 = w.astype(np.float64)
+            tol = 2e-2 if w.dtype == np.float16 else 1e-4
+            # a negative shape-only variance makes NaNs on both sides, at the same places
+            assert np.allclose(got[key].astype(np.float64), w64, tol, tol, equal_nan=True), key
+        ran += 1
+    assert ran

@@ -58,7 +58,7 @@ class Export:
 
 def _identifier(text: str, taken: set[str]) -> str:
     base = re.sub(r"[^A-Za-z0-9_]", "_", text) or "t"
-    if base[0].isdigit():
+    if base[0].isdigit() or re.fullmatch(r"v\d+", base):  # v<N> are the steps' names
         base = "t" + base
     name, n = base, 1
     while name in taken:
@@ -158,7 +158,11 @@ class Exporter:
             self.builder.narrowed.clear()  # float32 intermediates stay inside one run
             for op in run:
                 if isinstance(op, graph.ConstantOp):  # a splat is a fill, others weights
-                    fill = splat_constant(self.builder, op, self.dynamic_size)
+                    fill = (
+                        None
+                        if _feeds_cube(op)
+                        else splat_constant(self.builder, op, self.dynamic_size)
+                    )
                     if fill is None:
                         self.constant(op)
                     else:
@@ -348,6 +352,16 @@ def _rematerialize(step: Step, earlier: dict[str, Step], own: set[str]) -> list[
         own.add(step.result.name)
         out.append(step)
     return out
+
+
+# a cube reads its operands from GM: a weight filled inside the kernel fails HIVM in
+# bishengir 1.2.0 ("'memref.cast' op ... cast incompatible", measured), so a splat weight of
+# a cube op is a parameter like any other weight
+CUBE_OPS = frozenset({"graph.matmul", "graph.gemm", "graph.ffn"})
+
+
+def _feeds_cube(op: Operation) -> bool:
+    return any(use.operation.name in CUBE_OPS for r in op.results for use in r.uses)
 
 
 def export_module(module: ModuleOp, dynamic_size: int = 128) -> Export:

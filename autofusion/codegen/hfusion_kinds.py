@@ -5,10 +5,12 @@ bishengir 1.2.0 can auto-schedule.
 covers the whole function (shared/reference/bishengir.md). `KIND_RULES` is that order as
 data, each kind with the traits it admits. Measured here with bishengir-compile 1.2.0
 (tests/test_hfusion_bishengir.py): a lone matmul and a matmul with a vector epilogue are
-inferred SHALLOW_CV and compile; vector work feeding a matmul (MIX_CV) and two chained
-matmuls (MIX_C2) are inferred SHALLOW_CV too but fail auto-schedule with "could not find
-next producer to fuse into container", and 1.2.0 has no scheduler for MIX_CV/MIX_C2 at all.
-So afc names those shapes MIX_CV/MIX_C2 and cuts them before the offending matmul.
+inferred SHALLOW_CV and compile; vector work before a matmul (MIX_CV) and two chained
+matmuls (MIX_C2) are inferred SHALLOW_CV too but fail: auto-schedule with "could not find
+next producer to fuse into container" when the vector work feeds the matmul, HIVM with
+"'hivm.hir.store' op only support store ub to gm" when it only joins the epilogue; 1.2.0
+has no scheduler for MIX_CV/MIX_C2 at all. So afc names those shapes MIX_CV/MIX_C2 and
+cuts them before the matmul.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class Traits:
     """What a step list holds, as far as the fusion kind depends on it."""
 
     cubes: int
-    vector_feeds_cube: bool
+    vector_before_cube: bool
     broadcasts: bool
     reduces: bool
     last_axis_reduces_only: bool
@@ -47,7 +49,7 @@ KIND_RULES: tuple[tuple[str, Callable[[Traits], bool]], ...] = (
     ("ANY_PB", lambda t: t.cubes == 0 and not t.reduces),
     ("LAST_AXIS_PBR", lambda t: t.cubes == 0 and t.last_axis_reduces_only),
     ("ANY_PBR", lambda t: t.cubes == 0),
-    ("SHALLOW_CV", lambda t: t.cubes == 1 and not t.vector_feeds_cube),
+    ("SHALLOW_CV", lambda t: t.cubes == 1 and not t.vector_before_cube),
     ("MIX_CV", lambda t: t.cubes == 1),
     ("MIX_C2", lambda t: t.cubes > 1),
 )
@@ -57,22 +59,13 @@ def is_compute(step: Step) -> bool:
     return STEP_KINDS[step.kind].compute
 
 
-def _computed_inputs(steps: Sequence[Step]) -> dict[str, bool]:
-    """Per value: does it depend on a compute step of `steps`?"""
-    computed: dict[str, bool] = {}
-    for s in steps:
-        fed = any(computed.get(v.name, False) for v in s.operands)
-        computed[s.result.name] = fed or is_compute(s)
-    return computed
-
-
 def traits(steps: Sequence[Step]) -> Traits:
-    computed = _computed_inputs(steps)
     cubes = [s for s in steps if s.kind in CUBE_STEPS]
+    first_cube = steps.index(cubes[0]) if cubes else 0
     reduces = [s for s in steps if s.kind == "linalg.reduce"]
     return Traits(
         cubes=len(cubes),
-        vector_feeds_cube=any(computed.get(v.name, False) for s in cubes for v in s.operands),
+        vector_before_cube=any(is_compute(s) for s in steps[:first_cube]),
         broadcasts=any(s.kind == "linalg.broadcast" for s in steps),
         reduces=bool(reduces),
         last_axis_reduces_only=all(
@@ -91,19 +84,13 @@ def schedulable(kind: str) -> bool:
 
 
 def cut_points(steps: Sequence[Step]) -> list[int]:
-    """Indices to cut before so that every part holds at most one matmul and no matmul
-    reads a value computed in its own part: MIX_CV and MIX_C2 become SHALLOW_CV parts
-    and vector parts."""
+    """Indices to cut before so that every part holds at most one matmul and nothing is
+    computed before it in its part: MIX_CV and MIX_C2 become SHALLOW_CV parts (a matmul
+    and its epilogue) and vector parts."""
     cuts: list[int] = []
     start = 0
     for i, s in enumerate(steps):
-        if s.kind not in CUBE_STEPS:
-            continue
-        part = steps[start:i]
-        computed = _computed_inputs(part)
-        cubes_before = any(p.kind in CUBE_STEPS for p in part)
-        reads_vector = any(computed.get(v.name, False) for v in s.operands)
-        if (cubes_before or reads_vector) and any(is_compute(p) for p in part):
+        if s.kind in CUBE_STEPS and any(is_compute(p) for p in steps[start:i]):
             cuts.append(i)
             start = i
     return cuts

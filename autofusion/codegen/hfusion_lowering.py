@@ -462,6 +462,41 @@ def _split(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) 
     return outs
 
 
+def _swiglu(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) -> list[Value]:
+    gate, up = b.widen(xs[0]), b.widen(xs[1])
+    return [_rounded(b, b.binary("mul", ACTIVATIONS["silu"](b, gate), up), rs[0])]
+
+
+def _batch_norm(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) -> list[Value]:
+    """Inference batch norm over channel axis 1: per-channel vectors broadcast explicitly."""
+    x, scale, bias, mean, var = (b.widen(v) for v in xs)
+    shape = x.shape or ()
+    eps = Props(op.properties, op.name).real("epsilon")
+    inv = b.binary("mul", b.unary("rsqrt", b.binary("add", var, eps)), scale)
+    dims = [d for d in range(len(shape)) if d != 1]
+
+    def channel(v: Value) -> Value:
+        return b.emit("linalg.broadcast", (v,), COMPUTE, shape, dims=dims)
+
+    y = b.binary("mul", b.binary("sub", x, channel(mean)), channel(inv))
+    return [_rounded(b, b.binary("add", y, channel(bias)), rs[0])]
+
+
+def _slice(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) -> list[Value]:
+    """A unit-step slice as tensor.extract_slice (its offsets from the clamped starts)."""
+    p = Props(op.properties, op.name)
+    shape = xs[0].shape or ()
+    offsets = [0] * len(shape)
+    for start, end, axis, step in zip(
+        p.integers("starts"), p.integers("ends"), p.integers("axes"), p.integers("steps")
+    ):
+        if step != 1:
+            raise Refusal(f"graph.slice: step {step} is not exported (unit steps only)", op)
+        a = si.normalize_axis(axis, len(shape))
+        offsets[a] = slice(start, end).indices(shape[a])[0]
+    return [b.emit("tensor.extract_slice", xs[:1], rs[0].dtype, rs[0].shape, offsets=offsets)]
+
+
 def _rope(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) -> list[Value]:
     """x * cos + rotate_half(x) * sin (the non-interleaved form)."""
     if Props(op.properties, op.name).flag("interleaved"):
@@ -536,6 +571,9 @@ LOWERINGS: dict[type[Operation], Lowering] = {
     graph.ConcatOp: _concat,
     graph.SplitOp: _split,
     graph.RopeOp: _rope,
+    graph.SwigluOp: _swiglu,
+    graph.BatchNormOp: _batch_norm,
+    graph.SliceOp: _slice,
 }
 
 # ops HFusion has no named op for: kept as calls of CANN library operators from the host
