@@ -2,12 +2,12 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-EXTRAS := test,onnx,torch,safetensors
+EXTRAS := test,onnx,torch,safetensors,hfusion
 STAMP  := $(VENV)/.installed
 # bench alone also installs IREE (the bench extra), so `make test` never downloads it
 BENCH_STAMP := $(VENV)/.installed-bench
 
-.PHONY: run test bench lint typecheck lit pytest clean
+.PHONY: run test bench lint typecheck lit pytest clean mlir-tools
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,16 @@ typecheck: $(STAMP)
 lit: $(STAMP)
 	$(BIN)/lit -sv --order=smart tests/filecheck examples/embedding/tests
 
-pytest: $(STAMP)
+pytest: $(STAMP) mlir-tools
 	$(BIN)/pytest -n 2
+
+# mlir-cpu-runner (Debian mlir-19-tools) runs bishengir's CPU lowering in the hfusion
+# numerics tests: installed where we are root with apt, else those tests skip and say why
+mlir-tools:
+	-@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! command -v mlir-cpu-runner-19 >/dev/null; then \
+	  apt-get install -y -qq mlir-19-tools >/dev/null 2>&1 || \
+	  { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq mlir-19-tools >/dev/null 2>&1; } || \
+	  echo "note: mlir-19-tools could not be installed; the hfusion numerics tests will skip"; fi
 
 test: lint typecheck lit pytest
 

@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import check_speed
+import hfusion_partition
 import import_models
 import model_suite
 import parse_print
@@ -20,6 +21,7 @@ def main() -> None:
     qwen_fusion.main()
     model_suite.main()
     check_speed.main()
+    hfusion_partition.main()
 
 
 if __name__ == "__main__":

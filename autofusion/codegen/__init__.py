@@ -23,6 +23,12 @@ def _report() -> type[Target]:
     return ReportTarget
 
 
+def _hfusion() -> type[Target]:
+    from autofusion.codegen.hfusion_export import HFusionTarget
+
+    return HFusionTarget
+
+
 def get_all_targets() -> dict[str, Callable[[], type[Target]]]:
     """afc's targets by name."""
-    return {"ascendc": _ascendc, "onnx": _onnx, "report": _report}
+    return {"ascendc": _ascendc, "onnx": _onnx, "report": _report, "hfusion": _hfusion}

@@ -8,8 +8,8 @@ files are a pure function of the inputs (byte-identical across runs); timings ar
 printed.
 
 DIR holds fused.onnx, fused.mlir, buffer.mlir, kernels/, fusion_result.json,
-report.json, report.md, graph.dot (graph.svg when graphviz's `dot` is on PATH) and,
-with --check, check.json.
+report.json, report.md, graph.dot (graph.svg when graphviz's `dot` is on PATH),
+with --check, check.json and, with --backend hfusion, hfusion.mlir (docs/hfusion.md).
 """
 
 from __future__ import annotations
@@ -164,6 +164,8 @@ class Compiler:
             ("reports", self._reports),
             ("graph.dot", self._dot),
         ]
+        if self.options.backend == "hfusion":
+            stages.insert(4, ("hfusion", self._hfusion))
         if self.options.check:
             stages.append(("check", self._check))
         if stop_after is not None:
@@ -227,6 +229,15 @@ class Compiler:
         model = export_module(r.fused)
         r.files["fused.onnx"] = serialize(model)
         return f"{len(model.graph.node)} nodes, {len(model.functions)} functions"
+
+    def _hfusion(self) -> str:
+        from autofusion.codegen.hfusion_export import hfusion_text
+
+        r = self.result
+        assert r.fused is not None
+        text = hfusion_text(r.fused, self.options.dynamic_size)
+        r.files["hfusion.mlir"] = text.encode()
+        return f"{text.count('hacc.function_kind<DEVICE>')} device functions"
 
     def _lower(self) -> str:
         from autofusion.dialects import buffer

@@ -62,6 +62,7 @@ class CompileOptions:
     seed: int = 0  # random inputs of --check
     input_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)  # --check's, by hand
     super_kernel: bool = False  # --super-kernel (also on at -O3 where the chip allows)
+    backend: str = "ascendc"  # "hfusion" also writes hfusion.mlir for bishengir (docs/hfusion.md)
 
 
 @dataclass

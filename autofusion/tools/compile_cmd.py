@@ -75,6 +75,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="--check's integers in [LO, HI) for the input NAME (repeatable; default: "
         "[0, d) for an input that indexes an extent d, else [0, 8))",
     )
+    p.add_argument(
+        "--backend",
+        choices=("ascendc", "hfusion"),
+        default="ascendc",
+        help="hfusion: also write hfusion.mlir, the fusion groups as device functions for "
+        "bishengir-compile (docs/hfusion.md)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
 
 
@@ -102,6 +109,7 @@ def main(args: argparse.Namespace) -> int:
     from autofusion.driver.input_ranges import parse_input_ranges
 
     options = options_from(args, debug=args.debug, check=args.check, seed=args.seed)
+    options = replace(options, backend=args.backend)
     if args.input_range:
         if not args.check:
             raise UserError("--input-range sets --check's inputs: give --check too")

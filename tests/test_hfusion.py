@@ -1,0 +1,284 @@
+"""`-t hfusion`: afc's fusion groups as linalg-on-tensors device functions for bishengir.
+
+Differential: the exported program (device functions, host steps, library calls) run by
+autofusion/codegen/hfusion_ir.py gives the fused graph's outputs. Structure: named ops
+only, static shapes, one DEVICE function per schedulable part, the cut and host-call
+remarks, and a refusal (naming the op) that writes no file. The real compiler is
+tests/test_hfusion_bishengir.py.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from autofusion.codegen import hfusion_kinds as kinds
+from autofusion.codegen.hfusion_export import Refusal, export_module, hfusion_text, run_export
+from autofusion.codegen.hfusion_ir import STEP_KINDS, Step, Value
+from autofusion.driver.compile import CompileOptions, compile_model
+from autofusion.driver.input_ranges import integer_input_ranges
+from autofusion.interpreter import find_function, random_inputs, run_function
+from autofusion.mlir_io import default_context, parse_module
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ("mlp", "llama_layer", "resnet_block")
+SMALL = 8  # the dynamic size of the differential runs (the numbers, not the plan, depend on it)
+
+
+@cache
+def fused(example: str) -> ModuleOp:
+    """The example after afc's fusion stages (fusion groups planned for Ascend910B1)."""
+    c = compile_model(
+        str(ROOT / "examples" / f"{example}.afc"),
+        CompileOptions(chip="Ascend910B1"),
+        None,
+        "ub-fusion",
+    )
+    assert c.fused is not None
+    return c.fused
+
+
+def shape_only_fill(op: object) -> np.ndarray:
+    from typing import Any, cast
+
+    from xdsl.dialects.builtin import TensorType
+
+    from autofusion import dtypes
+
+    t = cast(TensorType, cast(Any, op).result.type)
+    rng = np.random.default_rng(len(t.get_shape()))
+    return dtypes.to_storage(rng.standard_normal(t.get_shape()) * 0.1, t.element_type)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_export_runs_to_the_graph_outputs(example: str) -> None:
+    module = fused(example)
+    export = export_module(module, SMALL)
+    inputs = random_inputs(find_function(module), 0, SMALL)
+    want = run_function(module, inputs, shape_only_fill=shape_only_fill)
+    got = run_export(export, module, inputs, shape_only_fill)
+    assert set(got) == set(want)
+    for name, w in want.items():
+        g = got[name]
+        assert g.shape == w.shape and g.dtype == w.dtype
+        # f16 groups keep their intermediates in f32 inside one kernel (no rounding between
+        # fused ops), so they differ from the op-by-op rounding by a few f16 ulps
+        tol = 2e-2 if w.dtype == np.float16 else 1e-4
+        scale = max(1.0, float(np.max(np.abs(w.astype(np.float64)))))
+        assert np.max(np.abs(g.astype(np.float64) - w.astype(np.float64))) <= tol * scale, name
+
+
+@pytest.mark.parametrize("model", ["bert", "gpt2", "llama", "vit"])
+def test_corpus_export_runs_to_the_graph_outputs(model: str) -> None:
+    """Real exports: masks (i1 host parts), gathers and attention as library calls, splits."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    sys.path.insert(0, str(ROOT / "tests"))
+    import model_corpus
+
+    path = model_corpus.model_path(model, "dynamo")
+    c = compile_model(str(path), CompileOptions(chip="Ascend910B1"), None, "ub-fusion")
+    assert c.fused is not None
+    export = export_module(c.fused, SMALL)
+    f = find_function(c.fused)
+    ranges = integer_input_ranges(f, {})  # token ids within their tables
+    inputs = random_inputs(f, 0, SMALL, ranges)
+    want = run_function(c.fused, inputs)
+    got = run_export(export, c.fused, inputs)
+    for name, w in want.items():
+        scale = max(1.0, float(np.max(np.abs(w.astype(np.float64)))))
+        assert np.max(np.abs(got[name].astype(np.float64) - w)) <= 1e-4 * scale, name
+
+
+def test_export_catches_a_wrong_step() -> None:
+    """The differential above can fail: a softmax that divides by max instead of the sum."""
+    module = fused("mlp")
+    export = export_module(module, SMALL)
+    softmax = export.program.devices[-1]
+    i, div = next((i, s) for i, s in enumerate(softmax.steps) if s.attr_or("fun") == "div")
+    softmax.steps[i] = Step(div.kind, div.operands, div.result, (("fun", "mul"),))
+    inputs = random_inputs(find_function(module), 0, SMALL)
+    want = run_function(module, inputs)["probs"]
+    got = run_export(export, module, inputs)["probs"]
+    assert np.max(np.abs(got - want)) > 1e-2
+
+
+def test_mlp_text_is_named_ops_on_static_tensors() -> None:
+    text = hfusion_text(fused("mlp"), 128)
+    assert "linalg.generic" not in text and "?" not in re.sub(r"//.*", "", text)
+    heads = re.findall(r"func\.func @(\w+)\(.*attributes \{(.*)\} \{", text)
+    assert [h[0] for h in heads] == ["afc_g1_0", "afc_g1_1", "afc_g2", "main"]
+    assert all("hacc.function_kind = #hacc.function_kind<DEVICE>" in a for _, a in heads[:3])
+    assert "#hacc.function_kind<HOST>" in heads[3][1]
+    # the ffn (matmul, gelu, matmul) is MIX_C2: cut before the second matmul
+    assert "// remark: afc_g1: MIX_C2 is not scheduled by HFusion 1.2.0; cut into 2" in text
+    assert re.search(r"func\.call @afc_g1_1\(%fc2_w, %fc2_b, %v\d+\)", text)
+    ops = set(re.findall(r"= ((?:linalg|hfusion|tensor|arith)\.\w+)", text))
+    assert ops <= {*STEP_KINDS, "tensor.empty"}, ops
+
+
+def test_library_ops_stay_host_calls() -> None:
+    text = hfusion_text(fused("resnet_block"), 4)
+    assert text.count("= func.call @afc_g") == 4  # three convolutions and the add+relu
+    assert (
+        "remark: afc_g1: graph.conv2d kept as a host call (convolution is not an HFusion op)"
+        in text
+    )
+    assert re.search(r"func\.func private @afc_g1_conv2d\(tensor<4x64x56x56xf32>", text)
+
+
+def test_bool_tensors_do_not_cross_a_kernel_boundary() -> None:
+    text = hfusion_text(fused("llama_layer"), 16)
+    assert "a bool (i1) tensor crosses the kernel boundary" in text
+    device = re.findall(
+        r"func\.func @(\w+)\((.*)\) -> (.*) attributes \{hacc.entry, hacc.function_kind = #hacc.function_kind<DEVICE>",
+        text,
+    )
+    assert device and not any("xi1>" in args or "xi1>" in res for _, args, res in device)
+
+
+# ---- fusion kinds: afc's table on step lists -----------------------------------------------
+
+
+def _steps(text: str) -> list[Step]:
+    """A tiny step list from `kind operand... -> result` lines (2-D f32 tensors)."""
+    values: dict[str, Value] = {}
+    steps = []
+    for line in text.strip().splitlines():
+        kind, rest = line.split(" ", 1)
+        args, out = rest.split("->")
+        shape = (4,) if out.strip().endswith("1d") else (4, 4)
+        operands = tuple(values.setdefault(a, Value(a, "f32", (4, 4))) for a in args.split())
+        result = Value(out.strip(), "f32", shape)
+        values[result.name] = result
+        attrs = (("dims", [1]),) if kind == "linalg.reduce" else ()
+        steps.append(Step(kind, operands, result, attrs))
+    return steps
+
+
+KIND_CASES = {
+    "linalg.elemwise_binary a b -> c": "PURE_ELEMWISE",
+    "linalg.broadcast a -> c\nlinalg.elemwise_binary c b -> d": "ANY_PB",
+    "linalg.reduce a i -> r1d": "LAST_AXIS_PBR",
+    "linalg.matmul a b z -> c\nlinalg.elemwise_unary c -> d": "SHALLOW_CV",
+    "linalg.elemwise_unary a -> c\nlinalg.matmul c b z -> d": "MIX_CV",
+    "linalg.matmul a b z -> c\nlinalg.elemwise_unary c -> d\nlinalg.matmul d b z -> e": "MIX_C2",
+}
+
+
+@pytest.mark.parametrize("case", KIND_CASES)
+def test_fusion_kind_table(case: str) -> None:
+    assert kinds.fusion_kind(_steps(case)) == KIND_CASES[case]
+
+
+def test_cuts_make_every_part_schedulable() -> None:
+    steps = _steps(
+        "linalg.matmul a b z -> c\nlinalg.elemwise_unary c -> d\nlinalg.matmul d b z -> e"
+    )
+    cuts = kinds.cut_points(steps)
+    assert cuts == [2]
+    parts = [steps[:2], steps[2:]]
+    assert [kinds.fusion_kind(p) for p in parts] == ["SHALLOW_CV", "SHALLOW_CV"]
+    assert kinds.cut_points(_steps("linalg.elemwise_unary a -> c\nlinalg.matmul c b z -> d")) == [1]
+    assert kinds.cut_points(_steps("linalg.matmul a b z -> c\nlinalg.elemwise_unary c -> d")) == []
+
+
+# ---- bad input ------------------------------------------------------------------------------
+
+UNSUPPORTED = """
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %y = graph.fusion_group (%a = %x : tensor<4x8xf32>) -> tensor<4x8xf32> {
+    %e = graph.exp %a : tensor<4x8xf32>
+    %s = graph.sign %e : tensor<4x8xf32>
+    graph.yield %s : tensor<4x8xf32>
+  }
+  func.return %y : tensor<4x8xf32>
+}
+"""
+
+
+def test_an_op_without_hfusion_form_refuses_the_export() -> None:
+    module = parse_module(default_context(), UNSUPPORTED, "bad.mlir")
+    with pytest.raises(Refusal, match=r"graph\.sign has no HFusion lowering"):
+        export_module(module)
+
+
+def test_refusal_writes_no_file(tmp_path: Path) -> None:
+    source = tmp_path / "bad.mlir"
+    source.write_text(UNSUPPORTED)
+    out = tmp_path / "out.mlir"
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "afc-opt"),
+            str(source),
+            "-t",
+            "hfusion",
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode != 0
+    assert "graph.sign has no HFusion lowering" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_compile_backend_hfusion_writes_the_module(tmp_path: Path) -> None:
+    afc = str(Path(sys.executable).parent / "afc")
+    out = tmp_path / "mlp"
+    example = str(ROOT / "examples" / "mlp.afc")
+    cmd = [afc, "compile", example, "--chip", "Ascend910B1", "--backend", "hfusion", "-q"]
+    proc = subprocess.run([*cmd, "-o", str(out)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "hfusion.mlir").read_text() == hfusion_text(fused("mlp"), 128)
+    assert (out / "kernels").is_dir()  # afc's own Ascend C is written as before
+
+
+LIT_INPUTS = (
+    "passes/graph-fusion/conv-batchnorm.mlir",  # batch_norm left unfolded
+    "passes/graph-fusion/rope.mlir",  # slices
+    "passes/graph-fusion/ffn.mlir",  # swiglu
+    "passes/split-fusion/split-slices.mlir",
+    "passes/ub-fusion/grouping.mlir",
+)
+
+
+def _chunks(path: Path) -> list[str]:
+    return path.read_text().split("// -----")
+
+
+@pytest.mark.parametrize("name", LIT_INPUTS)
+def test_lit_inputs_run_to_the_graph_outputs(name: str) -> None:
+    """Every exportable chunk of these lit inputs, planned by ub-fusion, runs to the same
+    outputs as the graph (the chunks with an op afc cannot export are refused, not run)."""
+    from autofusion.passes.ub_fusion import UbFusionPass
+
+    ran = 0
+    for text in _chunks(ROOT / "tests" / "filecheck" / name):
+        module = parse_module(default_context(), text, name)
+        UbFusionPass().apply(default_context(), module)
+        try:
+            export = export_module(module, SMALL)
+        except Refusal:
+            continue
+        f = find_function(module)
+        inputs = random_inputs(f, 1, SMALL)
+        want = run_function(module, inputs, shape_only_fill=shape_only_fill)
+        got = run_export(export, module, inputs, shape_only_fill)
+        for key, w in want.items():
+            w64 = w.astype(np.float64)
+            tol = 2e-2 if w.dtype == np.float16 else 1e-4
+            # a negative shape-only variance makes NaNs on both sides, at the same places
+            assert np.allclose(got[key].astype(np.float64), w64, tol, tol, equal_nan=True), key
+        ran += 1
+    assert ran
