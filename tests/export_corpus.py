@@ -274,19 +274,32 @@ def _lstm() -> object:
 PAST = 32
 
 
-def _llama_decode() -> object:
-    """One Llama decode step: one new token against a KV cache of PAST positions.
+def _decode_step(config_name: str, model_name: str) -> Callable[[], object]:
+    """One decode step of a transformers decoder: one new token against a KV cache of
+    PAST positions.
 
     The cache comes in as plain (batch, kv_heads, PAST, head_dim) tensors per layer and
     the updated keys and values go out, as ONNX decode graphs (onnxruntime-genai) take it.
     """
-    import torch
-    from transformers import DynamicCache, LlamaConfig, LlamaModel
 
-    torch.manual_seed(0)
-    config = LlamaConfig(**_DECODER)
-    model = LlamaModel(config).eval()
-    layers = config.num_hidden_layers
+    def build() -> object:
+        import torch
+        import transformers
+
+        torch.manual_seed(0)
+        config = getattr(transformers, config_name)(**_DECODER)
+        return _decode_module(getattr(transformers, model_name)(config).eval(), config).eval()
+
+    return build
+
+
+def _decode_module(model: object, config: object) -> object:
+    """`model` called with a DynamicCache filled from the past inputs, returning the last
+    hidden state and every layer's updated keys and values."""
+    import torch
+    from transformers import DynamicCache
+
+    layers = config.num_hidden_layers  # type: ignore[attr-defined]
 
     class DecodeStep(torch.nn.Module):
         def __init__(self) -> None:
@@ -312,10 +325,10 @@ def _llama_decode() -> object:
             new = [t for i in range(layers) for t in (kv.layers[i].keys, kv.layers[i].values)]
             return (out.last_hidden_state, *new)
 
-    return DecodeStep().eval()
+    return DecodeStep()
 
 
-def _llama_decode_inputs() -> dict[str, np.ndarray]:
+def _decode_inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(7)
     kv_heads = int(_DECODER["num_key_value_heads"])  # type: ignore[call-overload]
     head_dim = int(_DECODER["hidden_size"]) // int(_DECODER["num_attention_heads"])  # type: ignore[call-overload]
@@ -490,7 +503,8 @@ SPECS: tuple[ExportSpec, ...] = (
     ),
     ExportSpec("unet_block", "other", _unet_block, _unet_inputs),
     ExportSpec("lstm", "other", _lstm, _tokens(False)),
-    ExportSpec("llama_decode", "other", _llama_decode, _llama_decode_inputs),
+    ExportSpec("llama_decode", "other", _decode_step("LlamaConfig", "LlamaModel"), _decode_inputs),
+    ExportSpec("qwen2_decode", "other", _decode_step("Qwen2Config", "Qwen2Model"), _decode_inputs),
 )
 MODELS: dict[str, ExportSpec] = {s.name: s for s in SPECS}
 
