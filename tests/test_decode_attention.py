@@ -104,6 +104,7 @@ QWEN_DECODE = ((1, 28, 4, 1, 2048, 128, 128), "BNSD", False, "none")
         (QWEN_DECODE, "Ascend910", "attention"),  # coupled: no SyncAll<false>
         (((1, 28, 4, 1, 2048, 128, 128), "BNSD", True, "none"), SPLIT, "attention"),  # causal
         (((1, 28, 4, 32, 2048, 128, 128), "BNSD", False, "none"), SPLIT, "attention"),  # 224 rows
+        (((1, 28, 4, 1, 2048, 128, 128), "BNSD", False, "float"), SPLIT, "attention"),  # per head
         (((2, 4, 1, 1, 70, 32, 32), "BSND", False, "bool"), SPLIT, "attention"),  # short keys
         (((8, 8, 8, 1, 512, 64, 64), "BNSD", False, "none"), SPLIT, "attention"),  # 64 items
     ],
