@@ -107,6 +107,7 @@ QWEN_DECODE = ((1, 28, 4, 1, 2048, 128, 128), "BNSD", False, "none")
         (((1, 28, 4, 1, 2048, 128, 128), "BNSD", False, "float"), SPLIT, "attention"),  # per head
         (((2, 4, 1, 1, 70, 32, 32), "BSND", False, "bool"), SPLIT, "attention"),  # short keys
         (((8, 8, 8, 1, 512, 64, 64), "BNSD", False, "none"), SPLIT, "attention"),  # 64 items
+        (((2, 4, 4, 6, 6, 8, 8), "BNSD", False, "none"), SPLIT, "attention"),  # one key block
     ],
 )
 def test_cost_model_chooses_the_template(case: tuple, chip: str, template: str) -> None:

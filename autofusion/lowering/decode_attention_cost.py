@@ -9,6 +9,7 @@ from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_cost import SOFTMAX_WORK
 from autofusion.lowering.attention_plan import softmax_ub
+from autofusion.lowering.attention_tiling import AttentionTiling
 from autofusion.lowering.cube_common import FRACTAL, aivs_per_tile, blended_transfer, round_up
 from autofusion.lowering.cube_epilogue import (
     EpilogueSweep,
@@ -27,16 +28,23 @@ from autofusion.lowering.value_types import element_type, resolve_dynamic_dims
 COMBINE_WORK = 3.0
 
 
+def decode_sizes(
+    p: DecodeAttentionPlan, chip: ChipSpec, dims: Sequence[int] | None = None
+) -> AttentionTiling[int]:
+    """The runtime tiling at the group's shapes (dynamic dims: `dims`, default 1)."""
+    b, hq, sq, _ = resolve_dynamic_dims(p.logical(p.q), dims)
+    kdims = resolve_dynamic_dims(p.logical(p.k), dims)
+    return decode_plan_tiling(IntOps(), p, chip, [b, hq, kdims[1], sq, kdims[2]])
+
+
 def decode_attention_cost(
     p: DecodeAttentionPlan, chip: ChipSpec, dims: Sequence[int] | None = None
 ) -> KernelCost:
     """Traffic and work of the KV splits (S, P and P@V through the per-core workspaces)
     and of the combine (each step's partial written once and read once)."""
-    b, hq, sq, d = resolve_dynamic_dims(p.logical(p.q), dims)
-    kdims = resolve_dynamic_dims(p.logical(p.k), dims)
-    hkv, skv = kdims[1], kdims[2]
-    tiling = decode_plan_tiling(IntOps(), p, chip, [b, hq, hkv, sq, skv])
+    tiling = decode_sizes(p, chip, dims)
     t, blocks = tiling.values, tiling.blocks
+    b, hq, hkv, sq, skv, d = t["B"], t["Hq"], t["Hkv"], t["Sq"], t["Skv"], p.head_dim
     w, dv, rows = byte_width(p.in_elt), p.value_dim, hq // max(hkv, 1) * sq
     items, tkv = b * hkv, t["tkv"]
     kv_read = items * skv * (d + dv) * w

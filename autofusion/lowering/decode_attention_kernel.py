@@ -19,8 +19,9 @@ the hard all-core sync of Atlas A2/A3; so split chips only, blocks <= cube cores
 Not taken (the attention template is): coupled chips, causal attention (top-left
 aligned, a query block's own key range), masks that vary over the heads, BSND with
 Sq > 1, more than 128 query rows per KV head, dynamic head counts or Sq. The cost model
-chooses: the template plans a group only when its estimated time beats the attention
-template's (decode_attention_cost; long Skv with few B * Hkv items wins).
+chooses: the template plans a group only when its keys split at least two ways and its
+estimated time beats the attention template's (decode_attention_cost; long Skv with few
+B * Hkv items wins).
 
 Tiling (`decode_tiling`): tq = round16(Hq/Hkv * Sq), tkv as the attention template's,
 items = B * Hkv, chunk = ceil(kv_blocks / min(kv_blocks, C // items)) * tkv,
@@ -38,7 +39,7 @@ from autofusion.lowering.attention_cost import attention_cost
 from autofusion.lowering.attention_emit import emit_attention_kernel
 from autofusion.lowering.attention_kernel import AttentionTemplate
 from autofusion.lowering.attention_plan import AttentionPlan
-from autofusion.lowering.decode_attention_cost import decode_attention_cost
+from autofusion.lowering.decode_attention_cost import decode_attention_cost, decode_sizes
 from autofusion.lowering.decode_attention_emit import DecodeAttentionKernel
 from autofusion.lowering.decode_attention_host import decode_tiling_function
 from autofusion.lowering.decode_attention_plan import DecodeAttentionPlan, plan_decode_attention
@@ -56,6 +57,10 @@ class DecodeAttentionTemplate(AttentionTemplate):
         plan = plan_decode_attention(parts, chip)
         if isinstance(plan, Refusal) or plan.attention is None:
             return plan
+        if decode_sizes(plan, chip).values["splits"] < 2:  # attention with a SyncAll more
+            return NotApplicable(
+                "the keys make one split (one key block, or B * Hkv fills the cores)"
+            )
         mine = kernel_time(decode_attention_cost(plan, chip), chip).total_us
         theirs = kernel_time(attention_cost(plan.attention, chip), chip).total_us
         if mine >= theirs:
