@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import check_speed
 import hfusion_partition
 import import_models
+import llm_decode
 import model_suite
 import parse_print
 import qwen_fusion
@@ -19,6 +20,7 @@ def main() -> None:
     parse_print.main()
     import_models.main()
     qwen_fusion.main()
+    llm_decode.main()
     model_suite.main()
     check_speed.main()
     hfusion_partition.main()

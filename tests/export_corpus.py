@@ -274,19 +274,60 @@ def _lstm() -> object:
 PAST = 32
 
 
-def _llama_decode() -> object:
-    """One Llama decode step: one new token against a KV cache of PAST positions.
+def _decode_step(config_name: str, model_name: str, static: bool = False) -> Callable[[], object]:
+    """One decode step of a transformers decoder: one new token against a KV cache of
+    PAST positions.
 
     The cache comes in as plain (batch, kv_heads, PAST, head_dim) tensors per layer and
     the updated keys and values go out, as ONNX decode graphs (onnxruntime-genai) take it.
+    A DynamicCache appends the new key and value (Concat); a StaticCache of PAST + 1
+    positions writes them at the position (index_copy_: ScatterND from dynamo,
+    ScatterElements from the legacy exporter).
     """
-    import torch
-    from transformers import DynamicCache, LlamaConfig, LlamaModel
 
-    torch.manual_seed(0)
-    config = LlamaConfig(**_DECODER)
-    model = LlamaModel(config).eval()
-    layers = config.num_hidden_layers
+    def build() -> object:
+        import torch
+        import transformers
+
+        torch.manual_seed(0)
+        config = getattr(transformers, config_name)(**_DECODER)
+        model = getattr(transformers, model_name)(config).eval()
+        return _decode_module(model, config, static).eval()
+
+    return build
+
+
+def _fill_cache(config: object, past: tuple[object, ...], static: bool) -> object:
+    """The transformers cache holding the past keys and values of every layer."""
+    import torch
+    from transformers import DynamicCache, StaticCache
+
+    layers = config.num_hidden_layers  # type: ignore[attr-defined]
+    if not static:
+        cache = DynamicCache(config=config)
+        for i in range(layers):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        return cache
+    cache = StaticCache(config=config, max_cache_len=PAST + 1)
+    for i in range(layers):
+        k, v = past[2 * i], past[2 * i + 1]
+        layer = cache.layers[i]
+        layer.lazy_initialization(k, v)
+        layer.keys = torch.nn.functional.pad(k, (0, 0, 0, 1))  # type: ignore[arg-type]
+        layer.values = torch.nn.functional.pad(v, (0, 0, 0, 1))  # type: ignore[arg-type]
+        # from the past's shape, not a constant: the legacy tracer would read a constant
+        # after update()'s in-place add
+        length = k.shape[2]  # type: ignore[attr-defined]
+        layer.cumulative_length = torch.scalar_tensor(length, dtype=torch.long)
+    return cache
+
+
+def _decode_module(model: object, config: object, static: bool) -> object:
+    """`model` called with a cache filled from the past inputs, returning the last hidden
+    state and every layer's updated keys and values."""
+    import torch
+
+    layers = config.num_hidden_layers  # type: ignore[attr-defined]
 
     class DecodeStep(torch.nn.Module):
         def __init__(self) -> None:
@@ -296,9 +337,7 @@ def _llama_decode() -> object:
         def forward(
             self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *past: torch.Tensor
         ) -> tuple[torch.Tensor, ...]:
-            cache = DynamicCache(config=config)
-            for i in range(layers):
-                cache.update(past[2 * i], past[2 * i + 1], i)
+            cache = _fill_cache(config, past, static)
             positions = torch.full((input_ids.shape[0], 1), PAST, dtype=torch.long)
             out = self.model(
                 input_ids=input_ids,
@@ -307,15 +346,16 @@ def _llama_decode() -> object:
                 past_key_values=cache,
                 use_cache=True,
                 return_dict=True,
+                cache_position=torch.tensor([PAST]),
             )
             kv = out.past_key_values
             new = [t for i in range(layers) for t in (kv.layers[i].keys, kv.layers[i].values)]
             return (out.last_hidden_state, *new)
 
-    return DecodeStep().eval()
+    return DecodeStep()
 
 
-def _llama_decode_inputs() -> dict[str, np.ndarray]:
+def _decode_inputs() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(7)
     kv_heads = int(_DECODER["num_key_value_heads"])  # type: ignore[call-overload]
     head_dim = int(_DECODER["hidden_size"]) // int(_DECODER["num_attention_heads"])  # type: ignore[call-overload]
@@ -490,7 +530,14 @@ SPECS: tuple[ExportSpec, ...] = (
     ),
     ExportSpec("unet_block", "other", _unet_block, _unet_inputs),
     ExportSpec("lstm", "other", _lstm, _tokens(False)),
-    ExportSpec("llama_decode", "other", _llama_decode, _llama_decode_inputs),
+    ExportSpec("llama_decode", "other", _decode_step("LlamaConfig", "LlamaModel"), _decode_inputs),
+    ExportSpec("qwen2_decode", "other", _decode_step("Qwen2Config", "Qwen2Model"), _decode_inputs),
+    ExportSpec(
+        "llama_decode_static",
+        "other",
+        _decode_step("LlamaConfig", "LlamaModel", static=True),
+        _decode_inputs,
+    ),
 )
 MODELS: dict[str, ExportSpec] = {s.name: s for s in SPECS}
 

@@ -286,12 +286,7 @@ class AttentionKernel(CubeKernel):
         # out = O / l (0 for a fully masked row), then the epilogue on the [nq x Dv] block
         with self._mine():
             with kb.stage("compute"):
-                count = idx.round_up(self.nq, 8)
-                kb.scalar("maxs", self.l_run, self.l_run, kb.f32(L_FLOOR), count)
-                kb.unary("reciprocal", self.l_run, self.l_run, count)
-                with kb.loop(c(0), self.nq, "r") as r:
-                    o_row = kb.view(self.o_acc, idx.mul(r, t["tile_stride"]))
-                    kb.scalar("muls", o_row, o_row, kb.get(self.l_run, r), c(dv))
+                self._divide_by_sum()
             row = self.row
             row.preset_locs[p.raw] = Loc("tile", buf=self.o_acc)
             q_first = idx.add(q0, self.r_lo)
@@ -301,6 +296,16 @@ class AttentionKernel(CubeKernel):
             else:
                 r0 = idx.add(idx.mul(idx.add(idx.mul(b, t["Hq"]), h), t["Sq"]), q_first)
                 row.emit_tile(r0, c(0), self.nq, c(dv))
+
+    def _divide_by_sum(self) -> None:
+        """O = O / l over this core's rows (0 for a fully masked row: l is floored)."""
+        kb, idx, c = self.kb, self.kb.idx, self.kb.idx.const
+        count = idx.round_up(self.nq, 8)
+        kb.scalar("maxs", self.l_run, self.l_run, kb.f32(L_FLOOR), count)
+        kb.unary("reciprocal", self.l_run, self.l_run, count)
+        with kb.loop(c(0), self.nq, "r") as r:
+            o_row = kb.view(self.o_acc, idx.mul(r, self.t["tile_stride"]))
+            kb.scalar("muls", o_row, o_row, kb.get(self.l_run, r), c(self.p.value_dim))
 
     def _mine(self) -> AbstractContextManager[None]:
         """The vector work of this core's rows: skipped by an AIV that has none."""
@@ -603,12 +608,12 @@ class AttentionKernel(CubeKernel):
 
 
 def emit_attention_kernel(
-    p: AttentionPlan, name: str, chip: ChipSpec
+    p: AttentionPlan, name: str, chip: ChipSpec, kind: type[AttentionKernel] = AttentionKernel
 ) -> tuple[buffer.KernelOp, AttentionKernel]:
-    """The plan's kernel and its emitter, at the first tile candidate whose kernel fits UB
-    (the epilogue may need more working buffers than planned)."""
+    """The plan's kernel and its emitter (of class `kind`), at the first tile candidate
+    whose kernel fits UB (the epilogue may need more working buffers than planned)."""
     while True:
-        emitter = AttentionKernel(p, name, chip)
+        emitter = kind(p, name, chip)
         kernel = emitter.build()
         used = footprint(kernel).get("ub", 0)
         if used <= chip.ub_bytes or len(p.candidates) == 1:

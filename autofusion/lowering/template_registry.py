@@ -23,6 +23,7 @@ from autofusion.fusion.cost import Refusal
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_kernel import AttentionTemplate
 from autofusion.lowering.conv_kernel import ConvTemplate
+from autofusion.lowering.decode_attention_kernel import DecodeAttentionTemplate
 from autofusion.lowering.ffn_kernel import FfnTemplate
 from autofusion.lowering.matmul_kernel import MatmulTemplate
 from autofusion.lowering.rows_template import RowsTemplate
@@ -32,8 +33,17 @@ from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, group
 def templates() -> list[KernelTemplate[Any]]:
     """Every template, in the order lower-to-buffer tries them. The cube templates come
     first: each takes only groups rooted at its own op (and refuses others with a falsy
-    `NotApplicable`), so the order decides nothing but which refusal explains a group."""
-    return [MatmulTemplate(), ConvTemplate(), AttentionTemplate(), FfnTemplate(), RowsTemplate()]
+    `NotApplicable`), so the order decides nothing but which refusal explains a group;
+    decode_attention, which takes attention groups only where its cost beats attention's,
+    comes before attention."""
+    return [
+        MatmulTemplate(),
+        ConvTemplate(),
+        DecodeAttentionTemplate(),  # before attention: it plans a group only when faster
+        AttentionTemplate(),
+        FfnTemplate(),
+        RowsTemplate(),
+    ]
 
 
 def plan_group(

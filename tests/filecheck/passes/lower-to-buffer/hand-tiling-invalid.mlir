@@ -163,7 +163,7 @@ builtin.module attributes {afc.target = #afc.target<"Ascend910B1">} {
 // A template no one knows.
 builtin.module attributes {afc.target = #afc.target<"Ascend910B1">} {
   func.func @unknown(%x: tensor<16x256xf16>, %w: tensor<256x256xf16>) -> tensor<16x256xf16> {
-    // expected-error @+1 {{cannot lower fusion group unknown_kernel0 (graph.fusion_group %r): no kernel template 'gemv' (known: matmul, conv, attention, ffn, rows)}}
+    // expected-error @+1 {{cannot lower fusion group unknown_kernel0 (graph.fusion_group %r): no kernel template 'gemv' (known: matmul, conv, decode_attention, attention, ffn, rows)}}
     %r = graph.fusion_group (%x_1 = %x : tensor<16x256xf16>, %w_1 = %w : tensor<256x256xf16>) -> tensor<16x256xf16> plan {template = "gemv", tiling = {tm = 16 : i64}} {
       %m = graph.matmul %x_1, %w_1 : (tensor<16x256xf16>, tensor<256x256xf16>) -> tensor<16x256xf16>
       graph.yield %m : tensor<16x256xf16>
