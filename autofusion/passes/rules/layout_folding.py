@@ -9,6 +9,9 @@
     TransposeReshapeConstFoldingPass
                                   transpose or reshape of a graph.constant -> a constant;
                                   shape-only weights give shape-only weights
+    ElementwiseTransposeSinkPass  e(transpose(a, p), transpose(b, p)) -> transpose(e(a, b), p)
+                                  when that leaves fewer transposes (the new one cancels
+                                  against inverse transposes of the result)
 
 The bypassed inner op of a cascade may keep other users; it is never duplicated. A
 constant is folded only within `matching.fold_is_bounded` (small, or its only user is the
@@ -24,6 +27,19 @@ a different rewrite), so CascadeTransposeRemovePass is afc's name in GE's style.
 folds a transpose of a constant in its ConstantFoldingPass, which needs values;
 TransposeReshapeConstFoldingPass (afc's name) also folds shape-only weights, so fusion
 can be planned for a model without its weights.
+
+Why sinking, for CNNs (issue 15): a ConvNeXt block permutes NCHW -> NHWC after its
+depthwise conv (the LayerNorm and the Linears run over channels) and back before the
+residual add, and its channels-first LayerNorms (stem, downsampling) are NHWC sandwiches.
+The residual add of a stage's last block then reads the inverse permute of the stem (or
+previous) norm's NHWC result and is permuted to NHWC again by the next norm: sinking the
+add's transposes below it lets both pairs cancel, and the add joins the NHWC rows kernel
+of the layer scale and that norm. Only a sink that removes transposes is done (a moved
+transpose is never cheaper by itself); ElementwiseTransposeSinkPass is afc's name in the
+style of GE's TransOpSymmetryEliminationPass, which removes inverse pairs that meet. The
+transposes left at a conv's input or output move data across the innermost axis, which
+the conv template (NCHW in and out) and the rows template (contiguous rows) do not
+address; docs/graph-fusion.md ("Known limits") says what would fold them.
 """
 
 from __future__ import annotations
@@ -39,6 +55,7 @@ from autofusion.dialects import graph
 from autofusion.dialects.shape_inference import DYN
 from autofusion.passes import matching as m
 from autofusion.passes.fusion_rule import FusionRule, Refusal
+from autofusion.passes.rules.rope import _in_source_layout as in_source_layout
 
 
 def _perm(op: graph.TransposeOp) -> tuple[int, ...]:
@@ -194,3 +211,112 @@ class FoldLayoutOfConstant(FusionRule[ConstLayout]):
         new = m.make_constant(match.values, m.tensor_type(op.results[0]), name)
         new.location = m.fused_location([match.constant, op])
         rewriter.replace(op, [new])
+
+
+# ops whose result at an index depends only on their operands at that index (numpy
+# broadcasting, no axis properties), so they commute with a transpose of every operand
+ELEMENTWISE_OPS = (graph.UnaryOp, graph.BinaryOp, graph.CastOp, graph.WhereOp)
+
+
+@dataclass
+class SunkTranspose:
+    perm: tuple[int, ...]
+    # per operand: its value in the source layout (the transpose's input, or itself), and
+    # the reshape that lays it out there (None: as it is)
+    operands: list[tuple[SSAValue, list[int] | None]]
+    transposes: list[graph.TransposeOp]  # the operands' transposes (kept for other users)
+
+
+def _layout_free(v: SSAValue, perm: tuple[int, ...]) -> list[int] | None:
+    """v's shape in the source layout of `perm` when no data moves to get there (a scalar
+    as it is, else a reshape: in_source_layout); None when it would need a transpose."""
+    if all(d == 1 for d in m.shape(v)):
+        return list(m.shape(v))
+    return in_source_layout(v, perm)
+
+
+def _cancels(value: SSAValue, perm: tuple[int, ...]) -> bool:
+    """Whether transpose(value, perm), sunk through a chain of single-user elementwise
+    ops (their other operands layout-free or transposed by `perm`), meets only
+    transposes that undo it."""
+    while True:
+        users = [use.operation for use in value.uses]
+        if users and all(
+            isinstance(u, graph.TransposeOp) and m.is_identity_perm(m.compose_perms(perm, _perm(u)))
+            for u in users
+        ):
+            return True
+        if len(users) != 1 or not isinstance(users[0], ELEMENTWISE_OPS):
+            return False
+        (user,) = users
+        for v in user.operands:
+            t = m.producer(v, graph.TransposeOp)
+            if v is not value and (t is None or _perm(t) != perm) and _layout_free(v, perm) is None:
+                return False
+        value = user.results[0]
+
+
+class SinkTransposeThroughElementwise(FusionRule[SunkTranspose]):
+    rule_name = "ElementwiseTransposeSinkPass"
+    pattern = "Transpose->Elementwise(->inverse Transpose)"
+    anchors = ELEMENTWISE_OPS
+
+    def match(self, op: Operation) -> SunkTranspose | Refusal | None:
+        rank = len(m.shape(op.results[0]))
+        transposes = [m.producer(v, graph.TransposeOp) for v in op.operands]
+        perms = {_perm(t) for t in transposes if t is not None and len(_perm(t)) == rank}
+        if not perms:
+            return None
+        if len(perms) > 1:
+            return Refusal("the operands are transposed by different perms")
+        (perm,) = perms
+        operands: list[tuple[SSAValue, list[int] | None]] = []
+        sunk: list[graph.TransposeOp] = []
+        for v, t in zip(op.operands, transposes):
+            if t is not None and _perm(t) == perm:
+                operands.append((t.input, None))
+                if t not in sunk:
+                    sunk.append(t)
+                continue
+            shape = _layout_free(v, perm)
+            if shape is None:
+                return None  # it would need a transpose of its own
+            operands.append((v, None if list(m.shape(v)) == shape else shape))
+        # every transpose used by this op alone goes; the new one goes too if it meets
+        # inverse transposes (which go with it), else it is one more
+        freed = sum(1 for t in sunk if all(u.operation is op for u in t.output.uses))
+        if not _cancels(op.results[0], perm) and freed <= 1:
+            return None  # it would only move a transpose
+        return SunkTranspose(perm, operands, sunk)
+
+    def rewrite(self, op: Operation, match: SunkTranspose, rewriter: PatternRewriter) -> None:
+        new_ops: list[Operation] = []
+        operands: list[SSAValue] = []
+        for v, shape in match.operands:
+            if shape is None:
+                operands.append(v)
+                continue
+            reshape = graph.ReshapeOp.make([v], {"shape": shape})
+            new_ops.append(reshape)
+            operands.append(reshape.results[0])
+        out = m.tensor_type(op.results[0])
+        dims = out.get_shape()
+        source_dims = [0] * len(dims)
+        for i, p in enumerate(match.perm):
+            source_dims[p] = dims[i]
+        inner = op.create(
+            operands=operands,
+            result_types=[type(out)(out.element_type, source_dims)],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        back = graph.TransposeOp.make([inner.results[0]], {"perm": list(match.perm)})
+        new_ops += [inner, back]
+        location = m.fused_location([*match.transposes, op])
+        for new in new_ops:
+            new.location = location
+        back.results[0].name_hint = op.results[0].name_hint
+        rewriter.replace(op, new_ops, [back.results[0]])
+        for t in match.transposes:
+            if not t.output.uses:
+                rewriter.erase(t)
