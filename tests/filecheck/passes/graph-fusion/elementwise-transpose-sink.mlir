@@ -50,28 +50,53 @@ func.func @two_for_one(%a: tensor<2x4x5x3xf32>, %b: tensor<2x4x5x3xf32>) -> tens
 
 // -----
 
+// A stage boundary of a deeper ConvNeXt: the residual %s comes from the previous block
+// in NCHW (its conv needs it so). Sinking the add's transpose gives %s one of its own but
+// removes two: the add's operand permute and the next norm's permute back.
+// CHECK-LABEL: func.func @boundary
+// CHECK-NEXT:    %[[S:.*]] = graph.transpose %s {perm = [0, 2, 3, 1]} : tensor<2x3x4x5xf32> -> tensor<2x4x5x3xf32>
+// CHECK-NEXT:    %[[A:.*]] = graph.add %g, %[[S]] : tensor<2x4x5x3xf32>
+// CHECK-NEXT:    func.return %[[A]], %s
+func.func @boundary(%g: tensor<2x4x5x3xf32>, %s: tensor<2x3x4x5xf32>) -> (tensor<2x4x5x3xf32>, tensor<2x3x4x5xf32>) {
+  %gt = graph.transpose %g {perm = [0, 3, 1, 2]} : tensor<2x4x5x3xf32> -> tensor<2x3x4x5xf32>
+  %a = graph.add %gt, %s : tensor<2x3x4x5xf32>
+  %n = graph.transpose %a {perm = [0, 2, 3, 1]} : tensor<2x3x4x5xf32> -> tensor<2x4x5x3xf32>
+  func.return %n, %s : tensor<2x4x5x3xf32>, tensor<2x3x4x5xf32>
+}
+
+// -----
+
 // Must not sink: a transpose that would only move (one operand, a user that needs the
 // permuted layout); a transposed operand with a second user that needs the permuted
 // layout while the result's user does too; an operand that would need a transpose that
-// moves data; operands transposed by different perms.
+// moves data while nothing cancels; two small broadcast operands' transposes traded for
+// one of the whole result (120 elements instead of 46); operands transposed by different
+// perms.
 // CHECK-LABEL: func.func @no_sink
 // CHECK-NEXT:    %[[T:.*]] = graph.transpose %x {perm = [0, 2, 3, 1]}
 // CHECK-NEXT:    %[[G:.*]] = graph.gelu %[[T]] {approximate = "none"}
 // CHECK-NEXT:    %[[U:.*]] = graph.transpose %y {perm = [0, 2, 3, 1]}
 // CHECK-NEXT:    %[[A:.*]] = graph.add %[[T]], %[[U]]
 // CHECK-NEXT:    %[[M:.*]] = graph.mul %[[T]], %z
+// CHECK-NEXT:    %[[B1:.*]] = graph.transpose %p {perm = [0, 2, 3, 1]}
+// CHECK-NEXT:    %[[B2:.*]] = graph.transpose %q {perm = [0, 2, 3, 1]}
+// CHECK-NEXT:    %[[W:.*]] = graph.add %[[B1]], %[[B2]]
 // CHECK-NEXT:    %[[V:.*]] = graph.transpose %y {perm = [0, 3, 2, 1]}
 // CHECK-NEXT:    %[[D:.*]] = graph.div %[[T]], %[[V]]
-// CHECK-NEXT:    func.return %[[G]], %[[A]], %[[M]], %[[D]]
-// LOG:      GraphFusionPass[ElementwiseTransposeSinkPass]: {{.*}} matched_times=1, effected_times=0.
+// CHECK-NEXT:    func.return %[[G]], %[[A]], %[[M]], %[[W]], %[[D]]
+// LOG:      GraphFusionPass[ElementwiseTransposeSinkPass]: {{.*}} matched_times=2, effected_times=0.
+// LOG-NEXT: GraphFusionPass[ElementwiseTransposeSinkPass]: not applied to graph.add %w: its transposes would move 120 elements instead of 46
 // LOG-NEXT: GraphFusionPass[ElementwiseTransposeSinkPass]: not applied to graph.div %d: the operands are transposed by different perms
-func.func @no_sink(%x: tensor<2x3x4x4xf32>, %y: tensor<2x3x4x4xf32>, %z: tensor<2x4x4x3xf32>) -> (tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>) {
+func.func @no_sink(%x: tensor<2x3x4x4xf32>, %y: tensor<2x3x4x4xf32>, %z: tensor<2x4x4x3xf32>, %p: tensor<2x3x1x1xf32>, %q: tensor<2x1x4x5xf32>) -> (tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<2x4x5x3xf32>, tensor<2x4x4x3xf32>) {
   %t = graph.transpose %x {perm = [0, 2, 3, 1]} : tensor<2x3x4x4xf32> -> tensor<2x4x4x3xf32>
   %g = graph.gelu %t {approximate = "none"} : tensor<2x4x4x3xf32>
   %u = graph.transpose %y {perm = [0, 2, 3, 1]} : tensor<2x3x4x4xf32> -> tensor<2x4x4x3xf32>
   %a = graph.add %t, %u : tensor<2x4x4x3xf32>
   %m = graph.mul %t, %z : tensor<2x4x4x3xf32>
+  %pt = graph.transpose %p {perm = [0, 2, 3, 1]} : tensor<2x3x1x1xf32> -> tensor<2x1x1x3xf32>
+  %qt = graph.transpose %q {perm = [0, 2, 3, 1]} : tensor<2x1x4x5xf32> -> tensor<2x4x5x1xf32>
+  %w = graph.add %pt, %qt : (tensor<2x1x1x3xf32>, tensor<2x4x5x1xf32>) -> tensor<2x4x5x3xf32>
   %v = graph.transpose %y {perm = [0, 3, 2, 1]} : tensor<2x3x4x4xf32> -> tensor<2x4x4x3xf32>
   %d = graph.div %t, %v : tensor<2x4x4x3xf32>
-  func.return %g, %a, %m, %d : tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>
+  func.return %g, %a, %m, %w, %d : tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<2x4x4x3xf32>, tensor<2x4x5x3xf32>, tensor<2x4x4x3xf32>
 }
