@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from autofusion.dialects import graph
 from autofusion.driver.compile import CompileOptions, compile_model
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -96,6 +97,12 @@ GAPS: dict[tuple[str, str], tuple[dict[str, int], str]] = {}
 # (model, exporter) -> the exact failure of `afc compile --check` today (strict xfail)
 FAILS: dict[tuple[str, str], str] = {}
 
+# model -> the transposes left as library ops after fusion, both exporters (a regression
+# and a fix both fail: update it then). ConvNeXt's goal is 0 (issue 15); the 6 left move
+# the innermost axis next to a conv or a norm (docs/graph-fusion.md, "Known limits"),
+# the 2 that cancelled across the residual add are gone (ElementwiseTransposeSinkPass)
+LIBRARY_TRANSPOSES = {"convnext": 6}
+
 
 def fusion_counts(module: object) -> dict[str, int]:
     """The attention, norm, GELU and FFN counts of a fused graph module."""
@@ -110,6 +117,15 @@ def fusion_counts(module: object) -> dict[str, int]:
         "gelu": names["graph.gelu"] + sum(1 for op in ffns if op.activation.data in GELU_FFN),
         "ffn": len(ffns),
     }
+
+
+def library_transposes(module: object) -> int:
+    """The graph.transpose ops of a fused graph module that no kernel holds."""
+    return sum(
+        1
+        for op in module.walk()  # type: ignore[attr-defined]
+        if isinstance(op, graph.TransposeOp) and not isinstance(op.parent_op(), graph.FusionGroupOp)
+    )
 
 
 def expected(model: str, exporter: str) -> dict[str, int]:
@@ -151,4 +167,6 @@ def test_export_compiles_checks_and_fuses(model: str, exporter: str) -> None:
     if (model, exporter) in GAPS and got != want:
         pytest.fail(f"{got} != {want}: a known gap changed; update GAPS ({GAPS[model, exporter]})")
     assert got == want
+    if model in LIBRARY_TRANSPOSES:
+        assert library_transposes(c.fused) == LIBRARY_TRANSPOSES[model]
     assert seconds < SECONDS, f"afc compile --check took {seconds:.1f}s"

@@ -22,6 +22,7 @@ from autofusion.passes.rules.layout_folding import (
     FoldLayoutOfConstant,
     RemoveNoUseReshape,
     RemoveUnchangedTranspose,
+    SinkTransposeThroughElementwise,
 )
 from autofusion.passes.rules.norm_split import SplitLayerNorm, SplitRmsNorm
 from autofusion.passes.rules.norms import FuseLayerNorm, FuseRmsNorm
@@ -64,6 +65,8 @@ GRAPH_FUSION_RULES: list[type[FusionRule]] = [
     FuseFfn,
     ConvActivation,
     MatMulActivation,
+    # last: it claims only elementwise ops whose transposes then cancel
+    SinkTransposeThroughElementwise,
 ]
 
 # split fusion: the rules anchor on different ops (norms, concats, cheap producers); the
