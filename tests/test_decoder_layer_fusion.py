@@ -67,3 +67,21 @@ def test_wide_add_rms_norm_runs_the_graphs_numbers() -> None:
         for name in want:
             w, g = want[name].astype(np.float64), got[name].astype(np.float64)
             np.testing.assert_allclose(g, w, rtol=2e-3, atol=2e-3, err_msg=name)
+
+
+def test_qwen_layer_residuals_join_their_projections() -> None:
+    """Groups 3 and 4 of issue 15 as far as they go: the residual add after o_proj is the
+    matmul kernel's epilogue (the post-attention norm then reads the sum once), and the
+    FFN's kernel adds its residual (graph.ffn's residual operand); no add + RMSNorm op
+    reads a projection's output back."""
+    from autofusion.dialects import graph
+    from frontends.text import parse_text_model
+
+    module = parse_text_model(default_context(), qwen_layer_text(), "qwen.afc")
+    apply_pipeline(module, "set-target{chip=Ascend910B1},graph-fusion,split-fusion,ub-fusion")
+    groups = [op for op in module.walk() if isinstance(op, graph.FusionGroupOp)]
+    names = [sorted(o.name for o in g.body.walk() if o.name != "graph.yield") for g in groups]
+    assert ["graph.add", "graph.matmul"] in names  # o_proj + residual
+    ffn = [o for o in module.walk() if isinstance(o, graph.FfnOp)]
+    assert len(ffn) == 1 and ffn[0].residual is not None
+    assert not any(isinstance(o, graph.AddRmsNormOp) for o in module.walk())
