@@ -61,6 +61,7 @@ EARLIER = (
 RULES = RECOGNITION + EARLIER
 
 TRANSFORMERS = ("bert", "gpt2", "llama", "vit")
+NORMS = ("layer_norm", "rms_norm", "add_layer_norm", "add_rms_norm")
 # primitives that only occur inside the recognised patterns of these models
 PATTERN_PRIMITIVES = {
     "graph.reduce_mean",
@@ -88,16 +89,17 @@ def expected_counts(name: str, config: Any) -> Counter[str]:
     """The named ops the architecture implies, from its config.
 
     Each of the L blocks has two norms (before/after attention, or after attention and
-    after the MLP) and there is one more (embeddings, or the final norm): 2L + 1. All of
-    them but one read a residual sum of equal shapes; the exception reads the embeddings,
-    whose position embedding broadcasts over the batch (BERT, GPT-2, ViT) or is absent
+    after the MLP) and there is one more (embeddings, or the final norm): 2L + 1 norms
+    ("norms" below), plain or fused with the residual add before them. The add stays
+    out of the norm when a projection's result is its addend (the matmul's kernel, or
+    graph.ffn's residual, takes it): where the exporter puts a reshape between, or
+    the sum is no residual, it fuses. The embeddings' norm reads no residual: its
+    position embedding broadcasts over the batch (BERT, GPT-2, ViT) or is absent
     (Llama's first norm reads the token embedding itself).
     """
     layers = config.num_hidden_layers
     want: Counter[str] = Counter()
-    norm = "rms_norm" if name == "llama" else "layer_norm"
-    want[f"graph.{norm}"] = 1
-    want[f"graph.add_{norm}"] = 2 * layers
+    want["norms"] = 2 * layers + 1
     # every MLP is one graph.ffn (its SwiGLU or GELU inside: no graph.swiglu is left)
     want["graph.ffn"] = layers
     want["graph.swiglu"] = 0
@@ -113,6 +115,7 @@ def fuse(module: ModuleOp) -> Counter[str]:
     GraphFusionPass(only=RULES).run(module)
     module.verify()
     counts = Counter(op.name for op in module.walk())
+    counts["norms"] = sum(counts[f"graph.{n}"] for n in NORMS)
     counts["gelu"] = counts["graph.gelu"] + sum(
         1
         for op in module.walk()

@@ -28,6 +28,7 @@ from autofusion.lowering.row_plan import (
     RowPlan,
     aligned_transfers,
     plan_for_split,
+    shrink_tile,
     size_tiles_to_ub,
 )
 from autofusion.lowering.row_vector_math import Loc, RowVectorMath, scalar_op
@@ -327,8 +328,8 @@ def build_fitting_ub(
             return kernel
         if rows is None:
             break
-        scaled = rows.max_tile_elems * cap // used
-        rows.max_tile_elems = max(0, scaled // 64 * 64 - 64)
+        if not shrink_tile(rows, cap, used):
+            break
         cols = max_epilogue_cols(rows)
         if cols < FRACTAL:
             break

@@ -99,8 +99,18 @@ class KernelBuilder:
 
     @contextmanager
     def at_end(self, block: Block) -> Iterator[None]:
+        with self._at(InsertPoint.at_end(block)):
+            yield
+
+    @contextmanager
+    def before(self, op: Operation) -> Iterator[None]:
+        with self._at(InsertPoint.before(op)):
+            yield
+
+    @contextmanager
+    def _at(self, point: InsertPoint) -> Iterator[None]:
         saved = self.builder
-        self.builder = Builder(InsertPoint.at_end(block))
+        self.builder = Builder(point)
         self.idx.builder = self.builder
         try:
             yield

@@ -349,8 +349,12 @@ class RowKernel(RowVectorMath):
         for i, op in enumerate(plan.ops):
             emit = self.emitters.get(op) or OP_EMITTERS.get(type(op))
             assert emit is not None, f"no vector emitter for {op.name}"
+            self.dying = frozenset(
+                v for v in op.operands if last_use.get(v) == i and v not in plan.outputs
+            )
             with kb.origin_of(op):
                 emit(self, op)
+            self.dying = frozenset()
             for v in op.operands:
                 if last_use.get(v) == i and v not in plan.outputs and v in self.locs:
                     self.pool.release(self.locs[v].buf)

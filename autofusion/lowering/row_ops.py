@@ -306,6 +306,7 @@ def _add_norm(center: bool) -> Emitter:
             k.binary("add", k.locs[op.operands[0]], k.locs[op.operands[1]]),
             element_type(op.results[1]),
         )
+        k.release_dying(op.operands[:2])
         y, mean, rstd = _norm(k, total, p.real("epsilon"), center)
         if mean is not None:
             k.pool.release(mean.buf)

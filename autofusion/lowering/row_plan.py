@@ -457,18 +457,41 @@ def plan_for_split(
     size_tiles_to_ub(plan, ub_bytes)
     if plan.max_tile_elems < plan.align_elems:
         return Refusal("not even one padded row segment of the group's buffers fits UB")
-    cols = si.num_elements(plan.inner)
-    if has_reduction and cols is not None:
+    row = whole_row_elems(plan)
+    if row is not None and row > plan.max_tile_elems:
         # a reduction keeps whole rows in UB (row_tiling.py): a row that does not fit
         # would fail at run time, so refuse it here (dynamic rows are checked by the
         # kernel when it starts)
-        row = -(-cols // plan.align_elems) * plan.align_elems
-        if row > plan.max_tile_elems:
-            return Refusal(
-                f"a reduced row of {cols} elements does not fit UB (at most "
-                f"{plan.max_tile_elems} with this group's buffers)"
-            )
+        return Refusal(
+            f"a reduced row of {si.num_elements(plan.inner)} elements does not fit UB (at "
+            f"most {plan.max_tile_elems} with this group's buffers)"
+        )
     return plan
+
+
+def whole_row_elems(plan: RowPlan) -> int | None:
+    """The padded length of the plan's rows when its tiles hold whole rows of a static
+    length (it reduces them), else None: its tiles are then whole multiples of it."""
+    cols = si.num_elements(plan.inner)
+    if not plan.has_reduction or cols is None:
+        return None
+    return -(-cols // plan.align_elems) * plan.align_elems
+
+
+def shrink_tile(plan: RowPlan, ub_capacity: int, needed: int) -> bool:
+    """Shrink the plan's largest tile after its emitted kernel needed `needed` bytes of
+    UB, more than `ub_capacity` (the per-value budget does not count an op's working
+    buffers): in proportion, rounded down to 64 elements less a margin for the fixed
+    buffers, or to whole rows when the tiles hold whole static rows, so the tiling
+    recorded from the shrunk plan is one `take_row_tile` takes back. False when not even
+    one tile (one padded row segment, or one whole row) is left."""
+    scaled = plan.max_tile_elems * ub_capacity // needed
+    row = whole_row_elems(plan)
+    if row is None:
+        plan.max_tile_elems = max(0, scaled // 64 * 64 - 64)
+        return plan.max_tile_elems >= plan.align_elems
+    plan.max_tile_elems = scaled // row * row
+    return plan.max_tile_elems >= row
 
 
 def aligned_transfers(plan: RowPlan) -> RowPlan | Refusal:
@@ -528,4 +551,4 @@ def size_tiles_to_ub(plan: RowPlan, ub_bytes: int) -> None:
     plan.max_tile_elems = max(0, elems // 64 * 64)
 
 
-__all__ = ["DYN", "RowPlan", "ValueInfo", "classify", "plan_rows"]
+__all__ = ["DYN", "RowPlan", "ValueInfo", "classify", "plan_rows", "shrink_tile", "whole_row_elems"]

@@ -15,8 +15,9 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from autofusion.dialects import buffer
+from autofusion.dtypes import byte_width
 from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
-from autofusion.lowering.row_plan import RowPlan
+from autofusion.lowering.row_plan import F32, RowPlan
 from autofusion.lowering.value_types import element_type
 
 # Abramowitz & Stegun 7.1.26: erf(z) = 1 - (a1 t + ... + a5 t^5) e^{-z^2}, t = 1/(1 + p z)
@@ -92,6 +93,16 @@ class RowVectorMath:
     ncols: SSAValue
     red_dst: SSAValue | None
     red_tmp: SSAValue | None
+    # operands the op being emitted reads for the last time (not kernel outputs)
+    dying: frozenset[SSAValue] = frozenset()
+
+    def release_dying(self, values: Sequence[SSAValue]) -> None:
+        """Free the buffers of those of `values` the op being emitted reads for the last
+        time, once it has read them: its later working buffers may take their place
+        (a fused op's intermediates would otherwise sit beside its dead inputs)."""
+        for v in values:
+            if v in self.dying and v in self.locs:
+                self.pool.release(self.locs.pop(v).buf)
 
     def _widen(self, v: SSAValue, slot: SSAValue) -> Loc:
         """A dequeued input as a float32 location (cast unless it is float32 already)."""
@@ -329,8 +340,12 @@ class RowVectorMath:
     def _narrow_buffer(self, kind: str, element_type: Attribute) -> SSAValue:
         key = (kind, str(element_type))
         if key not in self._narrow:
-            nbytes, max_bytes = self.pool.sizes[kind]
-            op = buffer.AllocBufOp("veccalc", nbytes, max_bytes, element_type)
+            nbytes, max_bytes = self.pool.sizes[kind]  # float32 bytes, rounded up to 32
+            ratio = F32 // byte_width(element_type)
+            with self.kb.before(self.pool.before):
+                idx = self.kb.idx
+                nbytes = idx.round_up(idx.floordiv(nbytes, idx.const(ratio)), 32)
+            op = buffer.AllocBufOp("veccalc", nbytes, max_bytes // ratio, element_type)
             op.results[0].name_hint = "narrow"
             Block.insert_op_before(cast(Block, self.pool.before.parent), op, self.pool.before)
             self._narrow[key] = op.results[0]

@@ -27,7 +27,7 @@ from autofusion.lowering.index_expr import IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.recorded_tiling import take_row_tile
 from autofusion.lowering.row_kernel import RowKernel
-from autofusion.lowering.row_plan import RowPlan, plan_rows
+from autofusion.lowering.row_plan import RowPlan, plan_rows, shrink_tile, whole_row_elems
 from autofusion.lowering.row_tiling import TileBudget, rows_tiling
 from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
 from autofusion.lowering.value_types import resolve_dynamic_dims
@@ -50,7 +50,20 @@ class RowsTemplate(KernelTemplate[RowPlan]):
     name = "rows"
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> RowPlan | Refusal:
-        return self._analyse(parts, chip, None)
+        plan = self._analyse(parts, chip, None)
+        if isinstance(plan, Refusal) or whole_row_elems(plan) is None:
+            return plan
+        # tiles of whole static rows: the per-value budget does not count the ops'
+        # working buffers, so build the kernel once to be sure one row fits, and plan
+        # the tile it is built with (what settle would record)
+        try:
+            _emit_fitting(plan, "plan", chip)
+        except UserError:
+            return Refusal(
+                f"a reduced row of {si.num_elements(plan.inner)} elements does not fit "
+                f"the {chip.name} UB with the kernel's working buffers"
+            )
+        return plan
 
     def at_tiling(
         self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec
@@ -218,9 +231,12 @@ def _emit_fitting(plan: RowPlan, name: str, chip: ChipSpec) -> tuple[buffer.Kern
         if needed <= chip.ub_bytes:
             kernel.attributes["afc.ub_bytes"] = graph.int_attr(needed)
             return kernel, emitter
-        # every buffer scales with the tile except small fixed ones: scale and round down
-        scaled = plan.max_tile_elems * chip.ub_bytes // needed
-        plan.max_tile_elems = max(0, scaled // 64 * 64 - 64)
-        if plan.max_tile_elems < plan.align_elems:
+        if not shrink_tile(plan, chip.ub_bytes, needed):
             break
+    row = whole_row_elems(plan)
+    if row is not None and plan.max_tile_elems < row:
+        raise UserError(
+            f"fusion group {name} does not fit the {chip.name} UB with one whole row of "
+            f"{si.num_elements(plan.inner)} elements, which its reduction needs"
+        )
     raise UserError(f"fusion group {name} does not fit the {chip.name} UB with any tile")

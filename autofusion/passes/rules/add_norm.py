@@ -8,7 +8,10 @@ hiascend graph fusion reference, building AddRmsNorm).
 
 Preconditions, as CANN states them: both addends have the sum's shape (the add does not
 broadcast; dynamic dims cannot be proven equal, so they are refused) and the same float
-element type. The sum may have other users: they read the fused op's second result. The
+element type. afc's own: no addend is the only use of a matmul or gemm result (a
+residual add after o_proj, or after an FFN's down projection, which FFNFusionPass makes
+graph.ffn's residual): that kernel adds the residual where its product is, and the norm reads the sum once, where AddRmsNorm would read the product
+back and the residual besides (one tensor more through GM per layer). The sum may have other users: they read the fused op's second result. The
 fused op is placed at the norm; when another user of the sum comes first, it is placed at
 the add instead, which needs the norm's scale and bias to be available there (constants
 are moved up). Finding that out walks the block from the add to the norm, at most
@@ -29,6 +32,8 @@ from autofusion.passes import matching as m
 from autofusion.passes.fusion_rule import FusionRule, Refusal
 
 MAX_DISTANCE = 256
+# ops whose kernel takes a residual add after them (the matmul template's epilogue)
+RESIDUAL_TAKERS = (graph.MatmulOp, graph.GemmOp)
 
 
 @dataclass
@@ -52,6 +57,16 @@ def _between(add: Operation, norm: Operation) -> list[Operation] | None:
     return ops if op is norm else None
 
 
+def _residual_taker(add: graph.AddOp) -> Operation | None:
+    """The producer of an addend whose kernel can add the other addend: a matmul or gemm
+    whose result only the add reads."""
+    for v in (add.lhs, add.rhs):
+        producer = v.owner
+        if isinstance(producer, RESIDUAL_TAKERS) and m.single_use(v):
+            return producer
+    return None
+
+
 class AddNormFusion(FusionRule[AddNorm]):
     """Shared matching of an add feeding a norm's input."""
 
@@ -69,6 +84,11 @@ class AddNormFusion(FusionRule[AddNorm]):
             return Refusal("the add has dynamic dims that cannot be proven equal")
         if not m.is_float(x):
             return Refusal("the sum is not floating point")
+        taker = _residual_taker(add)
+        if taker is not None:
+            return Refusal(
+                f"the add is the residual of a single-use {taker.name}, whose kernel adds it"
+            )
         if any(use.operation is op and use.index != 0 for use in x.uses):
             return Refusal("the sum is also the norm's scale or bias")
         if all(use.operation is op for use in x.uses):

@@ -23,9 +23,9 @@ The gate and up values are projections (matmul/gemm, through reshapes) of one in
 the two halves of one merged projection (a graph.split into two equal parts, or two
 unit-step slices of the last axis: HorizontalMatMulFusionPass's merge), gate first.
 The down projection's single user, when it is an add of a value of the same shape, is
-the residual, unless the sum feeds a norm (a named norm or the reduce_mean a decomposed
-one starts with): AddLayerNormFusionPass / AddRmsNormFusionGraphPass then take the add
-with the norm (the sum is the next residual).
+the residual, also when the sum feeds a norm (the next layer's input norm): the FFN's
+kernel adds it where the product is, and the norm reads the sum once
+(AddLayerNormFusionPass / AddRmsNormFusionGraphPass leave such an add to the FFN).
 
 Preconditions, each refused with the reason: every weight is a graph.constant or an
 argument of the function (a weight computed in the graph is no FFN weight; a transposed
@@ -68,9 +68,6 @@ ACTIVATION_OPS: dict[type[Operation], str] = {
     graph.SigmoidOp: "sigmoid",
     graph.GeluOp: "gelu",
 }
-NORM_OPS = (graph.LayerNormOp, graph.RmsNormOp, graph.ReduceMeanOp)
-# how far the look-ahead for a norm after the residual sum goes (cast, pow, mul between)
-NORM_LOOKAHEAD = 3
 MAX_VIEWS = 3
 
 
@@ -294,19 +291,6 @@ def _bias_add(op: Operation) -> graph.AddOp | None:
     return None
 
 
-def _feeds_norm(value: SSAValue, depth: int = NORM_LOOKAHEAD) -> bool:
-    """Whether `value` reaches a norm (named, or the reduce_mean of a decomposed one)
-    through at most `depth` casts/pows/muls."""
-    for use in value.uses:
-        op = use.operation
-        if isinstance(op, (*NORM_OPS, graph.AddLayerNormOp, graph.AddRmsNormOp)):
-            return True
-        lead = depth > 1 and isinstance(op, graph.CastOp | graph.PowOp | graph.MulOp)
-        if lead and _feeds_norm(op.results[0], depth - 1):
-            return True
-    return False
-
-
 class FuseFfn(FusionRule[Ffn]):
     rule_name = "FFNFusionPass"
     pattern = "MatMul->Activation|SwiGlu->MatMul[->Add(residual)]"
@@ -384,7 +368,7 @@ class FuseFfn(FusionRule[Ffn]):
         op: Operation, down: Projection, x: SSAValue
     ) -> tuple[SSAValue | None, graph.AddOp | None]:
         """The residual the FFN can add: the down projection's single user is an add of
-        a value of the same shape, whose sum feeds no norm."""
+        a value of the same shape."""
         add = m.sole_user(op.results[0])
         if not isinstance(add, graph.AddOp) or add.lhs is add.rhs:
             return None, None
@@ -393,8 +377,6 @@ class FuseFfn(FusionRule[Ffn]):
         if not m.shape(other) == m.shape(add.output) == m.shape(op.results[0]) == out:
             return None, None
         if m.tensor_type(other).element_type != m.tensor_type(x).element_type:
-            return None, None
-        if _feeds_norm(add.output):
             return None, None
         return other, add
 

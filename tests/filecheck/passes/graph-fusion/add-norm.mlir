@@ -71,3 +71,33 @@ func.func @add_norm_refusals(%h: tensor<2x4x8xf32>, %p: tensor<1x4x8xf32>, %a: t
   %y3 = graph.rms_norm %s3, %w3 {axis = -1, epsilon = 1.0e-05} : tensor<8xf32>
   func.return %y, %y2, %y3, %t3 : tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+// Must not fuse: the residual add after o_proj (a single-use matmul result) is the
+// matmul kernel's epilogue; AddRmsNorm would read the product back and the residual
+// besides. The norm stays on its own and reads the sum once.
+// CHECK-LABEL: func.func @add_after_projection
+// CHECK:         %o = graph.matmul %a, %wo
+// CHECK-NEXT:    %s = graph.add %h, %o
+// CHECK-NEXT:    %y = graph.rms_norm %s, %w
+// CHECK-NOT:     graph.add_rms_norm
+func.func @add_after_projection(%a: tensor<2x8xf16>, %wo: tensor<8x8xf16>, %h: tensor<2x8xf16>, %w: tensor<8xf16>) -> (tensor<2x8xf16>, tensor<2x8xf16>) {
+  %o = graph.matmul %a, %wo : (tensor<2x8xf16>, tensor<8x8xf16>) -> tensor<2x8xf16>
+  %s = graph.add %h, %o : tensor<2x8xf16>
+  %y = graph.rms_norm %s, %w {axis = -1, epsilon = 1.0e-06} : (tensor<2x8xf16>, tensor<8xf16>) -> tensor<2x8xf16>
+  func.return %y, %s : tensor<2x8xf16>, tensor<2x8xf16>
+}
+
+// -----
+
+// The product has another user, so no kernel takes the add as its epilogue: it fuses
+// with the norm.
+// CHECK-LABEL: func.func @projection_used_twice
+// CHECK:         %y, %s = graph.add_rms_norm %h, %o, %w
+func.func @projection_used_twice(%a: tensor<2x8xf16>, %wo: tensor<8x8xf16>, %h: tensor<2x8xf16>, %w: tensor<8xf16>) -> (tensor<2x8xf16>, tensor<2x8xf16>, tensor<2x8xf16>) {
+  %o = graph.matmul %a, %wo : (tensor<2x8xf16>, tensor<8x8xf16>) -> tensor<2x8xf16>
+  %s = graph.add %h, %o : tensor<2x8xf16>
+  %y = graph.rms_norm %s, %w {axis = -1, epsilon = 1.0e-06} : (tensor<2x8xf16>, tensor<8xf16>) -> tensor<2x8xf16>
+  func.return %y, %s, %o : tensor<2x8xf16>, tensor<2x8xf16>, tensor<2x8xf16>
+}
