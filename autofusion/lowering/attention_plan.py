@@ -1,5 +1,6 @@
-"""The attention template's plan: which groups it takes (a graph.flash_attention root and
-an elementwise epilogue) and its static decisions: the tile candidates that fit L0/L1
+"""The attention template's plan: which groups it takes (a graph.flash_attention root, an
+elementwise epilogue, and slices and reshapes it reads q, k and v through:
+attention_views.py) and its static decisions: the tile candidates that fit L0/L1
 and the UB the softmax and the epilogue share.
 """
 
