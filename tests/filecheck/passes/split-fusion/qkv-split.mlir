@@ -84,3 +84,19 @@ func.func @view_read_elsewhere(%qkv: tensor<1x256x768xf16>, %q: tensor<1x256x8x6
   %o = graph.flash_attention %q, %k, %v4 {scale = 0.125 : f32, causal = true, layout = "BSND"} : (tensor<1x256x8x64xf16>, tensor<1x256x2x64xf16>, tensor<1x256x2x64xf16>) -> tensor<1x256x8x64xf16>
   func.return %o, %v : tensor<1x256x8x64xf16>, tensor<1x256x128xf16>
 }
+
+// -----
+
+// Negative (the attention's refusal by name): v's slice takes keys 0..127 of the
+// sequence. A view may only choose columns of a token row, so the slice stays a copy
+// kernel of its own.
+// REMARKS: not fused graph.slice %v -> graph.flash_attention %o: graph.slice slices the batch or sequence dim of an attention operand
+// CHECK-LABEL: func.func @view_of_the_sequence
+// CHECK:       %v = graph.fusion_group (%kv_1 = %kv
+// CHECK-NEXT:    graph.slice
+// CHECK-NEXT:    graph.yield
+func.func @view_of_the_sequence(%kv: tensor<1x256x2x64xf16>, %q: tensor<1x128x8x64xf16>, %k: tensor<1x128x2x64xf16>) -> tensor<1x128x8x64xf16> {
+  %v = graph.slice %kv {axes = [1], ends = [128], starts = [0], steps = [1]} : (tensor<1x256x2x64xf16>) -> tensor<1x128x2x64xf16>
+  %o = graph.flash_attention %q, %k, %v {scale = 0.125 : f32, causal = true, layout = "BSND"} : (tensor<1x128x8x64xf16>, tensor<1x128x2x64xf16>, tensor<1x128x2x64xf16>) -> tensor<1x128x8x64xf16>
+  func.return %o : tensor<1x128x8x64xf16>
+}
