@@ -379,4 +379,6 @@ def estimate(block: Block, chip: ChipSpec, policy: FusionPolicy) -> Estimate:
     time = sum(g.time_us for g in kernels)
     for op, _ in result.library_ops:
         time += kernel_time(op_cost(op, chip, policy.dynamic_size), chip).total_us
-    return Estimate(time, len(kernels) + len(result.library_ops))
+    # a view (a reshape left between kernels) is no kernel: it costs nothing and counts none
+    library = [op for op, _ in result.library_ops if not is_view(op)]
+    return Estimate(time, len(kernels) + len(library))

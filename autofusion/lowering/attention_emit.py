@@ -81,7 +81,8 @@ class AttentionKernel(CubeKernel):
                 emitters={plan.root: root_emitter(plan.raw, None, 1.0, 1.0, (None, None, None))},
             ),
         )
-        inputs = [*plan.root.operands, *self.row.gm_inputs]
+        sources = [plan.source(i) for i in range(len(plan.root.operands))]
+        inputs = [*sources, *self.row.gm_inputs]
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
 
     def outputs(self) -> list[SSAValue]:
@@ -255,11 +256,11 @@ class AttentionKernel(CubeKernel):
             self.nq = idx.min(half, idx.sub(nq, self.r_lo))
             self.nq.name_hint = "nq_mine"
             self.has_rows = kb.less(c(0), self.nq)
-        q_row, q_stride = self._row_of(b, h, q0, t["Hq"], t["Sq"], d)
+        q_row, q_stride = self._row_of(0, b, h, q0)
         with kb.stage("cube"):
 
             def fill_q1(slot: SSAValue) -> None:
-                kb.copy(kb.view(self.gm[p.q], q_row), slot, nq, c(d), q_stride, c(self.dp))
+                kb.copy(kb.view(self.gm[p.source(0)], q_row), slot, nq, c(d), q_stride, c(self.dp))
 
             q1 = fill_queue_slot(kb, self.q_l1, p.in_elt, fill_q1, "q1")
             kb.copy(q1, self.q_l0, nq, c(d), c(self.dp), c(d))
@@ -314,10 +315,16 @@ class AttentionKernel(CubeKernel):
         return self.kb.when(self.has_rows)
 
     def _row_of(
-        self, b: SSAValue, head: SSAValue, s0: SSAValue, heads: SSAValue, seq: SSAValue, dim: int
+        self, operand: int, b: SSAValue, head: SSAValue, s0: SSAValue
     ) -> tuple[SSAValue, SSAValue]:
-        """(element offset, row stride) of row s0 of head `head` in a BNSD/BSND tensor."""
-        idx, c = self.kb.idx, self.kb.idx.const
+        """(element offset, row stride) of row s0 of head `head` of query (operand 0), key
+        (1) or value (2): a BNSD/BSND tensor, or a view of one (attention_views.py)."""
+        idx, c, t, p = self.kb.idx, self.kb.idx.const, self.t, self.p
+        heads, seq = (t["Hq"], t["Sq"]) if operand == 0 else (t["Hkv"], t["Skv"])
+        dim = p.value_dim if operand == 2 else p.head_dim
+        view = p.views.get(operand)
+        if view is not None:
+            return view.row_of(idx, idx.add(idx.mul(b, seq), s0), head)
         if self.p.bsnd:
             at = idx.mul(idx.add(idx.mul(idx.add(idx.mul(b, seq), s0), heads), head), c(dim))
             return at, idx.mul(heads, c(dim))
@@ -334,8 +341,8 @@ class AttentionKernel(CubeKernel):
         k0 = idx.mul(kv, t["tkv"])
         nkv = idx.min(t["tkv"], idx.sub(t["Skv"], k0))
         nkv.name_hint = "nkv"
-        k_row, k_stride = self._row_of(self.b, self.hk, k0, t["Hkv"], t["Skv"], d)
-        v_row, v_stride = self._row_of(self.b, self.hk, k0, t["Hkv"], t["Skv"], dv)
+        k_row, k_stride = self._row_of(1, self.b, self.hk, k0)
+        v_row, v_stride = self._row_of(2, self.b, self.hk, k0)
         ws_s = ws_pv = ws_p = None
         if self.ws is not None and self.wsp is not None:
             per_core = idx.add(idx.mul(t["tq"], t["tkv"]), idx.mul(t["tq"], c(dv)))
@@ -346,7 +353,7 @@ class AttentionKernel(CubeKernel):
         with kb.stage("cube"):
 
             def fill_k1(slot: SSAValue) -> None:
-                kb.copy(kb.view(self.gm[p.k], k_row), slot, nkv, c(d), k_stride, c(self.dp))
+                kb.copy(kb.view(self.gm[p.source(1)], k_row), slot, nkv, c(d), k_stride, c(self.dp))
 
             k1 = fill_queue_slot(kb, self.k_l1, p.in_elt, fill_k1, "k1")
 
@@ -382,7 +389,9 @@ class AttentionKernel(CubeKernel):
         with kb.stage("cube"):
 
             def fill_v1(slot: SSAValue) -> None:
-                kb.copy(kb.view(self.gm[p.v], v_row), slot, nkv, c(dv), v_stride, c(self.dvp))
+                kb.copy(
+                    kb.view(self.gm[p.source(2)], v_row), slot, nkv, c(dv), v_stride, c(self.dvp)
+                )
 
             p_l1 = kb.insert(buffer.QueueAllocOp(self.p_l1, p.in_elt), "p1").results[0]
             if ws_p is not None:

@@ -34,7 +34,8 @@ def attention_launch(
     p: AttentionPlan, b: Builder, idx: IrOps, outside: dict[SSAValue, SSAValue]
 ) -> HostLaunch:
     """The launch's runtime values: B, Hq, Hkv, Sq, Skv and the outputs' dynamic dims."""
-    qo, ko = outside.get(p.q), outside.get(p.k)
+    # a view's source has the operand's B and S dims (attention_views.py); its heads are static
+    qo, ko = outside.get(p.source(0)), outside.get(p.source(1))
     head, seq = (2, 1) if p.bsnd else (1, 2)
     q, k = tensor_shape(p.q), tensor_shape(p.k)
     vals = [

@@ -1,12 +1,13 @@
-"""The attention template's plan: which groups it takes (a graph.flash_attention root and
-an elementwise epilogue) and its static decisions: the tile candidates that fit L0/L1
+"""The attention template's plan: which groups it takes (a graph.flash_attention root, an
+elementwise epilogue, and slices and reshapes it reads q, k and v through:
+attention_views.py) and its static decisions: the tile candidates that fit L0/L1
 and the UB the softmax and the epilogue share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
 from xdsl.dialects.builtin import f32, i1
@@ -19,6 +20,7 @@ from autofusion.dialects.shape_inference import DYN
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_tiling import CMP_ELEMS, AttentionTiles
+from autofusion.lowering.attention_views import TokenView, attention_operand_views
 from autofusion.lowering.cube_common import FRACTAL, cube_dtype_refusal, detached_value, round_up
 from autofusion.lowering.cube_epilogue import (
     CubeEpilogue,
@@ -60,6 +62,13 @@ class AttentionPlan(Plan):
     # a causal mask by position (graph.flash_attention's integer mask): the position
     # ids, compared in the kernel; `mask` is then None
     positions: SSAValue | None = None
+    # q, k, v (by operand index) read in place through slices and reshapes in the group
+    views: dict[int, TokenView] = field(default_factory=dict)
+
+    def source(self, operand: int) -> SSAValue:
+        """The GM tensor the kernel reads root operand `operand` from."""
+        view = self.views.get(operand)
+        return self.root.operands[operand] if view is None else view.source
 
     @property
     def ops(self) -> list[Operation]:
@@ -151,7 +160,10 @@ def cube_bytes(p: AttentionPlan, t: AttentionTiles, chip: ChipSpec) -> dict[str,
 def plan_attention(
     parts: GroupParts, chip: ChipSpec, tiling: Mapping[str, TilingValue] | None = None
 ) -> AttentionPlan | Refusal:
-    found = split_cube_group(parts, graph.FlashAttentionOp, "flash attention")
+    views = attention_operand_views(parts, chip)
+    if isinstance(views, Refusal):
+        return views
+    found = split_cube_group(views.parts, graph.FlashAttentionOp, "flash attention")
     if isinstance(found, Refusal):
         return found
     root, epilogue = found
@@ -211,6 +223,7 @@ def plan_attention(
         raw,
         0,
         positions,
+        views.views,
     )
     sq, skv = q[2], k[2]
     last: Refusal = Refusal(
@@ -218,7 +231,7 @@ def plan_attention(
         f"of head dims {d}/{dv}"
     )
     vector_side = CubeEpilogue(
-        root, raw, [], epilogue, parts, len(tensor_shape(root.results[0])) - 1
+        root, raw, [], epilogue, views.parts, len(tensor_shape(root.results[0])) - 1
     )
     if tiling is not None:
         return _at_recorded_tiles(plan, tiling, chip, vector_side)

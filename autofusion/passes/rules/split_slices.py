@@ -8,9 +8,10 @@ is a library op that copies all of x into its parts in GM. A slice per part can 
 reader's kernel instead, as a strided input view (row_plan.py, "Input views": the kernel
 reads the part's columns straight from x with DataCopyPad source strides), and the part
 is never materialized: the q and k columns of a merged QKV projection read by the rope
-kernels, the gate and up halves of a merged gate-up projection read by the SwiGLU
-kernel. A part whose reader cannot take a view (a cube op reads its operands from GM)
-becomes a copy kernel of its own that moves that part only.
+kernels, the v columns read by a BSND attention kernel (attention_views.py), the gate
+and up halves of a merged gate-up projection read by the SwiGLU kernel. A part whose
+reader cannot take a view (a matmul reads its operands from GM contiguously) becomes a
+copy kernel of its own that moves that part only.
 
 Preconditions: a static size along the split axis; parts without users get no slice. The
 cost gate (split_cost.py) applies the rewrite where ub-fusion's estimate says it pays.
