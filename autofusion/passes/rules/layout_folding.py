@@ -58,7 +58,7 @@ from autofusion.dialects import graph
 from autofusion.dialects.shape_inference import DYN
 from autofusion.passes import matching as m
 from autofusion.passes.fusion_rule import FusionRule, Refusal
-from autofusion.passes.rules.rope import _in_source_layout as in_source_layout
+from autofusion.passes.rules.rope import in_source_layout
 
 
 def _perm(op: graph.TransposeOp) -> tuple[int, ...]:

@@ -159,7 +159,7 @@ class TransposedRope:
     shapes: tuple[list[int], list[int]]
 
 
-def _in_source_layout(v: SSAValue, perm: tuple[int, ...]) -> list[int] | None:
+def in_source_layout(v: SSAValue, perm: tuple[int, ...]) -> list[int] | None:
     """v's shape (padded to len(perm)) transposed by perm^-1, if that moves only size-1
     axes (then a reshape gives it, its one dynamic dim, if any, as -1); None otherwise."""
     rank = len(perm)
@@ -193,7 +193,7 @@ class SinkTransposeThroughRope(FusionRule[TransposedRope]):
             return Refusal("the transpose moves the last axis, which rope rotates")
         if not t.output.has_one_use():
             return Refusal("the transpose has other users")
-        shapes = [_in_source_layout(v, perm) for v in (op.cos, op.sin)]
+        shapes = [in_source_layout(v, perm) for v in (op.cos, op.sin)]
         if shapes[0] is None or shapes[1] is None:
             return Refusal(
                 "cos or sin would need a transpose that moves data, or a reshape of two "
