@@ -829,6 +829,20 @@ def test_rope(interleaved: str, elt: str) -> None:
     assert function_names(check(text)) == ["Rope"]
 
 
+@pytest.mark.parametrize("opset", [17, 23])
+@pytest.mark.parametrize("elt", ["f32", "f16"])
+def test_partial_rope(opset: int, elt: str) -> None:
+    """rotary_dim (Phi): the Slice/rope/Concat function, also where RotaryEmbedding-23 is."""
+    x, c = f"tensor<?x4x6x8x{elt}>", f"tensor<1x1x6x4x{elt}>"
+    props = "interleaved = false, rotary_dim = 4"
+    text = fn(
+        f"%x: {x}, %c: {c}, %s: {c}",
+        f"  %r = graph.rope %x, %c, %s {{{props}}} : ({x}, {c}, {c}) -> {x}",
+        x,
+    )
+    assert function_names(check(text, opset=opset)) == ["Rope"]
+
+
 def test_swiglu() -> None:
     g, u = "tensor<2x?x8xf32>", "tensor<8xf32>"
     assert function_names(

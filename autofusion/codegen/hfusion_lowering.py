@@ -501,6 +501,8 @@ def _rope(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) -
     """x * cos + rotate_half(x) * sin (the non-interleaved form)."""
     if Props(op.properties, op.name).flag("interleaved"):
         raise Refusal("graph.rope: the interleaved form is not exported", op)
+    if Props(op.properties, op.name).has("rotary_dim"):
+        raise Refusal("graph.rope: partial rotary (rotary_dim) is not exported", op)
     x, cos, sin = (b.widen(v) for v in xs)
     shape = x.shape or ()
     half = shape[-1] // 2

@@ -219,7 +219,9 @@ class RopeOp(GraphOp, StreamingFacts):
         rotate(x) = concat(-x[..., D/2:], x[..., :D/2])      (interleaved = false, Llama)
         rotate(x)[2i], rotate(x)[2i+1] = -x[2i+1], x[2i]      (interleaved = true, GPT-J)
 
-    cos and sin broadcast to x, whose last dim D is even.
+    cos and sin broadcast to x, whose last dim D is even. With `rotary_dim` = R (partial
+    rotary, Phi/GPT-NeoX's rotary_pct), the rotation applies to x[..., :R] only (cos and sin
+    broadcast to that part, R even) and x[..., R:] passes through unchanged.
     """
 
     name = "graph.rope"
@@ -229,6 +231,7 @@ class RopeOp(GraphOp, StreamingFacts):
     sin = operand_def(TensorType)
     output = result_def(TensorType)
     interleaved = prop_def(BoolAttr)
+    rotary_dim = opt_prop_def(IntegerAttr)
     traits = traits_def(Pure(), Fusible(FusionKind.BROADCAST))
     FLOAT_ONLY: ClassVar[bool] = True
 
@@ -238,11 +241,20 @@ class RopeOp(GraphOp, StreamingFacts):
         shape = x.get_shape()
         if not shape or (shape[-1] != DYN and shape[-1] % 2):
             raise ShapeError(f"the last dim of the input must be even, got {si.fmt(shape)}")
+        rotated = shape
+        if p.has("rotary_dim"):
+            r = p.integer("rotary_dim")
+            if r <= 0 or r % 2 or (shape[-1] != DYN and r > shape[-1]):
+                raise ShapeError(
+                    f"rotary_dim {r} must be even, positive and at most the last dim "
+                    f"of {si.fmt(shape)}"
+                )
+            rotated = (*shape[:-1], r)
         _same_element_type(types, ("input", "cos", "sin"))
         for t, what in zip(types[1:], ("cos", "sin")):
-            if not si.broadcasts_to(t.get_shape(), shape):
+            if not si.broadcasts_to(t.get_shape(), rotated):
                 raise ShapeError(
-                    f"{what} {si.fmt(t.get_shape())} does not broadcast to {si.fmt(shape)}"
+                    f"{what} {si.fmt(t.get_shape())} does not broadcast to {si.fmt(rotated)}"
                 )
         p.flag("interleaved")
         return [x]

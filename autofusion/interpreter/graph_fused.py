@@ -154,8 +154,14 @@ class GraphFusedFunctions(InterpreterFunctions):
     @impl(graph.RopeOp)
     def run_rope(self, i: Interpreter, op: graph.RopeOp, args: PythonValues) -> PythonValues:
         x, cos, sin = (_compute(a) for a in args)
-        inter = _props(op).flag("interleaved")
-        return (_result(op, x * cos + rotate(x, inter) * sin),)
+        p = _props(op)
+        inter = p.flag("interleaved")
+        if not p.has("rotary_dim"):
+            return (_result(op, x * cos + rotate(x, inter) * sin),)
+        # partial rotary: rotate x[..., :R], pass x[..., R:] through
+        r = p.integer("rotary_dim")
+        head, tail = x[..., :r], x[..., r:]
+        return (_result(op, np.concatenate([head * cos + rotate(head, inter) * sin, tail], -1)),)
 
     @impl(graph.SwigluOp)
     def run_swiglu(self, i: Interpreter, op: graph.SwigluOp, args: PythonValues) -> PythonValues:

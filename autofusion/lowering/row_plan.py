@@ -409,6 +409,8 @@ def plan_for_split(
             return Refusal(f"{op.name} normalizes other axes than the kernel's rows")
         if isinstance(op, graph.RopeOp) and split != rank - 1:
             return Refusal("rope needs the last dim as the kernel's columns")
+        if isinstance(op, graph.RopeOp) and graph.Props(op.properties, op.name).has("rotary_dim"):
+            return Refusal("graph.rope with rotary_dim: the rows kernel rotates whole rows only")
     all_values: list[SSAValue] = list(inputs)
     for op in ops:
         all_values.extend(op.results)

@@ -976,12 +976,17 @@ def flash_attention_native(e: Emitter) -> None:
 
 
 def rope(e: Emitter) -> None:
-    """x * cos + rotate(x) * sin; rotate by Slice-13, Neg-13, Concat-13 (and Reshape-14)."""
-    d = e.in_type(0).get_shape()[-1]
-    if d == si.DYN:
+    """x * cos + rotate(x) * sin; rotate by Slice-13, Neg-13, Concat-13 (and Reshape-14).
+    With rotary_dim R: the same on x[..., :R], concatenated with x[..., R:]."""
+    full = e.in_type(0).get_shape()[-1]
+    if full == si.DYN:
         raise NotExportable("a dynamic rotary dimension (last dim of the input) cannot be exported")
+    d = e.props.integer("rotary_dim") if e.props.has("rotary_dim") else full
     half, rank = d // 2, e.rank()
     x, cos, sin = (e.up(i) for i in e.inputs)
+    whole = x
+    if d != full:
+        x = slice_last(e, whole, 0, d)
     if e.props.flag("interleaved"):
         # pairs (x[2i], x[2i+1]) -> (-x[2i+1], x[2i]); 0 in a Reshape shape copies the dim
         pairs = e.node("Reshape", [x, e.ints([0] * (rank - 1) + [half, 2], "pairs")])
@@ -991,7 +996,11 @@ def rope(e: Emitter) -> None:
     else:
         first, second = slice_last(e, x, 0, half), slice_last(e, x, half, d)
         rotated = e.node("Concat", [e.node("Neg", [second]), first], axis=-1)
-    y = e.node("Add", [e.node("Mul", [x, cos]), e.node("Mul", [rotated, sin])], out=e.target())
+    if d == full:
+        y = e.node("Add", [e.node("Mul", [x, cos]), e.node("Mul", [rotated, sin])], out=e.target())
+    else:
+        y = e.node("Add", [e.node("Mul", [x, cos]), e.node("Mul", [rotated, sin])])
+        y = e.node("Concat", [y, slice_last(e, whole, d, full)], axis=-1, out=e.target())
     e.finish(0, y)
 
 
@@ -1001,6 +1010,8 @@ def _rope_head_axis(e: Emitter) -> int | None:
     x = e.in_type(0).get_shape()
     if e.opset < 23 or len(x) != 4 or x[3] == si.DYN:
         return None
+    if e.props.has("rotary_dim") and e.props.integer("rotary_dim") != x[3]:
+        return None  # partial rotary: the function form (Slice, rope, Concat)
     shapes = [[1] * (4 - e.rank(i)) + list(e.in_type(i).get_shape()) for i in (1, 2)]
     if any(e.rank(i) > 4 for i in (1, 2)) or any(s[3] != x[3] for s in shapes):
         return None

@@ -421,20 +421,13 @@ def convert_rotary_embedding(node: Node) -> list[Value]:
     full = [
         _full_angles(node, c, what, spec) for c, what in ((cos, "cos_cache"), (sin, "sin_cache"))
     ]
+    props: dict[str, object] = {"interleaved": interleaved}
     if rot < d:
-        head = node.emit1(graph.SliceOp, [y_in], _last_slice(0, rot))
-        tail = node.emit1(graph.SliceOp, [y_in], _last_slice(rot, d))
-        turned = node.emit1(graph.RopeOp, [head, *full], {"interleaved": interleaved})
-        y = node.emit1(graph.ConcatOp, [turned, tail], {"axis": 3})
-    else:
-        y = node.emit1(graph.RopeOp, [y_in, *full], {"interleaved": interleaved})
+        props["rotary_dim"] = rot  # graph.rope's partial rotary: x[..., rot:] passes through
+    y = node.emit1(graph.RopeOp, [y_in, *full], props)
     if rank == 3:
         return node.emit(graph.ReshapeOp, [y], {"shape": [0, 0, -1]})
     return [y]
-
-
-def _last_slice(start: int, end: int) -> dict[str, object]:
-    return {"starts": [start], "ends": [end], "axes": [3], "steps": [1]}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from autofusion.passes.rules.layout_folding import (
 from autofusion.passes.rules.norm_split import SplitLayerNorm, SplitRmsNorm
 from autofusion.passes.rules.norms import FuseLayerNorm, FuseRmsNorm
 from autofusion.passes.rules.producer_duplicate import DuplicateProducer
-from autofusion.passes.rules.rope import FuseRope, SinkTransposeThroughRope
+from autofusion.passes.rules.rope import FusePartialRope, FuseRope, SinkTransposeThroughRope
 from autofusion.passes.rules.rotary_table import FoldConcatOfScaled, OuterProductMatMulToMul
 from autofusion.passes.rules.silu import FuseSilu, FuseSwiGlu
 from autofusion.passes.rules.split_slices import SplitIntoSlices
@@ -54,6 +54,7 @@ GRAPH_FUSION_RULES: list[type[FusionRule]] = [
     FuseSilu,
     FuseSwiGlu,
     FuseRope,
+    FusePartialRope,
     SinkTransposeThroughRope,
     # attention traces q/k/v only to the projections' head reshapes, so the QKV merge
     # (anchored on the projections, which the walk meets first) leaves it recognisable

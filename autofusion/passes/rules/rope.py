@@ -26,6 +26,16 @@ cancels it), where before it stayed a library op moving the whole tensor. Precon
 the transpose keeps the last axis, has no other user, and cos and sin need no data
 movement (only size-1 axes move) and have at most one dynamic dim (the reshape's -1).
 Named in GE's style (afc's).
+
+PartialRotaryFusionPass folds partial rotary (Phi, GPT-NeoX's rotary_pct, GLM):
+
+    concat(rope(x[..., :R], cos, sin), x[..., R:])  ->  rope(x, cos, sin, rotary_dim = R)
+
+so that the head transposes sink through one rope on the whole head. Preconditions: the
+concat is over the last axis with the rotated part first; the two parts are unit-step
+slices (or a split) of the same static last axis, the rotated one starting at 0 and the
+pass-through one covering the rest; the rope is full (no rotary_dim yet) and the parts
+have no other users. Named in GE's style (afc's).
 """
 
 from __future__ import annotations
@@ -215,9 +225,13 @@ class SinkTransposeThroughRope(FusionRule[TransposedRope]):
                 r.results[0].name_hint = f"{v.name_hint}_{'x'.join(dims)}"
             new_ops.append(r)
             tables.append(r.results[0])
+        p = graph.Props(op.properties, op.name)
         rope = graph.RopeOp.make(
             [match.transpose.input, *tables],
-            {"interleaved": graph.Props(op.properties, op.name).flag("interleaved")},
+            {
+                "interleaved": p.flag("interleaved"),
+                "rotary_dim": p.integer("rotary_dim") if p.has("rotary_dim") else None,
+            },
         )
         back = graph.TransposeOp.make([rope.results[0]], {"perm": list(match.perm)})
         new_ops += [rope, back]
@@ -227,3 +241,59 @@ class SinkTransposeThroughRope(FusionRule[TransposedRope]):
         back.results[0].name_hint = op.output.name_hint
         rewriter.replace(op, new_ops, [back.results[0]])
         rewriter.erase(match.transpose)
+
+
+@dataclass
+class PartialRope:
+    rope: graph.RopeOp
+    x: SSAValue
+    rotary_dim: int
+    # pattern ops, the concat first
+    ops: list[Operation]
+
+
+class FusePartialRope(FusionRule[PartialRope]):
+    rule_name = "PartialRotaryFusionPass"
+    pattern = "Slice(:R)->Rope, Slice(R:)->Concat"
+    anchors = (graph.ConcatOp,)
+
+    def match(self, op: Operation) -> PartialRope | Refusal | None:
+        assert isinstance(op, graph.ConcatOp)
+        if len(op.inputs) != 2:
+            return None
+        rank = len(m.shape(op.output))
+        if si.normalize_axis(graph.Props(op.properties, op.name).integer("axis"), rank) != (
+            rank - 1
+        ):
+            return None
+        rope = m.producer(op.inputs[0], graph.RopeOp)
+        if rope is None:
+            if m.producer(op.inputs[1], graph.RopeOp) is not None:
+                return Refusal("the pass-through part comes before the rotated part")
+            return None
+        if graph.Props(rope.properties, rope.name).has("rotary_dim"):
+            return Refusal("the rope is already partial")
+        head, tail = _last_axis_part(rope.input), _last_axis_part(op.inputs[1])
+        if head is None or tail is None or head[0] is not tail[0]:
+            return Refusal("the rope's input and the other part are not slices of one tensor")
+        x, h_start, h_end, h_op = head
+        _, t_start, t_end, t_op = tail
+        if h_start != 0 or t_start != h_end or t_end != m.shape(x)[-1]:
+            return Refusal(
+                f"the parts [{h_start}:{h_end}] and [{t_start}:{t_end}] do not split the last "
+                f"axis of size {m.shape(x)[-1]} as [:R] and [R:]"
+            )
+        ops: list[Operation] = [op, rope, h_op] + ([t_op] if t_op is not h_op else [])
+        escaping = m.escaping_reason(ops, op)
+        return Refusal(escaping) if escaping is not None else PartialRope(rope, x, h_end, ops)
+
+    def rewrite(self, op: Operation, match: PartialRope, rewriter: PatternRewriter) -> None:
+        rope = match.rope
+        fused = graph.RopeOp.make(
+            [match.x, rope.cos, rope.sin],
+            {
+                "interleaved": graph.Props(rope.properties, rope.name).flag("interleaved"),
+                "rotary_dim": match.rotary_dim,
+            },
+        )
+        m.replace_pattern(rewriter, match.ops, [fused])
