@@ -34,7 +34,6 @@ from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
-    IntAttr,
     IntegerAttr,
     StringAttr,
     i64,
@@ -167,7 +166,7 @@ def _int_list(attr: Attribute | None) -> list[int] | None:
     for a in cast(ArrayAttr[Attribute], attr).data:
         if not isinstance(a, IntegerAttr):
             return None
-        out.append(cast(IntAttr, a.value).data)
+        out.append(a.value.data)
     return out
 
 
@@ -286,7 +285,11 @@ def with_defaults(node: onnx.NodeProto, opset: int) -> onnx.NodeProto:
     operator is defined by a function body: onnx 1.23's checker expands such a body
     without the defaults (MeanVarianceNormalization without `axes` fails its Constant)."""
     schema = onnx.defs.get_schema(node.op_type, opset, "")
-    if not (schema.has_function or schema.has_context_dependent_function):
+    # onnx's stubs lack these OpSchema properties (onnx/defs/__init__.pyi)
+    bodied = getattr(schema, "has_function", False) or getattr(
+        schema, "has_context_dependent_function", False
+    )
+    if not bodied:
         return node
     given = {a.name for a in node.attribute}
     out = onnx.NodeProto()
