@@ -705,7 +705,7 @@ def test_symbolic_dims_use_copy_and_infer_dims() -> None:
     text = module_to_text(default_context(), module)
     assert "%x: tensor<?x?x6xf32>" in text
     assert "graph.reshape %x {shape = [0, 0, 2, 3]}" in text
-    assert "{shape = [0, -1]}" in text  # flatten: batch copied, the rest inferred
+    assert "shape = [0, -1]}" in text  # flatten: batch copied, the rest inferred
     x = randn(3, 5, 6)
     np.testing.assert_allclose(run_function(module, {"x": x})["y"], x.reshape(3, 30))
 

@@ -54,7 +54,7 @@ from autofusion.interpreter import argument_names, find_function, result_names
 if TYPE_CHECKING:
     import onnx
 
-    from frontends.onnx import export_ops
+    from frontends.onnx import export_ops, origin
 
 DEFAULT_OPSET = 17
 MIN_OPSET = 11  # Pad, Clip and Slice take their parameters as inputs from here on
@@ -306,7 +306,7 @@ class _Exporter:
             self._value_info(o, body)
             for node in body.nodes
             for o in node.output
-            if o not in boundary
+            if o and o not in boundary
         ]
         g = helper.make_graph(
             body.nodes,
@@ -402,15 +402,89 @@ class _Exporter:
     # ---- ops ------------------------------------------------------------------------
 
     def _export_ops(self, scope: _Scope, block: Block) -> None:
+        from frontends.onnx import origin
+
+        groups = origin.complete_groups(block, self.opset)
+        written: set[int] = set()
         for op in block.ops:
             if isinstance(op, func.ReturnOp | graph.YieldOp):
                 continue
+            group = groups.get(op)
+            if group is not None:
+                if id(group) in written:
+                    continue
+                written.add(id(group))
+                if self._export_origin(scope, group):
+                    continue
+                for member in group.members:  # its inputs come later: write the parts
+                    del groups[member]
             if isinstance(op, graph.ConstantOp):
                 scope.values[op.result] = scope.weight(op)
             elif isinstance(op, graph.FusionGroupOp):
                 self._export_group(scope, op)
             else:
                 self._export_op(scope, op)
+
+    def _export_origin(self, scope: _Scope, group: origin.Group) -> bool:
+        """Write the ONNX node `group` came from, where its operands are all defined
+        before its first op (else False, and nothing is written)."""
+        from onnx import helper
+
+        from frontends.onnx import origin
+
+        if any(isinstance(v, SSAValue) and not self._defined(scope, v) for v in group.inputs):
+            return False
+        first = group.members[0]
+        inputs: list[str] = []
+        for i, v in enumerate(group.inputs):
+            if v is None:
+                inputs.append("")
+            elif isinstance(v, SSAValue):
+                inputs.append(scope.values[v])
+            else:
+                inputs.append(self._origin_constant(scope, v, v.name or f"in{i}"))
+        outputs = [
+            "" if r is None else scope.define(r, group.node.op_type.lower()) for r in group.outputs
+        ]
+        node = helper.make_node(group.node.op_type, inputs, outputs)
+        node.attribute.extend(origin.with_defaults(group.node, self.opset).attribute)
+        name = _loc_name(first.location)
+        if name:
+            node.name = scope.body.node_names.fresh(name)
+        self.ops.check_node_types(
+            node.op_type,
+            self.opset,
+            [scope.body.elem(i) if i else None for i in inputs],
+            [scope.body.elem(o) if o else None for o in outputs],
+        )
+        scope.body.nodes.append(node)
+        return True
+
+    @staticmethod
+    def _defined(scope: _Scope, value: SSAValue) -> bool:
+        """`value` has an ONNX name here; a constant gets its weight on first use."""
+        if value in scope.values:
+            return True
+        if isinstance(value.owner, graph.ConstantOp):
+            scope.values[value] = scope.weight(value.owner)
+            return True
+        return False
+
+    def _origin_constant(self, scope: _Scope, t: onnx.TensorProto, hint: str) -> str:
+        """A constant node input kept in an origin tag: an initializer of the graph, or a
+        Constant node in a function body (functions cannot see initializers)."""
+        from onnx import TensorProto, helper
+
+        name = scope.body.names.fresh(hint)
+        scope.body.declare(name, t.data_type, tuple(t.dims))
+        value = TensorProto()
+        value.CopyFrom(t)
+        value.name = name
+        if isinstance(scope, _GraphScope):
+            self.initializers.append(value)
+        else:
+            scope.body.nodes.append(helper.make_node("Constant", [], [name], value=value))
+        return name
 
     def _export_op(self, scope: _Scope, op: Operation) -> None:
         from frontends.onnx import export_table

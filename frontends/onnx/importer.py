@@ -35,7 +35,7 @@ from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import AttributeProto, TensorProto, helper, numpy_helper
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -68,6 +68,7 @@ from autofusion.dialects.graph import GraphOp, Props
 from autofusion.dialects.shape_inference import ShapeError
 from autofusion.interpreter import NAME_ATTR
 from autofusion.interpreter.folding import evaluate
+from frontends.onnx import origin
 from frontends.onnx.schemas import operator_schema
 
 # afc imports every default-domain opset up to the installed onnx's newest
@@ -542,6 +543,7 @@ class Importer:
         self._versions: OpVersions = {}
         self._refused: RefusedVersions = {}
         self._function: Callable[[Node], Converter | None] | None = None
+        self._origins = 0  # origin ids given (origin.py)
 
     # ---- opsets --------------------------------------------------------------------
 
@@ -714,8 +716,10 @@ class Importer:
         else:
             self._check_version(node)
             self._check_schema(node)
+            before = self.block.last_op
             outputs = list(fn(node))
             node.check_attrs()
+            self._tag_origin(node, before, outputs)
         for k, out_name in enumerate(proto.output):
             if not out_name:
                 continue
@@ -726,6 +730,52 @@ class Importer:
             if isinstance(value, Const) and value.initializer is None and value.ssa is None:
                 value.hint = out_name
             self.values[out_name] = value
+
+    def _tag_origin(
+        self, node: Node, before: Operation | None, outputs: Sequence[Item | None]
+    ) -> None:
+        """Tag the ops `node` became with its origin (see origin.py), so that export
+        writes the node back. Not tagged: nodes that became the one graph op of their
+        own name (the op table exports it back as the node), nodes with subgraphs (their
+        bodies name outer values), nodes that became no op, and nodes with an input or
+        output that is neither a tensor value of the group nor a small constant."""
+        if any(
+            a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.proto.attribute
+        ):
+            return
+        new_ops: list[Operation] = []
+        op = before.next_op if before is not None else self.block.first_op
+        while op is not None:
+            new_ops.append(op)
+            op = op.next_op
+        items = [node.opt_item(i) for i in range(node.num_inputs)]
+        bound = {v.ssa for v in items if isinstance(v, Tensor | Const) and v.ssa is not None}
+        members = [op for op in new_ops if not any(r in bound for r in op.results)]
+        read = {v for op in members for v in op.operands}
+        inputs: list[SSAValue | TensorProto | None] = []
+        for v in items:
+            if v is None:
+                inputs.append(None)
+            elif isinstance(v, Tensor | Const) and v.ssa is not None and v.ssa in read:
+                inputs.append(v.ssa)
+            else:
+                proto = _kept_input(v)
+                if proto is None:
+                    return
+                inputs.append(proto)
+        results = {r for op in members for r in op.results}
+        outs: list[SSAValue | None] = []
+        for k, name in enumerate(node.proto.output):
+            value = outputs[k] if name and k < len(outputs) else None
+            if not name:
+                outs.append(None)
+            elif isinstance(value, Tensor) and value.ssa in results:
+                outs.append(value.ssa)
+            else:
+                return
+        if members and not origin.is_own_op(node.op_type, members):
+            self._origins += 1
+            origin.tag(self._origins, node.proto, node.version, members, inputs, outs)
 
     def convert_subgraph(
         self, node: Node, body: onnx.GraphProto, bindings: Sequence[Item], scope: str
@@ -986,6 +1036,18 @@ def _not_in_opset(op_type: str, opset: int) -> str:
         f"ONNX operator {op_type} does not exist in opset {opset} (the model's); it was "
         f"introduced in opset {min(versions)}"
     )
+
+
+def _kept_input(v: Item) -> TensorProto | None:
+    """A node input the ops of its origin group do not read, as the constant export
+    writes for it: a constant's value, or zeros of a run-time tensor's type and static
+    shape (CastLike reads only its target's type); None when it cannot be kept."""
+    if isinstance(v, Const):
+        return origin.constant_proto(v.array, v.elt, v.initializer or v.hint)
+    if isinstance(v, Tensor) and DYN not in v.shape:
+        data_type = next(k for k, t in ELEMENT_TYPES.items() if t == v.elt)
+        return origin.zeros_proto(data_type, v.shape)
+    return None
 
 
 def name_loc(name: str) -> NameLoc:

@@ -104,14 +104,14 @@ save(
 # matmul by R (left out at step 0, whose initial state is zero) and the tanh; Y stacks
 # the steps.
 # RNN:      func.func @main(%x: tensor<2x1x3xf32> {graph.name = "x"}) -> (tensor<2x1x1x2xf32>
-# RNN:        %[[XW:.*]] = graph.matmul %x, %{{.*}} : (tensor<2x1x3xf32>, tensor<3x2xf32>) -> tensor<2x1x2xf32>
-# RNN-NEXT:   %[[S0:.*]] = graph.slice %[[XW]] {axes = [0], ends = [1], starts = [0], steps = [1]}
-# RNN-NEXT:   %[[X0:.*]] = graph.reshape %[[S0]] {shape = [1, 2]}
-# RNN-NEXT:   %[[H0:.*]] = graph.tanh %[[X0]] : tensor<1x2xf32>
-# RNN-NEXT:   %[[S1:.*]] = graph.slice %[[XW]] {axes = [0], ends = [2], starts = [1], steps = [1]}
-# RNN-NEXT:   %[[X1:.*]] = graph.reshape %[[S1]] {shape = [1, 2]}
+# RNN:        %[[XW:.*]] = graph.matmul %x, %{{.*}} {{.*}}: (tensor<2x1x3xf32>, tensor<3x2xf32>) -> tensor<2x1x2xf32>
+# RNN-NEXT:   %[[S0:.*]] = graph.slice %[[XW]] {axes = [0], ends = [1], {{.*}}starts = [0], steps = [1]}
+# RNN-NEXT:   %[[X0:.*]] = graph.reshape %[[S0]] {{{.*}}shape = [1, 2]}
+# RNN-NEXT:   %[[H0:.*]] = graph.tanh %[[X0]] {{.*}}: tensor<1x2xf32>
+# RNN-NEXT:   %[[S1:.*]] = graph.slice %[[XW]] {axes = [0], ends = [2], {{.*}}starts = [1], steps = [1]}
+# RNN-NEXT:   %[[X1:.*]] = graph.reshape %[[S1]] {{{.*}}shape = [1, 2]}
 # RNN-NEXT:   %[[R:.*]] = graph.constant
-# RNN-NEXT:   %[[HR:.*]] = graph.matmul %[[H0]], %[[R]] : (tensor<1x2xf32>, tensor<2x2xf32>) -> tensor<1x2xf32>
+# RNN-NEXT:   %[[HR:.*]] = graph.matmul %[[H0]], %[[R]] {{.*}}: (tensor<1x2xf32>, tensor<2x2xf32>) -> tensor<1x2xf32>
 # RNN-NEXT:   %[[P1:.*]] = graph.add %[[X1]], %[[HR]]
 # RNN-NEXT:   %[[H1:.*]] = graph.tanh %[[P1]]
 # RNN:        graph.concat
