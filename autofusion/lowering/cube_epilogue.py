@@ -21,7 +21,7 @@ from autofusion.dialects.op_facts import vector_weight
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import CUBE_ROOTS, FRACTAL, round_up
-from autofusion.lowering.rope_epilogue import rope_epilogue_refusal
+from autofusion.lowering.rope_epilogue import rope_epilogue
 from autofusion.lowering.row_ops import Emitter, activation_loc
 from autofusion.lowering.row_plan import (
     ELEMENTWISE,
@@ -66,7 +66,10 @@ def split_cube_group(
             )
     epilogue = [op for op in parts.ops if op is not root]
     if any(isinstance(op, graph.RopeOp) for op in epilogue):
-        return rope_epilogue_refusal(root, epilogue)
+        if what != "matmul":
+            return Refusal(f"graph.rope after a {root.name}: only matmuls take a rope epilogue")
+        rope = rope_epilogue(root, epilogue, parts.outputs)
+        return rope if isinstance(rope, Refusal) else (root, epilogue)
     for op in epilogue:
         if not isinstance(op, EPILOGUE_OPS):
             return Refusal(

@@ -6,7 +6,9 @@ root's output (the whole output, a split result or a last-dim slice of it: a mer
 QKV's q or k), that range starts on a head boundary, the rotation is rotate-half (not
 interleaved) and the cos/sin tables are indexed by the row's position ([S, D] broadcast
 over batch and heads). `rope_columns` finds that range or says by name why not;
-`rope_epilogue_refusal` is split_cube_group's verdict on a group with ropes.
+`rope_epilogue` is split_cube_group's verdict on a group with ropes: the matmul
+template takes one rope over its whole output (rope_epilogue_emit.py), and names why
+not otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
-from autofusion.dialects.shape_inference import DYN
 from autofusion.lowering.value_types import tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
@@ -49,7 +50,7 @@ def _column_range(root_out: SSAValue, v: SSAValue) -> tuple[int, int] | Refusal:
         if si.normalize_axis(p.integer("axis"), rank) != rank - 1:
             return Refusal("the split before the rope is not along the matmul's columns")
         sizes = p.integers("sizes")
-        i = list(owner.results).index(v)
+        i = next(n for n, r in enumerate(owner.results) if r is v)
         return sum(sizes[:i]), sizes[i]
     if isinstance(owner, graph.SliceOp) and owner.operands[0] is root_out:
         p = graph.Props(owner.properties, owner.name)
@@ -68,7 +69,7 @@ def _table_refusal(rope: graph.RopeOp, x_shape: tuple[int, ...]) -> Refusal | No
     for name, t in (("cos", rope.operands[1]), ("sin", rope.operands[2])):
         shape = tensor_shape(t)
         padded = (1,) * (len(x_shape) - len(shape)) + shape
-        seq_ok = padded[-3] in (1, x_shape[-3]) or (padded[-3] == DYN and x_shape[-3] == DYN)
+        seq_ok = padded[-3] == x_shape[-3]  # one table row per position, none broadcast
         if (
             len(padded) != len(x_shape)
             or padded[-1] != x_shape[-1]
@@ -97,7 +98,7 @@ def rope_columns(root: Operation, rope: graph.RopeOp) -> RopeColumns | Refusal:
         return Refusal("the rope's input is not a [..., heads, head_dim] reshape of the matmul")
     src = reshape.operands[0]
     heads, head_dim = x_shape[-2], x_shape[-1]
-    if tensor_shape(src)[:-1] != x_shape[:-2] or DYN in (heads, head_dim):
+    if tensor_shape(src)[:-1] != x_shape[:-2] or si.DYN in (heads, head_dim):
         return Refusal("the rope's reshape does not split the matmul's columns into heads")
     found = _column_range(root_out, src)
     if isinstance(found, Refusal):
@@ -114,10 +115,12 @@ def rope_columns(root: Operation, rope: graph.RopeOp) -> RopeColumns | Refusal:
     return RopeColumns(rope, start, heads, head_dim)
 
 
-def rope_epilogue_refusal(root: Operation, epilogue: Sequence[Operation]) -> Refusal:
-    """Why the group's ropes cannot be `root`'s epilogue: the first rope the analysis
-    refuses, else that afc emits no per-head rope in a cube epilogue yet (the columns it
-    would need are named, for the template that takes them)."""
+def rope_epilogue(
+    root: Operation, epilogue: Sequence[Operation], outputs: Sequence[SSAValue]
+) -> RopeColumns | Refusal:
+    """The rope a matmul's epilogue takes, or why the group's ropes cannot be one: the
+    first rope the analysis refuses, or what the epilogue does not take yet (ropes on
+    part of the output's columns: a merged QKV, whose split stays a library op)."""
     ranges: list[RopeColumns] = []
     for op in epilogue:
         if isinstance(op, graph.RopeOp):
@@ -125,8 +128,39 @@ def rope_epilogue_refusal(root: Operation, epilogue: Sequence[Operation]) -> Ref
             if isinstance(found, Refusal):
                 return Refusal(f"{op.name} after a cube op: {found.reason}")
             ranges.append(found)
-    cols = ", ".join(f"[{r.start}, {r.stop})" for r in ranges)
-    return Refusal(
-        f"graph.rope after a cube op: its columns {cols} are whole heads of dim "
-        f"{ranges[0].head_dim}, but the cube templates emit no per-head rope epilogue"
-    )
+    rope = ranges[0]
+    width = tensor_shape(root.results[0])[-1]
+    if len(ranges) > 1 or rope.start != 0 or rope.stop != width:
+        cols = ", ".join(f"[{r.start}, {r.stop})" for r in ranges)
+        return Refusal(
+            f"graph.rope after a cube op: its columns {cols} are whole heads of dim "
+            f"{rope.head_dim}, but the epilogue takes one rope over all {width} columns"
+        )
+    view = rope.rope.operands[0].owner
+    others = [op for op in epilogue if op not in (rope.rope, view)]
+    if others:
+        return Refusal(
+            f"{others[0].name} with a rope after a cube op: the rope epilogue takes the "
+            "head reshape and the rope only"
+        )
+    if list(outputs) != [rope.rope.results[0]]:
+        return Refusal(
+            "the matmul's output is also read outside the rope; a rope epilogue writes the rope's result only"
+        )
+    if rope.head_dim % 8:
+        # a head's halves and the per-head vector ops start 32-byte aligned in UB
+        return Refusal(
+            f"a rope epilogue needs a head dim that is a multiple of 8, not {rope.head_dim}"
+        )
+    return rope
+
+
+def group_rope(
+    root: Operation, epilogue: Sequence[Operation], outputs: Sequence[SSAValue]
+) -> RopeColumns | None:
+    """The rope of a matmul group split_cube_group took (None: the group has none)."""
+    if not any(isinstance(op, graph.RopeOp) for op in epilogue):
+        return None
+    found = rope_epilogue(root, epilogue, outputs)
+    assert not isinstance(found, Refusal), found.reason
+    return found
