@@ -1,11 +1,12 @@
 """The rope epilogue of a matmul (lowering/rope_epilogue.py, rope_epilogue_emit.py): the
 column range of a rope in a (merged QKV) matmul's output and the named refusals, and the
 fused kernel against the interpreter at the buffer level (the emulator) on split and
-coupled chips."""
+coupled chips, and its Ascend C compiled with g++ and run by the emulator."""
 
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterator
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from xdsl.ir import Operation
 
 from autofusion import dtypes
+from autofusion.codegen.emulate import EmulatedKernels, run_function_emulated
 from autofusion.dialects import graph
 from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
@@ -191,3 +193,27 @@ def test_rope_epilogue_with_dynamic_batch_and_sequence(small_tiles: None) -> Non
     shapes = [(3, 21, 32), (32, 64), (21, 1, 16), (21, 1, 16)]
     ir = fused_matches(text, "Ascend910B1", "f16", shapes)
     assert ir.count("buffer.launch") == 1
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the emulation needs g++")
+@pytest.mark.parametrize("chip", ["Ascend910B1", "Ascend910", "Ascend310P3"])
+def test_rope_epilogue_ascendc_matches_the_graph(chip: str, small_tiles: None) -> None:
+    """The kernel's Ascend C, emulated (a mix kernel with its workspace on 910B1; L0C ->
+    UB on the coupled chips, by scalar moves instead of Gather on 910)."""
+    text = rope_after_matmul((2, 20), 32, 4, 16, "f16")
+    before = parse_module(default_context(), text, "g.mlir")
+    after = apply_pipeline(
+        parse_module(default_context(), text, "g.mlir"),
+        f"set-target{{chip={chip}}},ub-fusion,lower-to-buffer",
+    )
+    rng = np.random.default_rng(3)
+    shapes = [(2, 20, 32), (32, 64), (20, 1, 16), (20, 1, 16)]
+    feeds = {
+        f"arg{i}": dtypes.to_storage(rng.standard_normal(s), dtypes.ELEMENT_TYPES["f16"])
+        for i, s in enumerate(shapes)
+    }
+    want = run_function(before, feeds)
+    got = run_function_emulated(after, feeds, kernels=EmulatedKernels(after))
+    for key in want:
+        w, g = want[key].astype(np.float64), got[key].astype(np.float64)
+        np.testing.assert_allclose(g, w, rtol=2e-3, atol=2e-3 * float(np.abs(w).max()))
