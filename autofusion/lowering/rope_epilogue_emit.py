@@ -76,6 +76,18 @@ def plan_rope_epilogue(
     return plan
 
 
+def table_overcount(rope: RopeColumns | None, rows: int, cols: int, col_tiles: int) -> int:
+    """GM bytes epilogue_io counts for the rope's tables beyond what moves: it counts a
+    per-row tile (rows x cols) each, the copy moves each row's D values once per column
+    tile (table_copy)."""
+    if rope is None:
+        return 0
+    return sum(
+        rows * (cols - col_tiles * rope.head_dim) * byte_width(element_type(t))
+        for t in dict.fromkeys(rope.rope.operands[1:])
+    )
+
+
 def head_step(rope: RopeColumns | None) -> int:
     """What the N tile is a multiple of: a fractal, and whole heads under a rope."""
     return FRACTAL if rope is None else math.lcm(FRACTAL, rope.head_dim)
