@@ -164,12 +164,14 @@ WORKSPACE_SLOTS = 2
 class TilingBounds:
     """What bounds a cube kernel's runtime tiling besides its static tiles: the cube
     cores, the epilogue's UB row alignment and largest tile (elements), and the bytes per
-    element of its output workspace (0: none)."""
+    element of its output workspace (0: none); `col_step`: what an N tile is a multiple
+    of (a fractal; whole heads under a rope epilogue)."""
 
     cores: int
     align: int
     max_tile_elems: int
     ws_width: int
+    col_step: int = FRACTAL
 
 
 def tiling_bounds(

@@ -21,6 +21,7 @@ from autofusion.dialects.op_facts import vector_weight
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import CUBE_ROOTS, FRACTAL, round_up
+from autofusion.lowering.rope_epilogue import rope_epilogue
 from autofusion.lowering.row_ops import Emitter, activation_loc
 from autofusion.lowering.row_plan import (
     ELEMENTWISE,
@@ -37,7 +38,8 @@ from autofusion.lowering.template import GroupParts, NotApplicable
 from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
-# epilogue ops: the vector template's elementwise ops, except rope (it needs whole rows),
+# epilogue ops: the vector template's elementwise ops, except rope (it needs whole heads
+# and its rows' cos/sin: rope_epilogue.py names what a rope after a cube op lacks),
 # and the norm applies: y[r, c] = f(x[r, c], stats[r], scale[c]) needs only its row's
 # statistics and its columns' parameters, which any tile of rows x columns has, provided
 # the apply normalizes the view's columns (its axis is the view's split: checked by the
@@ -64,6 +66,11 @@ def split_cube_group(
                 "operands from GM"
             )
     epilogue = [op for op in parts.ops if op is not root]
+    if any(isinstance(op, graph.RopeOp) for op in epilogue):
+        if what != "matmul":
+            return Refusal(f"graph.rope after a {root.name}: only matmuls take a rope epilogue")
+        rope = rope_epilogue(root, epilogue, parts.outputs)
+        return rope if isinstance(rope, Refusal) else (root, epilogue)
     for op in epilogue:
         if not isinstance(op, EPILOGUE_OPS):
             return Refusal(

@@ -13,7 +13,6 @@ from autofusion.dialects import buffer
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import (
-    FRACTAL,
     CubeKernel,
     L0Feed,
     TileTurn,
@@ -38,7 +37,8 @@ from autofusion.lowering.cube_epilogue import (
 from autofusion.lowering.kernel_builder import mapped_index
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import PARAMS, tile_coords
-from autofusion.lowering.row_kernel import HostFeeds, RowKernel
+from autofusion.lowering.rope_epilogue_emit import head_step, rope_heads, table_copy
+from autofusion.lowering.row_kernel import HostFeeds, RowKernel, TileCopy
 
 
 @dataclass(frozen=True)
@@ -65,17 +65,18 @@ class MatmulKernel(CubeKernel):
         if plan.rows is not None:
             assert plan.raw is not None
             act = activation_of(plan.root)
+            emitters = {plan.root: root_emitter(plan.raw, plan.bias, plan.alpha, plan.beta, act)}
+            copy_ins: dict[SSAValue, TileCopy] = {}
+            if plan.rope is not None:
+                d = plan.rope.head_dim
+                emitters[plan.rope.rope] = rope_heads(plan.root.results[0], d)
+                copy_ins = {t: table_copy(d) for t in plan.rope.rope.operands[1:]}
             self.row = RowKernel(
                 plan.rows,
                 name,
                 chip.name,
                 chip.cube_cores,
-                HostFeeds(
-                    sources=[plan.raw],
-                    emitters={
-                        plan.root: root_emitter(plan.raw, plan.bias, plan.alpha, plan.beta, act)
-                    },
-                ),
+                HostFeeds(sources=[plan.raw], emitters=emitters, copy_ins=copy_ins),
             )
         inputs = [plan.a, plan.b, *(self.row.gm_inputs if self.row else [])]
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
@@ -305,7 +306,8 @@ def emit_matmul_kernel(
 
     def shrink(max_cols: int) -> None:
         if p.tiles.tn > max_cols:
-            p.tiles = replace(p.tiles, tn=max_cols // FRACTAL * FRACTAL)
+            step = head_step(p.rope)
+            p.tiles = replace(p.tiles, tn=max(step, max_cols // step * step))
 
     kernel = build_fitting_ub(build, p.rows, chip, shrink)
     return kernel, emitters[-1]

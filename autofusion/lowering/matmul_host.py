@@ -5,6 +5,7 @@ launch's runtime values.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from xdsl.builder import Builder
@@ -19,6 +20,7 @@ from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import GemmSizes, GemmTiling, gemm_tiling, l2_budget
+from autofusion.lowering.rope_epilogue_emit import head_step
 from autofusion.lowering.template import HostLaunch
 from autofusion.lowering.value_types import resolve_dynamic_dims, tensor_shape
 
@@ -40,6 +42,7 @@ def plan_tiling(
     """The plan's runtime tiling: integers for the cost, IR in the tiling function."""
     ws_width = byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0
     bounds = tiling_bounds(p.rows, chip, p.tiles.tm * p.tiles.tn, ws_width)
+    bounds = replace(bounds, col_step=head_step(p.rope))
     return gemm_tiling(ops, sizes, p.tiles, bounds, byte_width(p.in_elt), l2_budget(chip))
 
 
@@ -69,7 +72,9 @@ def matmul_launch(
         values.append(launch_dim_size(b, cands, out[d]))
     dims = [idx.const(v) if isinstance(v, int) else v for v in values]
     anchor = [*dims[3:], dims[0], dims[1]]
-    return HostLaunch(dims, [], output_dynamic_dims(p.parts.outputs, anchor, len(out)))
+    # a rope's output is the product's rows split into static heads: the product's dims
+    outputs = p.parts.outputs if p.rope is None else [p.root.results[0]]
+    return HostLaunch(dims, [], output_dynamic_dims(outputs, anchor, len(out)))
 
 
 def matmul_tiling_function(p: MatmulPlan, name: str, chip: ChipSpec) -> func.FuncOp:

@@ -33,6 +33,8 @@ from autofusion.lowering.recorded_tiling import (
     take_row_tile,
     take_tiles,
 )
+from autofusion.lowering.rope_epilogue import RopeColumns, group_rope
+from autofusion.lowering.rope_epilogue_emit import head_step, plan_rope_epilogue
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.template import GroupParts, Plan
 from autofusion.lowering.value_types import element_type, tensor_shape
@@ -61,6 +63,7 @@ class MatmulPlan(Plan):
     ws_elt: Attribute | None  # workspace element type (split chips with an epilogue)
     rows: RowPlan | None
     raw: SSAValue | None
+    rope: RopeColumns | None = None  # a rope epilogue (rope_epilogue.py)
 
     @property
     def ops(self) -> list[Operation]:
@@ -124,6 +127,7 @@ def plan_matmul(
     if isinstance(found, Refusal):
         return found
     root, epilogue = found
+    rope = group_rope(root, epilogue, parts.outputs)
     why = cube_dtype_refusal(root, chip)
     if why is not None:
         return why
@@ -177,11 +181,16 @@ def plan_matmul(
         raw = detached_value(ws_elt, tensor_shape(root.results[0]), "raw")
         extra = [bias] if bias is not None else []
         ep = CubeEpilogue(root, raw, extra, epilogue, parts, rank - 1)
-        planned = plan_epilogue(ep, EpilogueRoom(chip.ub_bytes), chip)
+        room = EpilogueRoom(chip.ub_bytes)
+        planned = (
+            plan_epilogue(ep, room, chip)
+            if rope is None
+            else plan_rope_epilogue(ep, rope, room, chip)
+        )
         if isinstance(planned, Refusal):
             return planned
         rows = planned
-        max_cols = max_epilogue_cols(rows)
+        max_cols = max_epilogue_cols(rows) // head_step(rope) * head_step(rope)
     if not chip.data_copy_pad:
         why = _aligned_operands(root, a, b)
         if why is not None:
@@ -192,6 +201,10 @@ def plan_matmul(
         tiles = recorded_cube_tiles(tiling, rows, w, chip)
     if isinstance(tiles, Refusal):
         return tiles
+    if rope is not None and tiles.tn % rope.head_dim:
+        return Refusal(
+            f"an N tile of {tiles.tn} columns does not hold whole heads of dim {rope.head_dim}"
+        )
     return MatmulPlan(
         parts,
         root,
@@ -212,6 +225,7 @@ def plan_matmul(
         ws_elt,
         rows,
         raw,
+        rope,
     )
 
 

@@ -138,7 +138,7 @@ def gemm_tiling(
     n_split = ops.max(
         c(1), ops.min(ops.ceildiv(c(cores), rows_of_tiles), ops.ceildiv(n, c(FRACTAL)))
     )
-    tn = ops.min(c(t.tn), ops.round_up(ops.ceildiv(n, n_split), FRACTAL))
+    tn = ops.min(c(t.tn), ops.round_up(ops.ceildiv(n, n_split), bounds.col_step))
     nt = ops.ceildiv(n, tn)
     tk = ops.min(c(t.tk), ops.round_up(k, FRACTAL))
     kl1 = ops.min(c(t.kl1), ops.mul(ops.ceildiv(k, tk), tk))

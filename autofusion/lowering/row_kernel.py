@@ -11,7 +11,7 @@ The arithmetic is row_vector_math.py's, each op's emitter row_ops.py's.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -29,6 +29,9 @@ from autofusion.lowering.row_vector_math import Loc, Pool, RowVectorMath
 from autofusion.lowering.row_views import InputView
 from autofusion.lowering.value_types import element_bytes, element_type
 
+# (kernel, input value, its queue slot): emits the copy of the input's tile into the slot
+TileCopy = Callable[["RowKernel", SSAValue, SSAValue], None]
+
 
 @dataclass(frozen=True)
 class HostFeeds:
@@ -39,6 +42,8 @@ class HostFeeds:
     sources: Sequence[SSAValue] = ()
     preset: Sequence[SSAValue] = ()
     emitters: dict[Operation, Emitter] | None = None
+    # inputs whose tile the host copies in itself (a rope's [S, D] table per head)
+    copy_ins: dict[SSAValue, TileCopy] | None = None
 
 
 class RowKernel(RowVectorMath):
@@ -82,6 +87,7 @@ class RowKernel(RowVectorMath):
         self.sources = list(sources)
         self.preset = list(preset)
         self.emitters: dict[Operation, Emitter] = dict(emitters or {})
+        self.copy_ins: dict[SSAValue, TileCopy] = dict(feeds.copy_ins or {})
         self.source_views: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
         self.preset_locs: dict[SSAValue, Loc] = {}
 
@@ -304,7 +310,9 @@ class RowKernel(RowVectorMath):
         for v, q in self.in_queues.items():
             info = plan.values[v]
             slot = kb.insert(buffer.QueueAllocOp(q, element_type(v)), "slot").results[0]
-            if v in self.source_views:
+            if v in self.copy_ins:
+                self.copy_ins[v](self, v, slot)
+            elif v in self.source_views:
                 src, stride = self.source_views[v]
                 kb.copy(src, slot, self.nrows, self.ncols, stride, t["tile_stride"])
             elif v in plan.views:

@@ -224,6 +224,16 @@ def rotate_half_gathered(k: RowVectorMath, x: SSAValue, rot: SSAValue, half: SSA
         with kb.loop(lo, hi, "c") as c:
             at = idx.mul(idx.add(c, shift), idx.const(4))
             kb.set(table, c, kb.insert(arith.IndexCastOp(at, i32)).results[0])
+    gather_rows(k, x, rot, table, cols)
+
+
+def gather_rows(
+    k: RowVectorMath, x: SSAValue, rot: SSAValue, table: SSAValue, cols: SSAValue
+) -> None:
+    """rot's rows = x's rows permuted by `table` (i32 byte offsets, `cols` of them): one
+    Gather per row, or scalar moves on a chip without Gather (Ascend910)."""
+    kb, idx, t = k.kb, k.kb.idx, k.t
+    c0 = idx.const(0)
     gather = get_chip(k.chip_name).arch != GATHERLESS_ARCH
     with kb.loop(c0, k.nrows, "r") as r:
         start = idx.mul(r, t["tile_stride"])

@@ -1,0 +1,166 @@
+"""Whether a rope after a matmul can run as the matmul kernel's epilogue (issue 15, group 1).
+
+A rope joins a cube kernel's [M, N] output tiles only when, per output row m, it needs
+just that row: its input is a head reshape [..., S, H, D] of a column range of the
+root's output (the whole output, a split result or a last-dim slice of it: a merged
+QKV's q or k), that range starts on a head boundary, the rotation is rotate-half (not
+interleaved) and the cos/sin tables are indexed by the row's position ([S, D] broadcast
+over batch and heads). `rope_columns` finds that range or says by name why not;
+`rope_epilogue` is split_cube_group's verdict on a group with ropes: the matmul
+template takes one rope over its whole output (rope_epilogue_emit.py), and names why
+not otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.ir import Operation, SSAValue
+
+from autofusion.dialects import graph
+from autofusion.dialects import shape_inference as si
+from autofusion.lowering.value_types import tensor_shape
+from autofusion.passes.fusion_rule import Refusal
+
+
+@dataclass(frozen=True)
+class RopeColumns:
+    """A rope's columns in the cube root's output: [start, start + heads * head_dim)."""
+
+    rope: graph.RopeOp
+    start: int
+    heads: int
+    head_dim: int
+
+    @property
+    def stop(self) -> int:
+        return self.start + self.heads * self.head_dim
+
+
+def _column_range(root_out: SSAValue, v: SSAValue) -> tuple[int, int] | Refusal:
+    """(start, width) of `v` in the last dim of `root_out`, when `v` is it, one of its
+    last-axis split results or a unit-step last-axis slice of it."""
+    rank = len(tensor_shape(root_out))
+    if v is root_out:
+        return 0, tensor_shape(root_out)[-1]
+    owner = v.owner
+    if isinstance(owner, graph.SplitOp) and owner.operands[0] is root_out:
+        p = graph.Props(owner.properties, owner.name)
+        if si.normalize_axis(p.integer("axis"), rank) != rank - 1:
+            return Refusal("the split before the rope is not along the matmul's columns")
+        sizes = p.integers("sizes")
+        i = next(n for n, r in enumerate(owner.results) if r is v)
+        return sum(sizes[:i]), sizes[i]
+    if isinstance(owner, graph.SliceOp) and owner.operands[0] is root_out:
+        p = graph.Props(owner.properties, owner.name)
+        axes = [si.normalize_axis(a, rank) for a in p.integers("axes")]
+        starts, steps = p.integers("starts"), p.integers("steps")
+        if axes != [rank - 1] or steps != (1,) or starts[0] < 0:
+            return Refusal("the slice before the rope is not a column range of the matmul")
+        return starts[0], tensor_shape(v)[-1]
+    what = owner.name if isinstance(owner, Operation) else "a block argument"
+    return Refusal(f"the rope reads {what}, not a column range of the matmul's output")
+
+
+def _table_refusal(rope: graph.RopeOp, x_shape: tuple[int, ...]) -> Refusal | None:
+    """Why the cos/sin tables are not indexed by the output row: [S, D] broadcast over
+    batch and heads of the [B, S, H, D] input (padded to its rank: [1, S, 1, D])."""
+    for name, t in (("cos", rope.operands[1]), ("sin", rope.operands[2])):
+        shape = tensor_shape(t)
+        padded = (1,) * (len(x_shape) - len(shape)) + shape
+        seq_ok = padded[-3] == x_shape[-3]  # one table row per position, none broadcast
+        if (
+            len(padded) != len(x_shape)
+            or padded[-1] != x_shape[-1]
+            or padded[-2] != 1
+            or not seq_ok
+            or any(d != 1 for d in padded[:-3])
+        ):
+            return Refusal(
+                f"the rope's {name} table of shape {si.fmt(shape)} is not indexed by the "
+                f"output row (an [S, D] table broadcast over batch and heads of the "
+                f"{si.fmt(x_shape)} input)"
+            )
+    return None
+
+
+def rope_columns(root: Operation, rope: graph.RopeOp) -> RopeColumns | Refusal:
+    """The rope's whole-head column range in `root`'s output, or why its rows are not
+    the output's rows."""
+    if graph.Props(rope.properties, rope.name).flag("interleaved"):
+        return Refusal("an interleaved rope (adjacent pairs) has no cube epilogue")
+    root_out = root.results[0]
+    out_shape, x = tensor_shape(root_out), rope.operands[0]
+    x_shape = tensor_shape(x)
+    reshape = x.owner
+    if not isinstance(reshape, graph.ReshapeOp) or len(x_shape) != len(out_shape) + 1:
+        return Refusal("the rope's input is not a [..., heads, head_dim] reshape of the matmul")
+    src = reshape.operands[0]
+    heads, head_dim = x_shape[-2], x_shape[-1]
+    if tensor_shape(src)[:-1] != x_shape[:-2] or si.DYN in (heads, head_dim):
+        return Refusal("the rope's reshape does not split the matmul's columns into heads")
+    found = _column_range(root_out, src)
+    if isinstance(found, Refusal):
+        return found
+    start, width = found
+    if width != heads * head_dim or start % head_dim:
+        return Refusal(
+            f"the rope's columns [{start}, {start + width}) are not whole heads of dim "
+            f"{head_dim} in the matmul's output"
+        )
+    why = _table_refusal(rope, x_shape)
+    if why is not None:
+        return why
+    return RopeColumns(rope, start, heads, head_dim)
+
+
+def rope_epilogue(
+    root: Operation, epilogue: Sequence[Operation], outputs: Sequence[SSAValue]
+) -> RopeColumns | Refusal:
+    """The rope a matmul's epilogue takes, or why the group's ropes cannot be one: the
+    first rope the analysis refuses, or what the epilogue does not take yet (ropes on
+    part of the output's columns: a merged QKV, whose split stays a library op)."""
+    ranges: list[RopeColumns] = []
+    for op in epilogue:
+        if isinstance(op, graph.RopeOp):
+            found = rope_columns(root, op)
+            if isinstance(found, Refusal):
+                return Refusal(f"{op.name} after a cube op: {found.reason}")
+            ranges.append(found)
+    rope = ranges[0]
+    width = tensor_shape(root.results[0])[-1]
+    if len(ranges) > 1 or rope.start != 0 or rope.stop != width:
+        cols = ", ".join(f"[{r.start}, {r.stop})" for r in ranges)
+        return Refusal(
+            f"graph.rope after a cube op: its columns {cols} are whole heads of dim "
+            f"{rope.head_dim}, but the epilogue takes one rope over all {width} columns"
+        )
+    view = rope.rope.operands[0].owner
+    others = [op for op in epilogue if op not in (rope.rope, view)]
+    if others:
+        return Refusal(
+            f"{others[0].name} with a rope after a cube op: the rope epilogue takes the "
+            "head reshape and the rope only"
+        )
+    if list(outputs) != [rope.rope.results[0]]:
+        return Refusal(
+            "the matmul's output is also read outside the rope; a rope epilogue writes the rope's result only"
+        )
+    if rope.head_dim % 8:
+        # a head's halves and the per-head vector ops start 32-byte aligned in UB
+        return Refusal(
+            f"a rope epilogue needs a head dim that is a multiple of 8, not {rope.head_dim}"
+        )
+    return rope
+
+
+def group_rope(
+    root: Operation, epilogue: Sequence[Operation], outputs: Sequence[SSAValue]
+) -> RopeColumns | None:
+    """The rope of a matmul group split_cube_group took (None: the group has none)."""
+    if not any(isinstance(op, graph.RopeOp) for op in epilogue):
+        return None
+    found = rope_epilogue(root, epilogue, outputs)
+    assert not isinstance(found, Refusal), found.reason
+    return found
