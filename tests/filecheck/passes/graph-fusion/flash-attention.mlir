@@ -442,7 +442,9 @@ func.func @not_repeat_kv(%q: tensor<1x8x6x4xf32>, %k: tensor<1x2x6x8xf32>, %v: t
 // (examples/llama_layer.afc): the operand becomes the ids themselves, compared in the
 // kernel, so no [S, S] mask (nor its graph.not) is built. less(p_q, p_k) is the same.
 // The negatives keep a boolean mask: the compare the other way round (p[j] < p[i]
-// hides the past), and ids of the keys that are not the queries' ids.
+// hides the past), and ids of the keys that are not the queries' ids (which can hide
+// every key of a query: that one has torch's NaN guard, so the decomposed form also
+// gives the attention's 0 for such a row).
 // CHECK-LABEL: func.func @position_mask
 // CHECK:         graph.flash_attention %q, %k, %v, %pos {{.*}} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<?xi64>)
 // CHECK:         graph.flash_attention %q, %k, %v, %pos {{.*}} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<?xi64>)
@@ -478,6 +480,9 @@ func.func @position_mask(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: t
   %s4 = graph.matmul %q, %kt4 : (tensor<1x2x?x8xf32>, tensor<1x2x8x?xf32>) -> tensor<1x2x?x?xf32>
   %sm4 = graph.where %other, %ninf, %s4 : (tensor<?x?xi1>, tensor<f32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
   %p4 = graph.softmax %sm4 {axis = -1} : tensor<1x2x?x?xf32>
-  %o4 = graph.matmul %p4, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  %nan4 = graph.is_nan %p4 : tensor<1x2x?x?xf32> -> tensor<1x2x?x?xi1>
+  %zero4 = graph.constant dense<0.0> : tensor<f32>
+  %pg4 = graph.where %nan4, %zero4, %p4 : (tensor<1x2x?x?xi1>, tensor<f32>, tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+  %o4 = graph.matmul %pg4, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
   func.return %o, %o2, %o3, %o4 : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>
 }
