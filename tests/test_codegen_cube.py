@@ -29,7 +29,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from autofusion import dtypes
-from autofusion.codegen.ascendc import emit_ascendc
+from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.emulate import EmulatedKernels, run_function_emulated
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer

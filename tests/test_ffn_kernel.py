@@ -258,7 +258,7 @@ def test_emulated_ffn_kernel_gives_the_ffn_formula(case: str, elt: str, small_ti
 def test_ffn_ascend_c_is_byte_identical_and_syncs_and_adds(small_tiles: None) -> None:
     """Two lowerings of the same model print the same files; the kernel meets every core
     at SyncAll<false> twice and wraps each band's Fixpipe in SetAtomicAdd/SetAtomicNone."""
-    from autofusion.codegen.ascendc import emit_ascendc
+    from autofusion.codegen.ascendc_target import emit_ascendc
 
     runs = [emit_ascendc(fused_and_lowered(swiglu_residual("f16"))[1], debug=True) for _ in "ab"]
     assert runs[0] == runs[1]

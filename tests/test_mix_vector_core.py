@@ -14,7 +14,7 @@ from test_codegen import DEBUG_INPUT
 from xdsl.dialects.builtin import ModuleOp
 
 from autofusion.codegen import emulate
-from autofusion.codegen.ascendc import emit_ascendc
+from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.ascendc_api import CANN8
 from autofusion.codegen.emulate import run_function_emulated
 from autofusion.diagnostics import UserError

@@ -17,7 +17,7 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from autofusion.codegen import emulate
-from autofusion.codegen.ascendc import emit_ascendc
+from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.emulate import RegisteredOps, run_function_emulated
 from autofusion.codegen.kernel_interface import op_type_of
 from autofusion.codegen.super_kernel import SUPER_ATTR, super_kernels

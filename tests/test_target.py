@@ -6,7 +6,7 @@ import pytest
 from xdsl.dialects.builtin import StringAttr
 from xdsl.utils.exceptions import VerifyException
 
-from autofusion.codegen.ascendc import emit_ascendc
+from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.dialects.target import (

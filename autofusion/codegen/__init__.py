@@ -6,7 +6,7 @@ from xdsl.utils.target import Target
 
 
 def _ascendc() -> type[Target]:
-    from autofusion.codegen.ascendc import AscendCTarget
+    from autofusion.codegen.ascendc_target import AscendCTarget
 
     return AscendCTarget
 

@@ -27,20 +27,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
-from typing import IO, ClassVar, cast
+from typing import ClassVar, cast
 
-from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.utils.target import Target
 
 from autofusion import dtypes
 from autofusion.codegen.ascendc_analysis import plan_syncs, root_of
-from autofusion.codegen.ascendc_api import API_TABLES, CANN8, CAST_PAIRS, VECTOR_TYPES, AscendCApi
-from autofusion.codegen.ascendc_host import HostPrinter
-from autofusion.codegen.cann_project import emit_op_host
+from autofusion.codegen.ascendc_api import CAST_PAIRS, VECTOR_TYPES, AscendCApi
 from autofusion.codegen.cpp_scalar import (
     MUL,
     REL,
@@ -73,10 +68,8 @@ from autofusion.dialects.ascendc_rules import (
 from autofusion.dialects.ascendc_rules import where as _where
 from autofusion.dialects.buffer_verifier import runs_split
 from autofusion.dialects.fractal_rules import FractalLayouts
-from autofusion.dialects.target import resolve_target
 from autofusion.dialects.tiling_facts import Divisibility
 from autofusion.hardware import ChipSpec
-from autofusion.mlir_io import verify_located
 
 
 def _element(value: SSAValue) -> Attribute:
@@ -1189,93 +1182,4 @@ class KernelPrinter(ScalarPrinter):
         self.line(op, f"{self.api.fixpipe}({self.e(op.dest)}, {self.e(src)}, {p});")
 
 
-# ---------------------------------------------------------------------------------------
-# Module level
-# ---------------------------------------------------------------------------------------
-
-
-def emit_ascendc(module: ModuleOp, debug: bool = False, api: AscendCApi = CANN8) -> dict[str, str]:
-    """Ascend C for every buffer.kernel of `module`: file name -> text.
-
-    Files per kernel: `op_kernel/<k>.cpp`, `op_host/<k>_tiling.h`, `op_host/<k>.cpp`
-    (tiling, OpDef); once: the CANN project's build files (cann_project.py). The module
-    is verified first (the verifier owns the rules about buffer IR: LocatedVerifyError
-    at the op); UserError (one line, naming the op) is for what the printer cannot express.
-    """
-    verify_located(module)
-    kernels = kernels_of(module)
-    if not kernels:
-        from autofusion.codegen.missing_kernels import no_kernel_reason
-
-        raise UserError(no_kernel_reason(module))
-    from autofusion.codegen.cann_project import staged_kernels
-    from autofusion.codegen.super_kernel import super_kernels
-    from autofusion.codegen.super_kernel_ascendc import (
-        SuperContext,
-        SuperHostPrinter,
-        emit_super_kernels,
-    )
-
-    chip = resolve_target(module, "ascendc")
-    facts = Divisibility(module)
-    files: dict[str, str] = {}
-    sks = super_kernels(module)
-    supers = [SuperHostPrinter(sk, SuperContext(module, facts, api, debug)) for sk in sks]
-    op_host = emit_op_host(module, api, debug, supers)
-    staged = staged_kernels(module) if sks else set()
-    for kernel in kernels:
-        name = kernel.sym_name.data
-        if name in staged:
-            continue  # printed inside its super kernel
-        printer = KernelPrinter(kernel, chip, facts, api, debug)
-        files[f"op_kernel/{name}.cpp"] = printer.print()
-        files[f"op_host/{name}_tiling.h"] = HostPrinter(module, kernel, api, debug).header()
-        if f"op_host/{name}.cpp" in op_host:
-            files[f"op_host/{name}.cpp"] = op_host.pop(f"op_host/{name}.cpp")
-    files.update(emit_super_kernels(sks, SuperContext(module, facts, api, debug)))
-    files.update(op_host)  # the project's build files
-    return files
-
-
-@dataclass(frozen=True)
-class AscendCTarget(Target):
-    """`afc-opt -t ascendc`: Ascend C kernels, tiling structs and host tiling functions."""
-
-    name: ClassVar[str] = "ascendc"
-
-    debug: bool = False
-    """Comment each statement with the graph op and source location it comes from."""
-    dir: str | None = None
-    """Write the files into this directory, atomically, and print one line per file."""
-    api: str = "cann8"
-    """The table of Ascend C API names to print with."""
-
-    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        if self.api not in API_TABLES:
-            raise UserError(
-                f"unknown Ascend C API table '{self.api}' (known: {', '.join(API_TABLES)})"
-            )
-        files = emit_ascendc(module, self.debug, API_TABLES[self.api])
-        if self.dir is None:
-            for name, text in files.items():
-                output.write(f"// ===== {name} =====\n{text}")
-            return
-        write_tree(Path(self.dir), files)
-        for name, text in files.items():
-            output.write(f"wrote {Path(self.dir) / name} ({len(text.encode())} bytes)\n")
-
-
-def write_tree(directory: Path, files: dict[str, str]) -> None:
-    """Write `files` (relative path -> text) as `directory`, atomically."""
-    from autofusion.tools.atomic_output import atomic_directory
-
-    with atomic_directory(directory) as tmp:
-        for name, text in files.items():
-            path = tmp / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            if path.suffix == ".sh":  # build.sh
-                path.chmod(path.stat().st_mode | 0o111)
-
-
-__all__ = ["AscendCTarget", "KernelPrinter", "emit_ascendc", "kernels_of", "write_tree"]
+__all__ = ["KernelPrinter", "kernels_of"]

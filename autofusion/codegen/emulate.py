@@ -38,7 +38,8 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import Attribute, SSAValue
 
 from autofusion import dtypes
-from autofusion.codegen.ascendc import emit_ascendc, kernels_of
+from autofusion.codegen.ascendc import kernels_of
+from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.ascendc_api import CANN8
 from autofusion.codegen.ascendc_host import HostPrinter, tiling_struct_name
 from autofusion.codegen.cann_project import staged_kernels

@@ -114,7 +114,7 @@ def _load(ctx: Context, path: str, options: CompileOptions) -> ModuleOp:
 
 def _kernel_files(buffer_module: ModuleOp, debug: bool) -> dict[str, str]:
     """The Ascend C sources of every kernel, by path under kernels/ (none without kernels)."""
-    from autofusion.codegen.ascendc import emit_ascendc
+    from autofusion.codegen.ascendc_target import emit_ascendc
     from autofusion.codegen.kernel_interface import kernels_of
 
     if not kernels_of(buffer_module):
