@@ -19,11 +19,11 @@ from autofusion.dialects import buffer, graph
 from autofusion.dialects.buffer_verifier import footprint
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
+from autofusion.lowering.attention_mask_emit import AttentionMasking
 from autofusion.lowering.attention_plan import AttentionPlan, co2_stage_elems, mask_depth
 from autofusion.lowering.attention_tiling import CMP_ELEMS, PARAMS
 from autofusion.lowering.cube_common import (
     FRACTAL,
-    CubeKernel,
     alloc_co2_stage,
     copy_l0c_rows_to_co2,
     emit_mmad,
@@ -62,7 +62,7 @@ class CubeResult:
     l0c_queue: SSAValue
 
 
-class AttentionKernel(CubeKernel):
+class AttentionKernel(AttentionMasking):
     """Builds the buffer.kernel of an AttentionPlan."""
 
     template = "attention"
@@ -222,15 +222,6 @@ class AttentionKernel(CubeKernel):
         with kb.loop(first, last, "step") as step:
             row.start_pool(cast(Operation, kb.entry.last_op))
             self._step(step)
-
-    def _fill_ramp(self) -> None:
-        """ramp[r, j] = j - r (float32) over the largest tile (causal diagonal blocks)."""
-        kb, idx, t = self.kb, self.kb.idx, self.t
-        with kb.loop(idx.const(0), t["ts"], "j") as j:
-            kb.set(self.ramp, j, kb.index_to_f32(j))
-        with kb.loop(idx.const(1), t["tq"], "r") as r:
-            row = kb.view(self.ramp, idx.mul(r, t["ts"]))
-            kb.scalar("adds", row, self.ramp, kb.fneg(kb.index_to_f32(r)), t["ts"])
 
     # ---- one step: (batch, head, query block) ---------------------------------------------
 
@@ -461,57 +452,6 @@ class AttentionKernel(CubeKernel):
             free_queue_slot(kb, l0c_queue, c_slot)
             kb.copy(self.c_ub, slot, self.nq_block, cols, stride, ub_stride)
         kb.insert(buffer.EnqueOp(queue, slot))
-
-    def _load_mask(self, k0: SSAValue, nkv: SSAValue) -> None:
-        """The mask block [nq (or 1) x nkv] in UB (row stride ts), by the broadcast pattern."""
-        kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
-        c = idx.const
-        assert p.mask is not None and self.mask_in is not None
-        vb, vh, vq = p.mask_pattern
-        at = self.b if vb else c(0)
-        at = idx.add(idx.mul(at, t["Hq"] if vh else c(1)), self.h if vh else c(0))
-        q_first = idx.add(self.q0, self.r_lo)
-        at = idx.add(idx.mul(at, t["Sq"] if vq else c(1)), q_first if vq else c(0))
-        at = idx.add(idx.mul(at, t["Skv"]), k0)
-        me = element_type(p.mask)
-        slot = kb.insert(buffer.QueueAllocOp(self.mask_in, me), "mask").results[0]
-        rows = self.nq if vq else c(1)
-        kb.copy(kb.view(self.gm[p.mask], at), slot, rows, nkv, t["Skv"], t["ts"])
-        kb.insert(buffer.EnqueOp(self.mask_in, slot))
-
-    def _load_ids(self, first: SSAValue, n: SSAValue, dst: SSAValue) -> None:
-        """Position ids [first, first + n) as float32 into `dst` (exact below 2^24), the
-        rest of its `ts` columns 0 (a key block's padding is compared too)."""
-        kb, c, p = self.kb, self.kb.idx.const, self.p
-        assert p.positions is not None and self.pos_in is not None
-        pe = element_type(p.positions)
-        with kb.stage("copy_in"):
-            slot = kb.insert(buffer.QueueAllocOp(self.pos_in, pe), "ids").results[0]
-            kb.copy(kb.view(self.gm[p.positions], first), slot, c(1), n, n, n)
-            kb.insert(buffer.EnqueOp(self.pos_in, slot))
-        with kb.stage("compute"):
-            ids = kb.insert(buffer.DequeOp(self.pos_in, pe), "ids").results[0]
-            if dst is self.key_ids:
-                kb.insert(buffer.VDupOp(dst, kb.f32(0.0), self.t["ts"]))
-            with kb.loop(c(0), n, "i") as i:
-                kb.set(dst, i, kb.insert(arith.SIToFPOp(kb.get(ids, i), f32)).results[0])
-            free_queue_slot(kb, self.pos_in, ids)
-
-    def _hide_past_threshold(self, s: SSAValue, tile: SSAValue) -> None:
-        """S = -inf where ramp > threshold (by Compare + Select, or on 910 by Min with
-        the bound (threshold - ramp + 0.5) * inf: the ramp and threshold are integers)."""
-        kb, idx = self.kb, self.kb.idx
-        assert self.neg_inf is not None
-        if self.by_min:
-            kb.binary("sub", self.threshold, self.threshold, self.ramp, tile)
-            kb.scalar("adds", self.threshold, self.threshold, kb.f32(0.5), tile)
-            kb.scalar("muls", self.threshold, self.threshold, kb.f32(float("inf")), tile)
-            kb.binary("min", s, s, self.threshold, tile)
-        else:
-            assert self.cmp is not None
-            compared = idx.round_up(tile, CMP_ELEMS)
-            kb.insert(buffer.VCompareOp("gt", self.cmp, self.ramp, self.threshold, compared))
-            kb.insert(buffer.VSelectOp(s, self.cmp, self.neg_inf, s, tile))
 
     def _softmax_block(self, k0: SSAValue, nkv: SSAValue, masked: bool) -> None:
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
