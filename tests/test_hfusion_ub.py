@@ -15,9 +15,15 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
-from autofusion.codegen.hfusion_bishengir import bishengir_tool, compile_to_hivm
+from autofusion.codegen.hfusion_bishengir import bishengir_tool, compile_to_hivm, inferred_kinds
 from autofusion.codegen.hfusion_export import export_module, run_export
-from autofusion.codegen.hfusion_ir import DeviceFunction, Step, Value, device_module_text
+from autofusion.codegen.hfusion_ir import (
+    DeviceFunction,
+    Step,
+    Value,
+    device_module_text,
+    print_module,
+)
 from autofusion.codegen.hfusion_ub import UB_LIMITS, row_blocks
 from autofusion.interpreter import find_function, random_inputs, run_function
 from autofusion.mlir_io import default_context, parse_module
@@ -168,3 +174,11 @@ def _whole(s: Step) -> Step:
         return Value(v.name, v.dtype, (1024, 4096)) if v.shape == (4, 4096) else v
 
     return Step(s.kind, tuple(grow(v) for v in s.operands), grow(s.result), s.attrs)
+
+
+@needs_bishengir
+def test_bishengir_parses_the_host_loop() -> None:
+    """The whole module (device function + scf.for host loop) is valid AscendNPU IR."""
+    export = export_module(group_module(SIGMOID, BIG))
+    assert "scf.for" in print_module(export.program)
+    assert inferred_kinds(print_module(export.program))["afc_g1"] == "PURE_ELEMWISE"
