@@ -42,6 +42,7 @@ from autofusion.codegen.hfusion_lowering import (
     splat_constant,
     static_type,
 )
+from autofusion.codegen.hfusion_ub import row_blocks
 from autofusion.dialects import graph
 from autofusion.interpreter import argument_names, find_function, result_names
 
@@ -281,9 +282,18 @@ class Exporter:
             )
             self.program.remarks.append(f"{name}: kept as a host call ({reason})")
             return
-        fn = DeviceFunction(name, params, body, results, kind, source)
+        blocked = row_blocks(kind, params, body, results)
+        if isinstance(blocked, str):
+            if blocked:
+                self.program.remarks.append(f"{name}: {blocked}")
+            fn = DeviceFunction(name, params, body, results, kind, source)
+            self.program.devices.append(fn)
+            self.program.host_body.append(HostCall(name, params, results))
+            return
+        self.program.remarks.append(f"{name}: {blocked.remark}")
+        fn = DeviceFunction(name, blocked.params, blocked.steps, blocked.results, kind, source)
         self.program.devices.append(fn)
-        self.program.host_body.append(HostCall(name, params, results))
+        self.program.host_body.append(HostCall(name, params, results, blocking=blocked.blocking))
 
 
 # reshapes and slices: free on the host (a new view of a GM tensor). At a device

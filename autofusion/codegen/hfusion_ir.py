@@ -79,6 +79,22 @@ class DeviceFunction:
     source: str  # the afc group it comes from, for the comment above it
 
 
+@dataclass(frozen=True)
+class RowBlocking:
+    """A device function defined for `block` of `rows` rows, called per block: each
+    argument and result holds the rows on its axis (-1: an argument passed whole)."""
+
+    rows: int
+    block: int
+    arg_axes: tuple[int, ...]
+    result_axes: tuple[int, ...]
+
+    def window(self, axis: int, start: int, rank: int) -> tuple[slice, ...]:
+        return tuple(
+            slice(start, start + self.block) if d == axis else slice(None) for d in range(rank)
+        )
+
+
 @dataclass
 class HostCall:
     """A call in the host function: a device function or a library op (a CANN operator)."""
@@ -89,6 +105,7 @@ class HostCall:
     library_op: Any = None  # the graph op a library call runs
     reason: str = ""
     steps: list[Step] = field(default_factory=list)  # a host-side part: what it computes
+    blocking: RowBlocking | None = None  # called once per row block (hfusion_ub.py)
 
 
 @dataclass
@@ -373,11 +390,28 @@ def run_program(
             outs = run_device(
                 DeviceFunction(item.callee, item.args, item.steps, item.results, "", ""), args
             )
+        elif item.blocking is not None:
+            outs = _run_blocks(program.device(item.callee), item, args)
         else:
             outs = run_device(program.device(item.callee), args)
         for r, v in zip(item.results, outs):
             env[r.name] = np.asarray(v).astype(NUMPY_TYPES[r.dtype])
     return {r.name: env[r.name] for r in program.host_results}
+
+
+def _run_blocks(fn: DeviceFunction, call: HostCall, args: Sequence[Any]) -> list[np.ndarray]:
+    """The host loop: `fn` on each row block of `args`, inserted into whole results."""
+    b = call.blocking
+    assert b is not None
+    outs = [np.empty(r.shape or (), NUMPY_TYPES[r.dtype]) for r in call.results]
+    for start in range(0, b.rows, b.block):
+        ins = [
+            a if k < 0 else np.asarray(a)[b.window(k, start, np.ndim(a))]
+            for a, k in zip(args, b.arg_axes)
+        ]
+        for out, k, v in zip(outs, b.result_axes, run_device(fn, ins)):
+            out[b.window(k, start, out.ndim)] = v
+    return outs
 
 
 def run_device(fn: DeviceFunction, args: Sequence[Any]) -> list[np.ndarray]:
@@ -435,6 +469,59 @@ def device_module_text(fn: DeviceFunction) -> str:
     return "\n".join(["module {", *device_text(fn), "}", ""])
 
 
+def _window_text(v: Value, block: Value, axis: int, index: str) -> str:
+    """`[offsets] [sizes] [strides]` of `block`'s window at row `index` of `v`."""
+    rank = len(v.shape or ())
+    offsets = ", ".join(index if d == axis else "0" for d in range(rank))
+    return f"[{offsets}] {_ints(block.shape or ())} {_ints([1] * rank)}"
+
+
+def _blocked_call_lines(call: HostCall, fn: DeviceFunction, indent: str) -> list[str]:
+    """The host loop of a row-blocked call: scf.for over the blocks, each argument's block
+    an extract_slice, each result's block an insert_slice into the loop-carried tensor."""
+    b = call.blocking
+    assert b is not None
+    p, inner = f"%{call.callee}_", indent + "  "
+    lines = [
+        f"{indent}{p}lo = arith.constant 0 : index",
+        f"{indent}{p}hi = arith.constant {b.rows} : index",
+        f"{indent}{p}step = arith.constant {b.block} : index",
+    ]
+    lines += [
+        f"{indent}{p}init{i} = tensor.empty() : {r.type_text}" for i, r in enumerate(call.results)
+    ]
+    carried = ", ".join(f"{p}acc{i} = {p}init{i}" for i in range(len(call.results)))
+    outs = ", ".join(_name(r) for r in call.results)
+    lines.append(
+        f"{indent}{outs} = scf.for {p}i = {p}lo to {p}hi step {p}step iter_args({carried}) -> "
+        f"({', '.join(r.type_text for r in call.results)}) {{"
+    )
+    args = []
+    for i, (a, blk, k) in enumerate(zip(call.args, fn.params, b.arg_axes)):
+        if k < 0:
+            args.append(_name(a))
+            continue
+        lines.append(
+            f"{inner}{p}a{i} = tensor.extract_slice {_name(a)}{_window_text(a, blk, k, p + 'i')}"
+            f" : {a.type_text} to {blk.type_text}"
+        )
+        args.append(f"{p}a{i}")
+    ys = ", ".join(f"{p}y{i}" for i in range(len(fn.results)))
+    lines.append(
+        f"{inner}{ys} = func.call @{fn.name}({', '.join(args)}) : "
+        f"({', '.join(v.type_text for v in fn.params)}) -> {_types(fn.results)}"
+    )
+    for i, (r, blk, k) in enumerate(zip(call.results, fn.results, b.result_axes)):
+        lines.append(
+            f"{inner}{p}n{i} = tensor.insert_slice {p}y{i} into "
+            f"{p}acc{i}{_window_text(r, blk, k, p + 'i')} : {blk.type_text} into {r.type_text}"
+        )
+    news = ", ".join(f"{p}n{i}" for i in range(len(call.results)))
+    lines.append(f"{inner}scf.yield {news} : {', '.join(r.type_text for r in call.results)}")
+    lines.append(f"{indent}}}")
+    return lines
+
+
 def print_module(program: Program) -> str:
     """The whole module: device functions, library declarations, the host function."""
     lines = [f"// {h}" for h in program.header]
@@ -459,6 +546,9 @@ def print_module(program: Program) -> str:
     for item in program.host_body:
         if isinstance(item, Step):
             lines += _step_lines(item, _name, "    ")
+            continue
+        if item.blocking is not None:
+            lines += _blocked_call_lines(item, program.device(item.callee), "    ")
             continue
         outs = ", ".join(_name(r) for r in item.results)
         args = ", ".join(_name(a) for a in item.args)

@@ -1,0 +1,184 @@
+"""bishengir's UB rule in afc's hfusion export (autofusion/codegen/hfusion_ub.py).
+
+A PURE_ELEMWISE device function that reads f16 and computes a reciprocal in f32 (a
+sigmoid) overflows bishengir 1.2.0's plan-memory UB above 24576 elements; the export emits
+it for a block of rows and the host function calls it per block. Checked: the real bishengir-compile reaches
+module.hivm.opt.mlir with every blocked function (and fails without the blocking), and
+afc's interpreter of the blocked export gives the graph's outputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from autofusion.codegen.hfusion_bishengir import bishengir_tool, compile_to_hivm, inferred_kinds
+from autofusion.codegen.hfusion_export import export_module, run_export
+from autofusion.codegen.hfusion_ir import (
+    DeviceFunction,
+    Step,
+    Value,
+    device_module_text,
+    print_module,
+)
+from autofusion.codegen.hfusion_ub import UB_LIMITS, row_blocks
+from autofusion.interpreter import find_function, random_inputs, run_function
+from autofusion.mlir_io import default_context, parse_module
+from autofusion.passes.ub_fusion import UbFusionPass
+
+ROOT = Path(__file__).resolve().parent.parent
+SPLIT_SLICES = ROOT / "tests" / "filecheck" / "passes" / "split-fusion" / "split-slices.mlir"
+needs_bishengir = pytest.mark.skipif(
+    bishengir_tool("bishengir-compile") is None,
+    reason="bishengir is not installed: the ascendnpu-ir wheel (pip install -e '.[hfusion]', "
+    "CPython 3.11 on x86-64 Linux only) could not be installed here",
+)
+
+
+def group_module(body: str, t: str, extra: str = "") -> ModuleOp:
+    """One fusion group over %x (and %g of type `extra`) whose last line defines %p."""
+    params = f"%x: {t}" + (f", %g: {extra}" if extra else "")
+    args = f"%xa = %x : {t}" + (f", %ga = %g : {extra}" if extra else "")
+    text = f"""func.func @main({params}) -> {t} {{
+  %y = graph.fusion_group ({args}) -> {t} {{
+    {body}
+    graph.yield %p : {t}
+  }}
+  func.return %y : {t}
+}}"""
+    return parse_module(default_context(), text, "group.mlir")
+
+
+BIG = "tensor<1024x4096xf16>"
+SIGMOID = f"%p = graph.sigmoid %xa : {BIG}"
+SOFTMAX = f"%p = graph.softmax %xa {{axis = -1 : i64}} : {BIG}"
+RMS_NORM = f"%p = graph.rms_norm %xa, %ga {{axis = -1, epsilon = 1.0e-06}} : ({BIG}, tensor<4096xf16>) -> {BIG}"
+
+
+def split_slices_modules() -> list[ModuleOp]:
+    modules = []
+    for text in SPLIT_SLICES.read_text().split("// -----"):
+        module = parse_module(default_context(), text, SPLIT_SLICES.name)
+        UbFusionPass().apply(default_context(), module)
+        modules.append(module)
+    return modules
+
+
+def assert_runs_to_graph(module: ModuleOp) -> None:
+    inputs = random_inputs(find_function(module), 3, 128)
+    want = run_function(module, inputs)
+    got = run_export(export_module(module), module, inputs)
+    for name, w in want.items():
+        assert got[name].shape == w.shape and got[name].dtype == w.dtype
+        # f16 groups keep their intermediates in f32: a few f16 ulps from op-by-op rounding
+        np.testing.assert_allclose(got[name].astype(np.float64), w, 2e-2, 2e-2)
+
+
+def test_limits_say_where_they_were_measured() -> None:
+    for key, limit in UB_LIMITS.items():
+        assert limit.measured and limit.pattern, key
+    assert UB_LIMITS["PURE_ELEMWISE", "f16", "f32", "rec"].max_elements == 24576
+
+
+def test_big_sigmoid_is_called_per_row_block() -> None:
+    export = export_module(group_module(SIGMOID, BIG))
+    (fn,) = export.program.devices
+    (call,) = export.program.host_body
+    assert fn.params[0].shape == (4, 4096) and fn.results[0].shape == (4, 4096)
+    assert call.blocking is not None and (call.blocking.rows, call.blocking.block) == (1024, 4)
+    assert call.args[0].shape == (1024, 4096)
+    assert any("called on 256 blocks of 4 rows" in r for r in export.program.remarks)
+
+
+SILU = f"""%s = graph.sigmoid %xa : {BIG}
+    %p = graph.mul %xa, %s : {BIG}"""
+
+
+@pytest.mark.parametrize("body", [SOFTMAX, RMS_NORM], ids=["softmax", "rms_norm"])
+def test_shapes_hfusion_tiles_stay_whole(body: str) -> None:
+    export = export_module(group_module(body, BIG, "tensor<4096xf16>"))
+    (fn,) = export.program.devices
+    assert fn.params[0].shape == (1024, 4096)
+    assert not export.program.remarks
+
+
+def test_rows_mixed_by_a_step_are_not_blocked() -> None:
+    x = Value("x", "f16", (256, 256))
+    c = Value("c", "f32", (256, 256))
+    t = Value("t", "f32", (256, 256))
+    r = Value("r", "f32", (256, 256))
+    steps = [
+        Step("hfusion.cast", (x,), c),
+        Step("hfusion.elemwise_unary", (c,), r, (("fun", "rec"),)),
+        Step("linalg.transpose", (r,), t, (("perm", (1, 0)),)),
+    ]
+    why = row_blocks("PURE_ELEMWISE", [x], steps, [t])
+    assert isinstance(why, str)
+    assert why.endswith("not row-blocked: linalg.transpose has no row-blocked form")
+
+
+def test_blocked_exports_run_to_the_graph_outputs() -> None:
+    """The host loop (extract_slice, call, insert_slice per block) in afc's interpreter."""
+    blocked = 0
+    for module in [group_module(SIGMOID, BIG), *split_slices_modules()]:
+        export = export_module(module)
+        blocked += sum(1 for c in export.program.host_body if getattr(c, "blocking", None))
+        assert_runs_to_graph(module)
+    assert blocked >= 3  # the sigmoid, the swiglu of @gate_up, the sigmoid of @qkv_heads
+
+
+def _reaches_hivm(fn: DeviceFunction, tmp_path: Path) -> None:
+    result = compile_to_hivm(device_module_text(fn), tmp_path / fn.name)
+    assert result.reached_hivm, f"{fn.name}: {result.first_error}"
+    assert result.first_error == "", result.first_error
+
+
+@needs_bishengir
+def test_split_slices_device_functions_reach_hivm(tmp_path: Path) -> None:
+    for i, module in enumerate(split_slices_modules()):
+        for fn in export_module(module).program.devices:
+            _reaches_hivm(fn, tmp_path / str(i))
+
+
+@needs_bishengir
+@pytest.mark.parametrize(
+    "body", [SIGMOID, SOFTMAX, RMS_NORM, SILU], ids=["sigmoid", "softmax", "rms_norm", "silu"]
+)
+def test_big_groups_reach_hivm(body: str, tmp_path: Path) -> None:
+    (fn,) = export_module(group_module(body, BIG, "tensor<4096xf16>")).program.devices
+    _reaches_hivm(fn, tmp_path)
+
+
+@needs_bishengir
+def test_the_sigmoid_unblocked_overflows_ub(tmp_path: Path) -> None:
+    """The limit is real: the same sigmoid as one whole function fails plan-memory."""
+    (fn,) = export_module(group_module(SIGMOID, BIG)).program.devices
+    whole = DeviceFunction(
+        fn.name,
+        [Value(p.name, p.dtype, (1024, 4096)) for p in fn.params],
+        [_whole(s) for s in fn.steps],
+        [Value(r.name, r.dtype, (1024, 4096)) for r in fn.results],
+        fn.fusion_kind,
+        fn.source,
+    )
+    result = compile_to_hivm(device_module_text(whole), tmp_path)
+    assert not result.reached_hivm
+    assert "ub overflow" in result.log or "block number is more than" in result.log
+
+
+def _whole(s: Step) -> Step:
+    def grow(v: Value) -> Value:
+        return Value(v.name, v.dtype, (1024, 4096)) if v.shape == (4, 4096) else v
+
+    return Step(s.kind, tuple(grow(v) for v in s.operands), grow(s.result), s.attrs)
+
+
+@needs_bishengir
+def test_bishengir_parses_the_host_loop() -> None:
+    """The whole module (device function + scf.for host loop) is valid AscendNPU IR."""
+    export = export_module(group_module(SIGMOID, BIG))
+    assert "scf.for" in print_module(export.program)
+    assert inferred_kinds(print_module(export.program))["afc_g1"] == "PURE_ELEMWISE"
