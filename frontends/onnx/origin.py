@@ -26,6 +26,7 @@ import base64
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import cast
 
 import numpy as np
@@ -52,6 +53,13 @@ CONSTANT_LIMIT = 4096
 
 def _ints(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
     return ArrayAttr([IntegerAttr(v, i64) for v in values])
+
+
+@lru_cache(maxsize=4096)
+def _text(attr: Attribute) -> str:
+    """A type's printed form, once per distinct type (printing is the slow part of a
+    digest, and a model repeats a few types many times)."""
+    return str(attr)
 
 
 def _b64(data: bytes) -> StringAttr:
@@ -88,7 +96,7 @@ def digest(op: Operation) -> str:
     types. A pass that rewrites a member in place (a property, an operand of another
     type) changes it, and the group is then exported as its parts."""
     parts = [op.name, *(f"{k}={v}" for k, v in sorted(op.properties.items()))]
-    parts += [str(v.type) for v in (*op.operands, *op.results)]
+    parts += [_text(v.type) for v in (*op.operands, *op.results)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
