@@ -999,7 +999,8 @@ inline void GmAccess(const char* api, const void* p, uint64_t bytes, int pipe, b
                 }
                 OverwriteMarks(g->writes[i], mine);
             }
-            AddMark(write ? g->writes[i] : g->reads[i], CoreGroup::Mark{static_cast<int8_t>(me), static_cast<uint8_t>(pipe), mine, now});
+            const CoreGroup::Mark mark{static_cast<int8_t>(me), static_cast<uint8_t>(pipe), mine, now};
+            AddMark(write ? g->writes[i] : g->reads[i], mark);
         }
         return;
     }
