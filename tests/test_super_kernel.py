@@ -9,7 +9,9 @@ the hard SyncAll allows); its output is deterministic; the report charges one la
 
 from __future__ import annotations
 
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -195,3 +197,92 @@ def test_super_kernel_on_a_chip_without_sync_all_is_an_error_and_off_at_O3() -> 
     assert [s["name"] for s in compile_report_json(c)["launches"]["super_kernels"]] == [
         "main_super0"
     ]
+
+
+HALF_GRANULE_ROWS = """
+input x: f16[R, 8]
+input w: f16[8, 16]
+y = softmax(x, axis=-1) @ w
+output y
+"""
+
+
+@needs_gxx
+def test_two_aivs_write_the_halves_of_one_workspace_granule(tmp_path: Path) -> None:
+    """A vector stage of 16-byte rows writes its intermediate into the workspace one row
+    per AIV: the two AIVs of a block write the two halves of one 32-byte granule.
+    DataCopyPad writes exactly its bytes (ascend.md 2.7), so that is no race (the
+    emulator's check said it was, in the llama layer's k-rope stage)."""
+    path = tmp_path / "half_granule.afc"
+    path.write_text(HALF_GRANULE_ROWS)
+    options = CompileOptions(chip=CHIP, super_kernel=True)
+    c = compile_model(str(path), options, stop_after="lower-to-buffer")
+    assert c.buffer is not None
+    (sk,) = super_kernels(c.buffer)
+    assert [k.core_type.data for k in sk.kernels] == ["aiv", "aic"]
+    assert len(sk.intermediates) == 1  # softmax(x) lives in the workspace
+    names = SuperKernelNames(sk)
+    ops = RegisteredOps.build(emit_ascendc(c.buffer))
+    values, _ = ops.tiling(names.op_type, [(20, 8), (8, 16)], len(names.fields(sk)))
+    fields = dict(zip(names.fields(sk), values))
+    # one f16 row of 8 (16 bytes) per AIV: AIVs 0 and 1 of block 0 write bytes 0-15, 16-31
+    assert (fields["s0_cols"], fields["s0_tile_rows"], fields["s0_per_core"]) == (8, 1, 1)
+    rng = np.random.default_rng(5)
+    feeds = {
+        "x": rng.standard_normal((20, 8)).astype(np.float16),
+        "w": rng.standard_normal((8, 16)).astype(np.float16),
+    }
+    want = run_function(c.original, feeds)
+    assert_close(run_function_emulated(c.buffer, feeds), want, 2e-2)
+
+
+HALVES = r"""
+#include <string>
+#include "kernel_operator.h"
+using namespace AscendC;
+
+// the two AIVs of one mix block each copy 8 halves (16 bytes) into one 32-byte workspace
+// granule, at half offsets 0 and `second`, unordered
+static int64_t second = 8;
+alignas(32) static half workspace[32];
+
+static void Halves()
+{
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+    if ASCEND_IS_AIV {
+        TPipe pipe;
+        TBuf<QuePosition::VECOUT> b;
+        pipe.InitBuffer(b, 32);
+        LocalTensor<half> t = b.Get<half>();
+        GlobalTensor<half> g;
+        g.SetGlobalBuffer((__gm__ half*)workspace);
+        Duplicate(t, static_cast<half>(1.0f), 16);
+        PipeBarrier<PIPE_ALL>();
+        DataCopyPad(g[GetSubBlockIdx() * second], t, DataCopyExtParams{1, 16, 0, 0, 0});
+        PipeBarrier<PIPE_ALL>();
+    }
+}
+
+int main(int argc, char** argv)
+{
+    second = std::stoi(argc > 1 ? argv[1] : "8");
+    emu::RegisterGm(workspace, sizeof(workspace), true);
+    emu::RunBlocks(1, Halves, 2);
+    return 0;
+}
+"""
+
+
+@needs_gxx
+def test_emulated_race_check_is_by_byte_within_a_granule(tmp_path: Path) -> None:
+    """The workspace race check compares the bytes two cores touch, not their 32-byte
+    granules: disjoint halves of one granule are no race, overlapping bytes are."""
+    src, exe = tmp_path / "halves.cpp", tmp_path / "halves"
+    src.write_text(HALVES)
+    flags = [*emulate.CXXFLAGS, f"-I{emulate.INCLUDE_DIR}"]
+    subprocess.run([emulate.CXX, *flags, str(src), "-o", str(exe)], check=True)
+    for second in ("8", "16"):  # bytes 16-31 of the first granule; the next granule
+        subprocess.run([str(exe), second], capture_output=True, text=True, check=True)
+    done = subprocess.run([str(exe), "4"], capture_output=True, text=True, check=False)
+    message = r"\(aiv1\): DataCopyPad: the AIV writes workspace bytes AIV 0 wrote on PIPE_MTE3"
+    assert done.returncode != 0 and re.search(message, done.stderr), done.stderr

@@ -639,14 +639,18 @@ struct CoreGroup {
     // sets not consumed yet: from the AIC to AIV i, and from AIV i to the AIC
     std::deque<CrossSnapshot> toAiv[kMaxAiv][kCrossCoreFlags];
     std::deque<CrossSnapshot> toAic[kMaxAiv][kCrossCoreFlags];
-    // GM shadow of the shared regions, per 32-byte granule: last writer, last readers
+    // GM shadow of the shared regions, per 32-byte granule: which bytes of it each core
+    // last wrote and read, on which pipe and when. Byte masks, since DataCopyPad's
+    // UB -> GM copy writes exactly blockLen bytes (ascend.md 2.7, DataCopyPad): two AIVs
+    // may write the two halves of one granule (16-byte rows) without ordering
     struct Mark {
         int8_t core = -1;
         uint8_t pipe = 0;
+        uint32_t bytes = 0;  // bit b: byte b of the granule
         uint64_t clock = 0;
     };
-    std::vector<Mark> writes;
-    std::vector<Mark> reads[kGroupCores];
+    std::vector<std::vector<Mark>> writes;
+    std::vector<std::vector<Mark>> reads;
 
     int Cores() const
     {
@@ -774,10 +778,8 @@ inline void PrepareGroup(CoreGroup& group, int nAiv, Scheduler& sched, int base)
     for (const auto& r : GmRegions()) {
         if (r.shared) {
             const size_t granules = (r.bytes + 31) / 32;
-            group.writes.assign(granules, CoreGroup::Mark{});
-            for (auto& reads : group.reads) {
-                reads.assign(granules, CoreGroup::Mark{});
-            }
+            group.writes.assign(granules, {});
+            group.reads.assign(granules, {});
         }
     }
 }
@@ -913,6 +915,40 @@ inline void CheckGm(const char* api, const void* p, uint64_t bytes)
          static_cast<unsigned long long>(bytes), p);
 }
 
+// the bytes of 32-byte granule i that the access [offset, offset + bytes) covers, as a mask
+inline uint32_t GranuleBytes(size_t offset, uint64_t bytes, size_t i)
+{
+    const size_t lo = std::max(offset, i * 32);
+    const size_t hi = std::min(static_cast<size_t>(offset + bytes), i * 32 + 32);
+    const size_t n = hi - lo;
+    const uint32_t run = n >= 32 ? 0xFFFFFFFFu : ((1u << n) - 1u);
+    return run << (lo - i * 32);
+}
+
+// a write of `bytes` replaces the earlier writes of those bytes (it was ordered after them)
+inline void OverwriteMarks(std::vector<CoreGroup::Mark>& marks, uint32_t bytes)
+{
+    for (auto& m : marks) {
+        m.bytes &= ~bytes;
+    }
+    marks.erase(std::remove_if(marks.begin(), marks.end(), [](const CoreGroup::Mark& m) { return m.bytes == 0; }),
+                marks.end());
+}
+
+// one mark per core and pipe: a later access on the same pipe joins its bytes at its
+// clock (stricter for the bytes accessed earlier, never looser)
+inline void AddMark(std::vector<CoreGroup::Mark>& marks, const CoreGroup::Mark& mark)
+{
+    for (auto& m : marks) {
+        if (m.core == mark.core && m.pipe == mark.pipe) {
+            m.bytes |= mark.bytes;
+            m.clock = mark.clock;
+            return;
+        }
+    }
+    marks.push_back(mark);
+}
+
 // A GM access of the running core of a mix group to a shared region (the workspace):
 // data another core of the group wrote (or, for a write, read) must be ordered before
 // it by a cross-core flag set after that access's pipe finished it
@@ -947,16 +983,24 @@ inline void GmAccess(const char* api, const void* p, uint64_t bytes, int pipe, b
                      PipeName(static_cast<Pipe>(m.pipe)));
             }
         };
+        const size_t offset = static_cast<size_t>(begin - r.begin);
         for (size_t i = first; i <= last; ++i) {
-            check(g->writes[i], "wrote");
-            if (write) {
-                for (int c = 0; c < g->Cores(); ++c) {
-                    check(g->reads[c][i], "read");
+            const uint32_t mine = GranuleBytes(offset, bytes, i);
+            for (const auto& m : g->writes[i]) {
+                if ((m.bytes & mine) != 0) {
+                    check(m, "wrote");
                 }
-                g->writes[i] = CoreGroup::Mark{static_cast<int8_t>(me), static_cast<uint8_t>(pipe), now};
-            } else {
-                g->reads[me][i] = CoreGroup::Mark{static_cast<int8_t>(me), static_cast<uint8_t>(pipe), now};
             }
+            if (write) {
+                for (const auto& m : g->reads[i]) {
+                    if ((m.bytes & mine) != 0) {
+                        check(m, "read");
+                    }
+                }
+                OverwriteMarks(g->writes[i], mine);
+            }
+            const CoreGroup::Mark mark{static_cast<int8_t>(me), static_cast<uint8_t>(pipe), mine, now};
+            AddMark(write ? g->writes[i] : g->reads[i], mark);
         }
         return;
     }
