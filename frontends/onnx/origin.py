@@ -57,8 +57,10 @@ def _ints(values: Sequence[int]) -> ArrayAttr[IntegerAttr]:
 
 @lru_cache(maxsize=4096)
 def _text(attr: Attribute) -> str:
-    """A type's printed form, once per distinct type (printing is the slow part of a
-    digest, and a model repeats a few types many times)."""
+    """An attribute's printed form, once per distinct attribute (printing is the slow
+    part of a digest, and a model repeats a few types and properties many times). Two
+    attributes that compare equal but print apart (0.0 and -0.0) share one text: the
+    digest is then only coarser, never wrong about an edit it tells apart."""
     return str(attr)
 
 
@@ -95,7 +97,7 @@ def digest(op: Operation) -> str:
     """What makes `op` compute what it does: its name, properties and operand and result
     types. A pass that rewrites a member in place (a property, an operand of another
     type) changes it, and the group is then exported as its parts."""
-    parts = [op.name, *(f"{k}={v}" for k, v in sorted(op.properties.items()))]
+    parts = [op.name, *(f"{k}={_text(v)}" for k, v in sorted(op.properties.items()))]
     parts += [_text(v.type) for v in (*op.operands, *op.results)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
