@@ -311,6 +311,34 @@ def test_torch_lstm_against_ort(dynamo: bool, tmp_path: Any) -> None:
     np.testing.assert_allclose(exported, want_ort, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("dynamo", [False, True])
+@pytest.mark.parametrize("layer", ["LSTM", "GRU", "RNN"])
+def test_real_size_torch_recurrence_exports_as_itself(
+    layer: str, dynamo: bool, tmp_path: Any
+) -> None:
+    """A torch recurrent layer of real size (hidden 64: its weights are over the origin
+    tag's constant limit) exports back as its ONNX node, its weights referred to by the
+    graph.constant the importer made (not copied into the tag), and ONNX Runtime gives the
+    original's outputs on it."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model_t = getattr(torch.nn, layer)(80, 64, batch_first=True).eval()
+    x = torch.randn(2, 5, 80)
+    path = tmp_path / f"{layer}.onnx"
+    torch.onnx.export(model_t, (x,), str(path), dynamo=dynamo, input_names=["x"])
+    model = onnx.load(str(path))
+    if layer not in _uses(model.graph):
+        pytest.skip(f"torch.onnx (dynamo={dynamo}) does not export {layer} as an {layer} node")
+    weights = [t for t in model.graph.initializer if np.prod(t.dims) > origin.CONSTANT_LIMIT]
+    assert weights, "the case must have a weight over the tag's limit"
+    feeds = {"x": x.numpy()}
+    module = import_onnx_model(default_context(), model, "m")
+    exported = export_module(module)
+    assert [n.op_type for n in exported.graph.node if n.op_type in OPS] == [layer]
+    for got, want in zip(run_ort(exported, feeds), run_ort(model, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 # --------------------------------------------------------------------------------------
 # Control flow built with onnx.helper
 # --------------------------------------------------------------------------------------

@@ -752,17 +752,18 @@ class Importer:
         bound = {v.ssa for v in items if isinstance(v, Tensor | Const) and v.ssa is not None}
         members = [op for op in new_ops if not any(r in bound for r in op.results)]
         read = {v for op in members for v in op.operands}
-        inputs: list[SSAValue | TensorProto | None] = []
+        inputs: list[SSAValue | TensorProto | Const | None] = []
         for v in items:
             if v is None:
                 inputs.append(None)
             elif isinstance(v, Tensor | Const) and v.ssa is not None and v.ssa in read:
                 inputs.append(v.ssa)
-            else:
-                proto = _kept_input(v)
-                if proto is None:
-                    return
+            elif (proto := _kept_input(v)) is not None:
                 inputs.append(proto)
+            elif isinstance(v, Const) and v.ssa is None:
+                inputs.append(v)
+            else:
+                return
         results = {r for op in members for r in op.results}
         outs: list[SSAValue | None] = []
         for k, name in enumerate(node.proto.output):
@@ -774,8 +775,18 @@ class Importer:
             else:
                 return
         if members and not origin.is_own_op(node.op_type, members):
+            # a constant the tag does not keep (too large, bf16, narrow) is referred to:
+            # its graph.constant joins the group, which the exporter writes as the node
+            held: list[SSAValue | TensorProto | None] = []
+            for given in inputs:
+                if isinstance(given, Const):
+                    constant = self.materialize(given, node)
+                    held.append(constant)
+                    members.append(cast(Operation, constant.owner))
+                else:
+                    held.append(given)
             self._origins += 1
-            origin.tag(self._origins, node.proto, node.version, members, inputs, outs)
+            origin.tag(self._origins, node.proto, node.version, members, held, outs)
 
     def convert_subgraph(
         self, node: Node, body: onnx.GraphProto, bindings: Sequence[Item], scope: str

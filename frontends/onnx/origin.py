@@ -12,8 +12,10 @@ became with the discardable attribute `onnx.origin`, a dictionary:
 * `operands`, `results`: for each operand of this op the node input it is (-1: a value
   of the group), for each result the node output it is (-1: internal);
 * `inputs`: for each node input, -2 when omitted, -1 when it is a constant known at
-  import (serialized in `constants` under its index), else the first input index with
-  the same value (inputs bound to one value are one operand).
+  import (serialized in `constants` under its index), -3 when it is a constant too large
+  or of a type the tag does not keep (an LSTM's weights, a bf16 one), held instead by a
+  graph.constant member of the group whose own tag names the input (`input`), else the
+  first input index with the same value (inputs bound to one value are one operand).
 
 The exporter writes the original node once in place of a group that is complete and
 unmodified (`complete_groups`); otherwise, when a pass rewrote part of it, the parts.
@@ -34,6 +36,7 @@ import onnx
 from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseResourceAttr,
     DictionaryAttr,
     IntegerAttr,
     StringAttr,
@@ -41,11 +44,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from autofusion import dtypes
+from autofusion import dtypes, resources
 
 ORIGIN_ATTR = "onnx.origin"
 OMITTED = -2
 CONSTANT = -1
+REFERENCE = -3  # a constant held by a graph.constant member (its tag's `input`)
 # a constant node input (axes, repeats, scales, ...) larger than this is not kept in the
 # tag, and its node is exported as its parts
 CONSTANT_LIMIT = 4096
@@ -97,9 +101,18 @@ def digest(op: Operation) -> str:
     """What makes `op` compute what it does: its name, properties and operand and result
     types. A pass that rewrites a member in place (a property, an operand of another
     type) changes it, and the group is then exported as its parts."""
-    parts = [op.name, *(f"{k}={_text(v)}" for k, v in sorted(op.properties.items()))]
+    parts = [op.name, *(f"{k}={_stable(v)}" for k, v in sorted(op.properties.items()))]
     parts += [_text(v.type) for v in (*op.operands, *op.results)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _stable(value: Attribute) -> str:
+    """`value` as the digest reads it: a resource by its blob's bytes, not its handle (the
+    process-wide registry renames handles, and printing renames them per module)."""
+    if isinstance(value, DenseResourceAttr):
+        blob = resources.blob_text(value.resource_handle.data) or value.resource_handle.data
+        return f"{hashlib.sha256(blob.encode()).hexdigest()}:{value.type}"
+    return _text(value)
 
 
 def tag(
@@ -114,17 +127,23 @@ def tag(
     (the group's head) also holds the node.
 
     `inputs[i]` is input i's value (an SSA value, a kept constant, or None if omitted);
-    `outputs[k]` the SSA value of output k (None if the node leaves it unnamed).
+    `outputs[k]` the SSA value of output k (None if the node leaves it unnamed). An SSA
+    value made by a member that no member reads is a referenced constant (REFERENCE).
     """
+    read = {v for op in members for v in op.operands}
     first: dict[SSAValue, int] = {}
     links: list[int] = []
     constants: dict[str, Attribute] = {}
+    referenced: dict[Operation, int] = {}
     for i, v in enumerate(inputs):
         if v is None:
             links.append(OMITTED)
         elif isinstance(v, onnx.TensorProto):
             links.append(CONSTANT)
             constants[str(i)] = _b64(v.SerializeToString(deterministic=True))
+        elif v not in read and v.owner in members:
+            links.append(REFERENCE)
+            referenced[cast(Operation, v.owner)] = i
         else:
             links.append(first.setdefault(v, i))
     out_index = {v: k for k, v in enumerate(outputs) if v is not None}
@@ -145,6 +164,7 @@ def tag(
             {
                 "id": IntegerAttr(node_id, i64),
                 **(head if k == 0 else {}),
+                **({"input": IntegerAttr(referenced[op], i64)} if op in referenced else {}),
                 "operands": _ints([first.get(v, -1) for v in op.operands]),
                 "results": _ints([out_index.get(r, -1) for r in op.results]),
                 "digest": StringAttr(digest(op)),
@@ -237,12 +257,25 @@ def _read_group(ops: list[Operation], opset: int) -> Group | None:
             t = onnx.TensorProto()
             t.ParseFromString(base64.b64decode(data.data))
             group.inputs.append(t)
+        elif link == REFERENCE:
+            held = _referenced(ops, i)
+            if held is None:
+                return None
+            group.inputs.append(held)
         elif link in bound:
             group.inputs.append(bound[link])
         else:  # an input no op of the group reads any more
             return None
     group.outputs = [outputs.get(k) for k in range(max(outputs, default=-1) + 1)]
     return group
+
+
+def _referenced(ops: list[Operation], index: int) -> SSAValue | None:
+    """The result of the member constant that holds node input `index` (REFERENCE)."""
+    held = [op for op in ops if _int(cast(dict[str, Attribute], _origin(op)).get("input")) == index]
+    if len(held) != 1 or held[0].operands or len(held[0].results) != 1:
+        return None
+    return held[0].results[0]
 
 
 def _bindings(

@@ -3,6 +3,9 @@
 # RUN: afc import %t/hardswish.onnx | afc-opt | afc-opt --print-op-generic | afc-opt -t onnx | filecheck %s --check-prefix=BACK
 # RUN: afc import %t/addnorm.onnx | afc-opt -t onnx | filecheck %s --check-prefix=WHOLE
 # RUN: afc import %t/addnorm.onnx | afc-opt -p graph-fusion -t onnx | filecheck %s --check-prefix=PARTS
+# RUN: afc import %t/lstm.onnx | filecheck %s --check-prefix=REF
+# RUN: afc import %t/lstm.onnx | afc-opt | afc-opt -t onnx | filecheck %s --check-prefix=REFBACK
+# RUN: afc import %t/lstm.onnx | afc-opt -p dce -t onnx | filecheck %s --check-prefix=REFPARTS
 
 # Origin groups (frontends/onnx/origin.py): the ops a node became carry `onnx.origin`;
 # the group's head also holds the node, and every member its operand/result links and
@@ -64,5 +67,25 @@ save(
     [
         helper.make_tensor("scale", F, [4], rng.standard_normal(4).tolist()),
         helper.make_tensor("bias", F, [4], rng.standard_normal(4).tolist()),
+    ],
+)
+
+# An LSTM whose weights are over the tag's constant limit (4800 and 6400 values): the
+# graph.constant ops of its initializers join the group, each naming the node input it
+# holds (`input`, link -3), and the export writes the LSTM with them as initializers.
+# When a pass drops the (unread) weight constants, the group is incomplete: the parts.
+# REF:      %W = graph.constant {name = "W", onnx.origin = {id = 1 : i64, input = 1 : i64, operands = [], results = [-1 : i64], digest = "{{[0-9a-f]+}}"}} dense_resource<W> : tensor<1x160x30xf32>
+# REF-NEXT: %R = graph.constant {name = "R", onnx.origin = {id = 1 : i64, input = 2 : i64, operands = [], results = [-1 : i64], digest = "{{[0-9a-f]+}}"}} dense_resource<R> : tensor<1x160x40xf32>
+# REFBACK:  "", y = LSTM <hidden_size: int = 40> (x, W, R)
+# REFPARTS:     MatMul (x,
+# REFPARTS-NOT: LSTM
+save(
+    "lstm",
+    [helper.make_node("LSTM", ["x", "W", "R"], ["", "y"], hidden_size=40)],
+    [vi("x", [2, 1, 30])],
+    [vi("y", [1, 1, 40])],
+    [
+        helper.make_tensor("W", F, [1, 160, 30], rng.standard_normal(4800).tolist()),
+        helper.make_tensor("R", F, [1, 160, 40], rng.standard_normal(6400).tolist()),
     ],
 )
