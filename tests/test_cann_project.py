@@ -29,8 +29,8 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 
 from autofusion import dtypes
 from autofusion.codegen import emulate
-from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.ascendc_host import tiling_struct_name
+from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.cann_project import compute_unit, snake_op_name
 from autofusion.codegen.emulate import RegisteredOps, run_function_emulated
 from autofusion.codegen.kernel_interface import (

@@ -27,8 +27,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion import dtypes
 from autofusion.codegen import emulate
-from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.ascendc_api import CANN8, AscendCApi
+from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.emulate import EmulatedKernels, run_function_emulated
 from autofusion.diagnostics import LocatedVerifyError, SourceLocation, UserError
 from autofusion.dialects import buffer

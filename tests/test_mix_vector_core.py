@@ -14,8 +14,8 @@ from test_codegen import DEBUG_INPUT
 from xdsl.dialects.builtin import ModuleOp
 
 from autofusion.codegen import emulate
-from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.ascendc_api import CANN8
+from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.emulate import run_function_emulated
 from autofusion.diagnostics import UserError
 from autofusion.interpreter import run_function

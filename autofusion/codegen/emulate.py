@@ -39,9 +39,9 @@ from xdsl.ir import Attribute, SSAValue
 
 from autofusion import dtypes
 from autofusion.codegen.ascendc import kernels_of
-from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.ascendc_api import CANN8
 from autofusion.codegen.ascendc_host import HostPrinter, tiling_struct_name
+from autofusion.codegen.ascendc_target import emit_ascendc
 from autofusion.codegen.cann_project import staged_kernels
 from autofusion.codegen.cpp_scalar import camel
 from autofusion.codegen.kernel_interface import (
