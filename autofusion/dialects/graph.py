@@ -103,6 +103,7 @@ from autofusion.dialects.graph_indexing import INDEXING_OPS
 from autofusion.dialects.graph_library import LIBRARY_OPS
 from autofusion.dialects.graph_math import MATH_OPS
 from autofusion.dialects.graph_quant import QUANT_OPS
+from autofusion.dialects.graph_random import RANDOM_OPS
 from autofusion.dialects.graph_vision import VISION_OPS
 
 # the names below are re-exported: `autofusion.dialects.graph` is the dialect's public API
@@ -1359,6 +1360,7 @@ Graph = Dialect(
         *LIBRARY_OPS,
         *VISION_OPS,
         *QUANT_OPS,
+        *RANDOM_OPS,
     ],
     [],
 )

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 
 from autofusion import dtypes
 from autofusion.dialects import graph
+from autofusion.dialects.graph_random import RandomOp
 from autofusion.driver.input_ranges import integer_input_ranges
 from autofusion.driver.pipeline import fuse_and_lower
 from autofusion.interpreter import find_function, random_inputs, run_function
@@ -178,9 +179,22 @@ def _materialized(module: ModuleOp) -> tuple[ModuleOp, int, int] | None:
     return copy, len(weights), total
 
 
+def _random_draw(module: ModuleOp) -> str | None:
+    """Why --check cannot compare `module`'s outputs: the first random op it draws with."""
+    for op in module.walk():
+        if isinstance(op, RandomOp):
+            return (
+                f"skipped: the model draws random values ({op.name}), which no two runtimes "
+                "draw alike"
+            )
+    return None
+
+
 def _modules_to_check(c: Compilation) -> tuple[ModuleOp, ModuleOp, ModuleOp, list[str]] | str:
     """(original, fused, lowered) with values, and notes; or why there are none."""
     assert c.fused is not None and c.buffer is not None
+    if (why := _random_draw(c.original)) is not None:
+        return why
     if not _has_shape_only_weights(c.original):
         return c.original, c.fused, c.buffer, []
     made = _materialized(c.original)

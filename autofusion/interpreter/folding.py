@@ -23,6 +23,7 @@ def op_family_functions() -> list[InterpreterFunctions]:
     from autofusion.interpreter.graph_library import GraphLibraryFunctions
     from autofusion.interpreter.graph_math import GraphMathFunctions
     from autofusion.interpreter.graph_quant import GraphQuantFunctions
+    from autofusion.interpreter.graph_random import GraphRandomFunctions
     from autofusion.interpreter.graph_vision import GraphVisionFunctions
 
     return [
@@ -32,6 +33,7 @@ def op_family_functions() -> list[InterpreterFunctions]:
         GraphLibraryFunctions(),
         GraphVisionFunctions(),
         GraphQuantFunctions(),
+        GraphRandomFunctions(),
     ]
 
 

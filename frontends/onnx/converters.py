@@ -21,6 +21,7 @@ from frontends.onnx import (
     ops_norm,
     ops_optional,
     ops_quant,
+    ops_random,
     ops_recurrent,
     ops_search,
     ops_sequence,
@@ -54,6 +55,7 @@ CONVERTER_MODULES: tuple[ModuleType, ...] = (
     ops_library,
     ops_optional,
     ops_sequence,
+    ops_random,
 )
 
 

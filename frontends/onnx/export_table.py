@@ -15,7 +15,13 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 from xdsl.irdl import OptOperandDef, VarOperandDef
 
-from frontends.onnx import export_library, export_math_ops, export_quant, export_vision
+from frontends.onnx import (
+    export_library,
+    export_math_ops,
+    export_quant,
+    export_random,
+    export_vision,
+)
 from frontends.onnx.export_ops import (
     CORE_TABLE,
     DOMAIN,
@@ -35,6 +41,7 @@ TABLE: dict[type[Operation], Mapping] = {
     **export_vision.table(),
     **export_quant.table(),
     **export_library.table(),
+    **export_random.table(),
 }
 
 

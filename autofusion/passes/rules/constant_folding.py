@@ -29,6 +29,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.utils.exceptions import InterpretationError
 
 from autofusion.dialects import graph
+from autofusion.dialects.graph_random import RandomOp
 from autofusion.interpreter.folding import evaluate
 from autofusion.passes import matching as m
 from autofusion.passes.fusion_rule import FusionRule, Refusal
@@ -46,6 +47,8 @@ class FoldConstants(FusionRule[Folded]):
     anchors = (graph.GraphOp,)
 
     def match(self, op: Operation) -> Folded | Refusal | None:
+        if isinstance(op, RandomOp):
+            return Refusal("a random draw is not a constant (each run draws anew)")
         constants = [m.constant_op(v) for v in op.operands]
         if not constants or any(c is None for c in constants):
             return None

@@ -1,0 +1,75 @@
+"""Reference semantics of the random graph ops (see autofusion/dialects/graph_random.py).
+
+Each op draws from its own numpy Generator seeded from its `seed` property (the float's
+bits, so every float is a valid seed), or from graph_random.DEFAULT_SEED without one, so
+the interpreter's values are deterministic. They cannot equal ONNX Runtime's (another
+generator): only shapes, types and statistics are comparable.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, impl, register_impls
+
+from autofusion.dialects import graph_random as gr
+from autofusion.interpreter.graph import Array, _props, _result
+
+
+def generator(op: gr.RandomOp) -> np.random.Generator:
+    """The op's generator: seeded from `seed`'s f32 bits, or DEFAULT_SEED."""
+    p = _props(op)
+    seed = p.real("seed") if p.has("seed") else None
+    bits = gr.DEFAULT_SEED if seed is None else int(np.float32(seed).view(np.uint32))
+    return np.random.default_rng(bits)
+
+
+def _shape(op: gr.RandomOp) -> tuple[int, ...]:
+    return tuple(cast(TensorType, op.output.type).get_shape())
+
+
+def normal(op: gr.RandomOp) -> Array:
+    p = _props(op)
+    return _result(op, generator(op).normal(p.real("mean"), p.real("scale"), _shape(op)))
+
+
+def uniform(op: gr.RandomOp) -> Array:
+    p = _props(op)
+    return _result(op, generator(op).uniform(p.real("low"), p.real("high"), _shape(op)))
+
+
+@register_impls
+class GraphRandomFunctions(InterpreterFunctions):
+    """numpy implementations of the random graph ops."""
+
+    @impl(gr.RandomNormalOp)
+    def run_random_normal(
+        self, i: Interpreter, op: gr.RandomNormalOp, args: PythonValues
+    ) -> PythonValues:
+        return (normal(op),)
+
+    @impl(gr.RandomNormalLikeOp)
+    def run_random_normal_like(
+        self, i: Interpreter, op: gr.RandomNormalLikeOp, args: PythonValues
+    ) -> PythonValues:
+        return (normal(op),)
+
+    @impl(gr.RandomUniformOp)
+    def run_random_uniform(
+        self, i: Interpreter, op: gr.RandomUniformOp, args: PythonValues
+    ) -> PythonValues:
+        return (uniform(op),)
+
+    @impl(gr.RandomUniformLikeOp)
+    def run_random_uniform_like(
+        self, i: Interpreter, op: gr.RandomUniformLikeOp, args: PythonValues
+    ) -> PythonValues:
+        return (uniform(op),)
+
+    @impl(gr.BernoulliOp)
+    def run_bernoulli(self, i: Interpreter, op: gr.BernoulliOp, args: PythonValues) -> PythonValues:
+        prob: Array = np.asarray(args[0], dtype=np.float64)
+        draw = generator(op).uniform(0.0, 1.0, prob.shape) < prob
+        return (_result(op, draw.astype(np.float64)),)

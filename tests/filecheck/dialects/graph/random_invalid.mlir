@@ -1,0 +1,49 @@
+// RUN: afc-opt %s --split-input-file --verify-diagnostics
+
+// Each chunk holds one random op the verifier must reject; the message names what is wrong.
+
+func.func @high_below_low() -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.random_uniform': high -1.0 is below low 1.0}}
+  %0 = graph.random_uniform {dtype = "f32", high = -1.0, low = 1.0, shape = [4]} : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @negative_scale() -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.random_normal': scale -2.0 must be >= 0}}
+  %0 = graph.random_normal {dtype = "f32", mean = 0.0, scale = -2.0, shape = [4]} : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @integer_normal() -> tensor<4xi32> {
+  // expected-error @+1 {{'graph.random_normal': dtype 'i32' is not one of f16, bf16, f32, f64}}
+  %0 = graph.random_normal {dtype = "i32", mean = 0.0, scale = 1.0, shape = [4]} : tensor<4xi32>
+  func.return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @unknown_dtype() -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.random_uniform': dtype 'float' is not one of f16, bf16, f32, f64}}
+  %0 = graph.random_uniform {dtype = "float", high = 1.0, low = 0.0, shape = [4]} : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @integer_probabilities(%x: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'graph.bernoulli': input element type i32 is not one of f16, bf16, f32, f64}}
+  %0 = graph.bernoulli %x : tensor<4xi32>
+  func.return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @wrong_shape(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'graph.random_uniform_like' result #0 has type tensor<3x2xf32>, but the operands give tensor<2x3xf32>}}
+  %0 = graph.random_uniform_like %x {high = 1.0, low = 0.0} : tensor<2x3xf32> -> tensor<3x2xf32>
+  func.return %0 : tensor<3x2xf32>
+}
