@@ -17,7 +17,7 @@ from xdsl.ir import Operation
 
 def op_family_functions() -> list[InterpreterFunctions]:
     """The implementations of the graph ops outside graph.py (fused, math, indexing,
-    vision, quantization), registered by every interpreter of graph IR."""
+    vision, quantization, random), registered by every interpreter of graph IR."""
     from autofusion.interpreter.graph_fused import GraphFusedFunctions
     from autofusion.interpreter.graph_indexing import GraphIndexingFunctions
     from autofusion.interpreter.graph_library import GraphLibraryFunctions
