@@ -99,3 +99,17 @@ func.func @blob_result(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %y = graph.add %x, %c : tensor<4x8xf32>
   func.return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// A random draw on a constant is not folded: each run draws anew (graph_random.py).
+// CHECK-LABEL: func.func @random_draw_stays
+// CHECK:         %[[P:.*]] = graph.constant
+// CHECK:         graph.bernoulli %[[P]]
+// CHECK:         graph.random_uniform {
+func.func @random_draw_stays() -> (tensor<2xf32>, tensor<2xf32>) {
+  %p = graph.constant {name = "p"} dense<[0.5, 0.5]> : tensor<2xf32>
+  %b = graph.bernoulli %p : tensor<2xf32>
+  %u = graph.random_uniform {dtype = "f32", high = 1.0, low = 0.0, shape = [2]} : tensor<2xf32>
+  func.return %b, %u : tensor<2xf32>, tensor<2xf32>
+}
