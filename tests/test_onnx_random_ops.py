@@ -1,4 +1,5 @@
-"""The random ONNX operators (RandomNormal, RandomUniform, their -Like forms, Bernoulli):
+"""The random ONNX operators (RandomNormal, RandomUniform, their -Like forms, Bernoulli,
+Multinomial):
 import, inferred shapes and types, the interpreter's deterministic draws and their
 statistics, export back as themselves, ONNX Runtime on the export, and --check's skip."""
 
@@ -165,6 +166,7 @@ def test_random_ops_are_the_random_family() -> None:
         "graph.random_normal_like",
         "graph.random_uniform_like",
         "graph.bernoulli",
+        "graph.multinomial",
     }
 
 
@@ -184,3 +186,37 @@ def test_check_skips_a_model_that_draws(tmp_path: Path) -> None:
         "skipped: the model draws random values (graph.random_uniform_like), "
         "which no two runtimes draw alike"
     )
+
+
+def multinomial_model(**attrs: Any) -> Any:
+    node = helper.make_node("Multinomial", ["x"], ["y"], name="m", **attrs)
+    x = helper.make_tensor_value_info("x", T.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", attrs.get("dtype", T.INT32), [2, N])
+    g = helper.make_graph([node], "g", [x], [y])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+
+
+LOGITS = np.log(np.array([[0.2, 0.3, 0.5], [0.9, 0.05, 0.05]], np.float32))
+
+
+@pytest.mark.parametrize("dtype", [T.INT32, T.INT64])
+def test_multinomial_frequencies_and_export(dtype: int) -> None:
+    m = multinomial_model(sample_size=N, dtype=dtype, seed=2.0)
+    y = draw(m, LOGITS)
+    assert y.shape == (2, N) and y.dtype == helper.tensor_dtype_to_np_dtype(dtype)
+    freq = np.stack([np.bincount(row, minlength=3) / N for row in y])
+    assert np.abs(freq - np.exp(LOGITS)).max() < 0.03, freq
+    exported = export_module(imported(m))
+    (out,) = exported.graph.node
+    attrs = {a.name: helper.get_attribute_value(a) for a in out.attribute}
+    assert (out.op_type, attrs) == ("Multinomial", {"dtype": dtype, "seed": 2.0, "sample_size": N})
+    sess = ort.InferenceSession(serialize(exported), providers=["CPUExecutionProvider"])
+    (got,) = sess.run(None, {"x": LOGITS})
+    assert got.shape == (2, N) and got.dtype == y.dtype
+
+
+def test_multinomial_refusals_name_the_node() -> None:
+    with pytest.raises(UserError, match=r"node 'm' .*: sample_size 0 must be >= 1$"):
+        imported(multinomial_model(sample_size=0))
+    with pytest.raises(UserError, match=r"node 'm' .*: dtype 'f32' is not one of i32, i64$"):
+        imported(multinomial_model(dtype=T.FLOAT))

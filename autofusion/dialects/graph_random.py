@@ -1,5 +1,5 @@
 """Random-number ops of the graph dialect (ONNX RandomNormal, RandomUniform, their -Like
-forms and Bernoulli; https://onnx.ai/onnx/operators/).
+forms, Bernoulli and Multinomial; https://onnx.ai/onnx/operators/).
 
 The element type is the `dtype` property (a short name: f32, f16, ...); a -Like op or
 Bernoulli without one takes its input's. `seed` (a float, as in ONNX) seeds the
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, StringAttr, TensorType
 from xdsl.ir import Attribute
 from xdsl.irdl import (
     irdl_op_definition,
@@ -144,4 +144,34 @@ class BernoulliOp(RandomOp):
         return super().infer(types, p)
 
 
-RANDOM_OPS = [RandomNormalOp, RandomUniformOp, RandomNormalLikeOp, RandomUniformLikeOp, BernoulliOp]
+@irdl_op_definition
+class MultinomialOp(RandomOp):
+    """`sample_size` class indices per row of a [batch, class] input of unnormalized log
+    probabilities (ONNX Multinomial-7); i32 (default) or i64 results."""
+
+    name = "graph.multinomial"
+    input = operand_def(TensorType)
+    sample_size = prop_def(IntegerAttr)
+    ALLOWED: ClassVar[tuple[str, ...]] = ("i32", "i64")
+
+    @classmethod
+    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
+        check_distribution(p)
+        element(Props({}, cls.name), types[0], FLOATS)  # the log probabilities are floats
+        shape = types[0].get_shape()
+        if len(shape) != 2:
+            raise ShapeError(f"input {si.fmt(shape)} is not [batch, class]")
+        samples = p.integer("sample_size")
+        if samples < 1:
+            raise ShapeError(f"sample_size {samples} must be >= 1")
+        return [tensor((shape[0], samples), element(p, None, cls.ALLOWED))]
+
+
+RANDOM_OPS = [
+    RandomNormalOp,
+    RandomUniformOp,
+    RandomNormalLikeOp,
+    RandomUniformLikeOp,
+    BernoulliOp,
+    MultinomialOp,
+]

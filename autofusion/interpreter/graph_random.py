@@ -73,3 +73,19 @@ class GraphRandomFunctions(InterpreterFunctions):
         prob: Array = np.asarray(args[0], dtype=np.float64)
         draw = generator(op).uniform(0.0, 1.0, prob.shape) < prob
         return (_result(op, draw.astype(np.float64)),)
+
+    @impl(gr.MultinomialOp)
+    def run_multinomial(
+        self, i: Interpreter, op: gr.MultinomialOp, args: PythonValues
+    ) -> PythonValues:
+        return (_result(op, multinomial(op, np.asarray(args[0], dtype=np.float64))),)
+
+
+def multinomial(op: gr.MultinomialOp, logits: Array) -> Array:
+    """Class indices drawn per row from softmax(logits) (ONNX's unnormalized log probs)."""
+    rng = generator(op)
+    samples = _props(op).integer("sample_size")
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    probs = shifted / shifted.sum(axis=1, keepdims=True)
+    rows = [rng.choice(probs.shape[1], size=samples, p=row) for row in probs]
+    return np.asarray(rows, dtype=np.int64).reshape(probs.shape[0], samples)

@@ -18,7 +18,12 @@ if TYPE_CHECKING:
     from frontends.onnx.export_ops import Emit, Emitter, Mapping
 
 # each op's distribution attributes, as ONNX names them
-DISTRIBUTION = {"normal": ("mean", "scale"), "uniform": ("low", "high"), "bernoulli": ()}
+DISTRIBUTION = {
+    "normal": ("mean", "scale"),
+    "uniform": ("low", "high"),
+    "bernoulli": (),
+    "multinomial": (),
+}
 
 
 def _random(op_type: str, distribution: str, with_shape: bool) -> Emit:
@@ -33,6 +38,8 @@ def _random(op_type: str, distribution: str, with_shape: bool) -> Emit:
             attrs["seed"] = e.props.real("seed")
         if with_shape:
             attrs["shape"] = list(e.props.integers("shape"))
+        if e.props.has("sample_size"):
+            attrs["sample_size"] = e.props.integer("sample_size")
         e.nodes(op_type, e.inputs, e.outputs, **attrs)
 
     return emit
@@ -48,5 +55,6 @@ def table() -> dict[type[Operation], Mapping]:
         gr.RandomNormalLikeOp: ("RandomNormalLike", "normal", False),
         gr.RandomUniformLikeOp: ("RandomUniformLike", "uniform", False),
         gr.BernoulliOp: ("Bernoulli", "bernoulli", False),
+        gr.MultinomialOp: ("Multinomial", "multinomial", False),
     }
     return {op: Standard(_random(*row), row[0]) for op, row in rows.items()}

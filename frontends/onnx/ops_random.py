@@ -1,8 +1,7 @@
 """ONNX import of the random operators: RandomNormal, RandomUniform, RandomNormalLike,
-RandomUniformLike and Bernoulli (autofusion/dialects/graph_random.py).
+RandomUniformLike, Bernoulli and Multinomial (autofusion/dialects/graph_random.py).
 
 They are built without folding: a draw on a constant input is still a draw.
-Multinomial is not imported (unsupported by name).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ VERSIONS: OpVersions = {
     "RandomNormalLike": (1, 22),
     "RandomUniformLike": (1, 22),
     "Bernoulli": (15, 22),
+    "Multinomial": (7, 22),
 }
 REFUSED_VERSIONS: RefusedVersions = {}
 
@@ -46,7 +46,7 @@ def _props(node: Node, dtype: int | None, **distribution: float) -> dict[str, ob
 
 
 def _draw(node: Node, cls: type[gr.RandomOp], props: dict[str, object]) -> list[Value]:
-    inputs = [node.input(0)] if cls.LIKE else []
+    inputs = [node.input(0)] if cls.get_irdl_definition().operands else []
     return node.importer.build(node, cls, inputs, props, None)
 
 
@@ -92,3 +92,14 @@ def convert_random_uniform_like(node: Node) -> list[Value]:
 def convert_bernoulli(node: Node) -> list[Value]:
     """Bernoulli-15/22: 1 with the input's probability; the input's type unless `dtype`."""
     return _draw(node, gr.BernoulliOp, _props(node, node.attr("dtype", None)))
+
+
+ONNX_INT32 = 6  # TensorProto.INT32, Multinomial's default dtype
+
+
+@register(CONVERTERS, "Multinomial")
+def convert_multinomial(node: Node) -> list[Value]:
+    """Multinomial-7/22: `sample_size` (default 1) indices per row, `dtype` int32/int64."""
+    props = _props(node, node.attr("dtype", ONNX_INT32))
+    props["sample_size"] = int(node.attr("sample_size", 1))
+    return _draw(node, gr.MultinomialOp, props)

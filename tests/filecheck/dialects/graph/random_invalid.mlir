@@ -47,3 +47,11 @@ func.func @wrong_shape(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
   %0 = graph.random_uniform_like %x {high = 1.0, low = 0.0} : tensor<2x3xf32> -> tensor<3x2xf32>
   func.return %0 : tensor<3x2xf32>
 }
+
+// -----
+
+func.func @multinomial_rank(%x: tensor<6xf32>) -> tensor<6x5xi32> {
+  // expected-error @+1 {{'graph.multinomial': input 6 is not [batch, class]}}
+  %0 = graph.multinomial %x {dtype = "i32", sample_size = 5 : i64} : tensor<6xf32> -> tensor<6x5xi32>
+  func.return %0 : tensor<6x5xi32>
+}

@@ -21,3 +21,13 @@ func.func @draws(%x: tensor<2x3xf32>) -> (tensor<2x3xf16>, tensor<4xf32>, tensor
   %4 = graph.bernoulli %x {dtype = "i1", seed = 1.0} : tensor<2x3xf32> -> tensor<2x3xi1>
   func.return %0, %1, %2, %3, %4 : tensor<2x3xf16>, tensor<4xf32>, tensor<2x3xf64>, tensor<2x3xf32>, tensor<2x3xi1>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @multinomial
+// CHECK: graph.multinomial %x {dtype = "i64", sample_size = 5} : tensor<2x3xf32> -> tensor<2x5xi64>
+// CHECK-GENERIC: "graph.multinomial"(%x) <{dtype = "i64", sample_size = 5 : i64}> : (tensor<2x3xf32>) -> tensor<2x5xi64>
+func.func @multinomial(%x: tensor<2x3xf32>) -> tensor<2x5xi64> {
+  %0 = graph.multinomial %x {dtype = "i64", sample_size = 5 : i64} : tensor<2x3xf32> -> tensor<2x5xi64>
+  func.return %0 : tensor<2x5xi64>
+}
