@@ -60,8 +60,11 @@ class CompileResult:
         return ""
 
 
-def compile_to_hivm(text: str, workdir: Path | None = None) -> CompileResult:
-    """bishengir-compile `text` up to the HIVM stage (--save-temps into a directory)."""
+def compile_to_hivm(
+    text: str, workdir: Path | None = None, extra: tuple[str, ...] = ()
+) -> CompileResult:
+    """bishengir-compile `text` up to the HIVM stage (--save-temps into a directory), with
+    `extra` flags (an --mlir-print-ir-after=PASS puts that IR in the log)."""
     tool = bishengir_tool("bishengir-compile")
     if tool is None:
         raise FileNotFoundError("bishengir-compile not found (pip install 'afc[hfusion]')")
@@ -71,7 +74,7 @@ def compile_to_hivm(text: str, workdir: Path | None = None) -> CompileResult:
         source = work / "input.mlir"
         source.write_text(text)
         temps = work / "temps"
-        flags = [*COMPILE_FLAGS, f"--save-temps={temps}", "-o", str(work / "out.o")]
+        flags = [*COMPILE_FLAGS, *extra, f"--save-temps={temps}", "-o", str(work / "out.o")]
         proc = _run([str(tool), str(source), *flags])
         return CompileResult((temps / HIVM_STAGE).is_file(), proc.stdout + proc.stderr)
 
@@ -95,11 +98,16 @@ def inferred_kinds(text: str) -> dict[str, str]:
 
 # The four runtime functions bishengir's `main_wrapper` calls (shared/reference/bishengir.md):
 # inputs are 3 sin(0.37 i + 0.1 (i mod 7)) per buffer, inputs and outputs are printed to
-# in.txt and out.txt in parameter and result order.
+# in.txt and out.txt in parameter and result order. `afc_poisoned_malloc` replaces the
+# program's malloc: every buffer starts as NaN bytes, so a read before a write shows as NaN
+# on every run instead of as heap garbage that differs from run to run.
 SHIM_C = r"""
 #include <stdio.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <math.h>
+void *afc_poisoned_malloc(size_t n) { void *p = malloc(n); if (p) memset(p, 0xff, n); return p; }
 typedef struct { int64_t rank; void *desc; } Unranked;
 typedef struct { float *alloc, *aligned; int64_t offset, rest[]; } Ranked;
 static int64_t numel(Unranked *m) { Ranked *r = m->desc; int64_t n = 1;
@@ -118,9 +126,12 @@ CPU_RUNNER_FLAGS = (
     "--enable-hfusion-compile",
     "--enable-multi-kernel",
     "--enable-manage-host-resources",
-    "--enable-cpu-runner-before=convert-hfusion-to-hivm,wrapper-name=main_wrapper",
     f"--target={TARGET}",
 )
+# the pass the CPU lowering branches off before: after HFusion's whole pipeline (fusion,
+# auto-schedule, tiling), or before its auto-schedule (the normalized, untiled program)
+SCHEDULED = "convert-hfusion-to-hivm"
+UNSCHEDULED = "hfusion-auto-schedule"
 HOST_ENTRY = (
     "hacc.entry, hacc.function_kind = #hacc.function_kind<HOST>, "
     "hacc.host_func_type = #hacc.host_func_type<host_entry>"
@@ -150,7 +161,8 @@ def cpu_runner() -> Path | None:
 
 
 def _runnable(lowered: str) -> str:
-    """bishengir's LLVM-dialect output as mlir-cpu-runner input, with an `entry`."""
+    """bishengir's LLVM-dialect output as mlir-cpu-runner input, with an `entry`, its
+    allocations through the shim's `afc_poisoned_malloc`."""
     head, _, rest = lowered.partition("\n")
     if not head.startswith("module"):
         raise RuntimeError("bishengir's cpu-runner output does not start with a module")
@@ -159,12 +171,16 @@ def _runnable(lowered: str) -> str:
     text = re.sub(r"\{(\s*,)+\s*", "{", text)
     text = re.sub(r"(,\s*)+\}", "}", text)
     text = re.sub(r",(\s*,)+", ",", text)
+    text = re.sub(r"@malloc\b", "@afc_poisoned_malloc", text)
     return text.rstrip().removesuffix("}") + ENTRY
 
 
-def run_on_cpu(device_text: str, work: Path) -> tuple[list[float], list[float]]:
-    """Run one device function (its module text) through bishengir's HFusion pipeline on
-    the CPU: (the flat inputs main_wrapper generated, the flat outputs it printed)."""
+def run_on_cpu(
+    device_text: str, work: Path, before: str = SCHEDULED
+) -> tuple[list[float], list[float]]:
+    """Run one device function (its module text) through bishengir's HFusion pipeline up to
+    the pass `before`, lowered for the CPU: (the flat inputs main_wrapper generated, the
+    flat outputs it printed)."""
     compiler, runner = bishengir_tool("bishengir-compile"), cpu_runner()
     if compiler is None or runner is None:
         raise FileNotFoundError("bishengir-compile and mlir-cpu-runner (mlir-19-tools) are needed")
@@ -174,7 +190,9 @@ def run_on_cpu(device_text: str, work: Path) -> tuple[list[float], list[float]]:
     )
     (work / "group.mlir").write_text(host)
     lowered = work / "lowered.mlir"
-    proc = _run([str(compiler), "group.mlir", *CPU_RUNNER_FLAGS, "-o", lowered.name], work)
+    stage = f"--enable-cpu-runner-before={before},wrapper-name=main_wrapper"
+    cmd = [str(compiler), "group.mlir", *CPU_RUNNER_FLAGS, stage, "-o", lowered.name]
+    proc = _run(cmd, work)
     if not lowered.is_file():
         raise RuntimeError(
             f"bishengir cpu-runner lowering failed: {CompileResult(False, proc.stderr).first_error}"
