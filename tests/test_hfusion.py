@@ -124,6 +124,40 @@ def test_mlp_text_is_named_ops_on_static_tensors() -> None:
     assert ops <= {*STEP_KINDS, "tensor.empty"}, ops
 
 
+BATCHED = """
+func.func @main(%x: tensor<4x16x64xf32>, %w: tensor<4x64x32xf32>) -> tensor<4x16x32xf32> {
+  %r = graph.fusion_group (%a = %x : tensor<4x16x64xf32>, %b = %w : tensor<4x64x32xf32>) -> tensor<4x16x32xf32> {
+    %e = graph.exp %a : tensor<4x16x64xf32>
+    %m = graph.matmul %e, %b : (tensor<4x16x64xf32>, tensor<4x64x32xf32>) -> tensor<4x16x32xf32>
+    %y = graph.relu %m : tensor<4x16x32xf32>
+    graph.yield %y : tensor<4x16x32xf32>
+  }
+  func.return %r : tensor<4x16x32xf32>
+}
+"""
+
+
+def test_batch_matmul_is_a_host_call_between_device_functions() -> None:
+    """bishengir 1.2.0 cannot compile a linalg.batch_matmul in a device function: it stays a
+    host call (a CANN operator); the exp before it and the relu after it are kernels."""
+    module = parse_module(default_context(), BATCHED, "batched.mlir")
+    export = export_module(module)
+    assert [(d.name, d.fusion_kind) for d in export.program.devices] == [
+        ("afc_g1_0", "PURE_ELEMWISE"),
+        ("afc_g1_2", "PURE_ELEMWISE"),
+    ]
+    assert not any(s.kind == "linalg.batch_matmul" for d in export.program.devices for s in d.steps)
+    text = hfusion_text(module)
+    assert "cut into 3 parts before each matmul that reads vector results, around each " in text
+    assert re.search(r"remark: afc_g1_1: kept as a host call \(.*no op pattern for linalg", text)
+    assert "func.func private @afc_g1_1(tensor<4x64x32xf32>, tensor<4x16x64xf32>)" in text
+    inputs = random_inputs(find_function(module), 0, SMALL)
+    want = run_function(module, inputs)
+    got = run_export(export, module, inputs)
+    (name,) = want
+    np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-5)
+
+
 def test_library_ops_stay_host_calls() -> None:
     text = hfusion_text(fused("resnet_block"), 4)
     assert text.count("= func.call @afc_g") == 4  # three convolutions and the add+relu
@@ -173,10 +207,20 @@ def _steps(text: str) -> list[Step]:
     return steps
 
 
+# bishengir 1.2.0's inference (hfusion_kinds.py; tests/test_hfusion_bishengir.py checks the
+# same on the real compiler)
 KIND_CASES = {
     "linalg.elemwise_binary a b -> c": "PURE_ELEMWISE",
     "linalg.broadcast a -> c\nlinalg.elemwise_binary c b -> d": "ANY_PB",
     "linalg.reduce a i -> r1d": "LAST_AXIS_PBR",
+    # no important op, or one: that op's own kind
+    "tensor.collapse_shape a -> c1d": "ANY_PB",
+    "tensor.extract_slice a -> c": "ANY_PB",
+    "linalg.matmul a b z -> c": "SINGLE_CUBE",
+    "linalg.fill k -> z\nlinalg.matmul a b z -> c": "SHALLOW_CV",
+    "linalg.fill k -> z\nlinalg.batch_matmul a b z -> c": "PURE_ELEMWISE",
+    "linalg.batch_matmul a b z -> c\nlinalg.elemwise_unary c -> d": "PURE_ELEMWISE",
+    "linalg.fill k -> z\nlinalg.batch_matmul a b z -> c\nlinalg.elemwise_unary c -> d": "UNKNOWN",
     "linalg.matmul a b z -> c\nlinalg.elemwise_unary c -> d": "SHALLOW_CV",
     "linalg.elemwise_unary a -> c\nlinalg.matmul c b z -> d": "MIX_CV",
     "linalg.matmul a b z -> c\nlinalg.elemwise_unary c -> d\nlinalg.matmul d b z -> e": "MIX_C2",
@@ -195,9 +239,18 @@ def test_cuts_make_every_part_schedulable() -> None:
     cuts = kinds.cut_points(steps)
     assert cuts == [2]
     parts = [steps[:2], steps[2:]]
-    assert [kinds.fusion_kind(p) for p in parts] == ["SHALLOW_CV", "SHALLOW_CV"]
+    # the second matmul accumulates into a parameter here: SINGLE_CUBE (the export's fill
+    # would make it SHALLOW_CV)
+    assert [kinds.fusion_kind(p) for p in parts] == ["SHALLOW_CV", "SINGLE_CUBE"]
+    assert all(kinds.schedulable(kinds.fusion_kind(p)) for p in parts)
     assert kinds.cut_points(_steps("linalg.elemwise_unary a -> c\nlinalg.matmul c b z -> d")) == [1]
     assert kinds.cut_points(_steps("linalg.matmul a b z -> c\nlinalg.elemwise_unary c -> d")) == []
+    # a batch_matmul is a part of its own, the vector work on either side device functions
+    bmm = _steps(
+        "linalg.elemwise_unary a -> c\nlinalg.batch_matmul c b z -> d\nlinalg.elemwise_unary d -> e"
+    )
+    assert kinds.cut_points(bmm) == [1, 2]
+    assert kinds.step_limit(bmm[1:2]) and not kinds.step_limit(bmm[2:])
 
 
 # ---- bad input ------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
+from autofusion.codegen import hfusion_kinds as kinds
 from autofusion.codegen.hfusion_bishengir import (
     HIVM_STAGE,
     HOST_ENTRY,
@@ -39,7 +40,12 @@ from autofusion.codegen.hfusion_bishengir import (
 from autofusion.codegen.hfusion_export import export_module
 from autofusion.codegen.hfusion_ir import (
     DEVICE_ATTRS,
+    STEP_KINDS,
+    DeviceFunction,
+    Step,
+    Value,
     device_module_text,
+    device_text,
     print_module,
     run_device,
 )
@@ -91,6 +97,114 @@ def test_corpus_models_reach_hivm(model: str, tmp_path: Path) -> None:
 
     module = planned(str(model_corpus.model_path(model, "dynamo")))
     assert assert_every_device_function_reaches_hivm(module, tmp_path) >= 1
+
+
+def test_batched_matmul_export_reaches_hivm(tmp_path: Path) -> None:
+    """The batch_matmul is a host call; the vector parts around it compile."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_hfusion import BATCHED
+
+    module = parse_module(default_context(), BATCHED, "batched.mlir")
+    assert assert_every_device_function_reaches_hivm(module, tmp_path) == 2
+
+
+# ---- fusion kinds: afc's table against bishengir's inference --------------------------------
+
+X, Y = Value("x", "f32", (16, 64)), Value("y", "f32", (16, 64))
+ROW, COL = Value("row", "f32", (16,)), Value("col", "f32", (64,))
+W, ACC, S = Value("w", "f32", (64, 32)), Value("acc", "f32", (16, 32)), Value("s", "f32", None)
+X3, W3 = Value("x3", "f32", (4, 16, 64)), Value("w3", "f32", (4, 64, 32))
+ACC3, MASK = Value("acc3", "f32", (4, 16, 32)), Value("mask", "i1", (16, 64))
+
+
+def out(shape: tuple[int, ...], dtype: str = "f32") -> Value:
+    return Value("r", dtype, shape)
+
+
+def reduce(x: Value, init: Value, dim: int) -> Step:
+    attrs = (("dims", [dim]), ("combiner", "arith.addf"))
+    return Step("linalg.reduce", (x, init), out(init.shape or ()), attrs)
+
+
+# each step kind alone, as one device function
+LONE_STEPS = {
+    "arith.constant": Step("arith.constant", (), Value("r", "f32", None), (("value", 1.0),)),
+    "linalg.fill": Step("linalg.fill", (S,), out((16, 64))),
+    "linalg.matmul": Step("linalg.matmul", (X, W, ACC), out((16, 32))),
+    "linalg.batch_matmul": Step("linalg.batch_matmul", (X3, W3, ACC3), out((4, 16, 32))),
+    "linalg.broadcast": Step("linalg.broadcast", (COL,), out((16, 64)), (("dims", [0]),)),
+    "linalg.reduce": reduce(X, ROW, 1),
+    "linalg.reduce, leading axis": reduce(X, COL, 0),
+    "linalg.transpose": Step("linalg.transpose", (X,), out((64, 16)), (("perm", [1, 0]),)),
+    "linalg.elemwise_unary": Step("linalg.elemwise_unary", (X,), out((16, 64)), (("fun", "exp"),)),
+    "hfusion.elemwise_unary": Step(
+        "hfusion.elemwise_unary", (X,), out((16, 64)), (("fun", "relu"),)
+    ),
+    "linalg.elemwise_binary": Step(
+        "linalg.elemwise_binary", (X, Y), out((16, 64)), (("fun", "add"),)
+    ),
+    "hfusion.elemwise_binary": Step(
+        "hfusion.elemwise_binary", (X, Y), out((16, 64)), (("fun", "powf"),)
+    ),
+    "hfusion.compare": Step("hfusion.compare", (X, Y), out((16, 64), "i1"), (("fun", "vlt"),)),
+    "hfusion.select": Step("hfusion.select", (MASK, X, Y), out((16, 64))),
+    "hfusion.cast": Step("hfusion.cast", (X,), out((16, 64), "f16")),
+    "tensor.collapse_shape": Step(
+        "tensor.collapse_shape", (X,), out((1024,)), (("groups", [[0, 1]]),)
+    ),
+    "tensor.expand_shape": Step(
+        "tensor.expand_shape", (X,), out((1, 16, 64)), (("groups", [[0, 1], [2]]),)
+    ),
+    "tensor.extract_slice": Step(
+        "tensor.extract_slice", (X,), out((8, 64)), (("offsets", [0, 0]),)
+    ),
+    "tensor.concat": Step("tensor.concat", (X, Y), out((32, 64)), (("dim", 0),)),
+}
+
+
+def zero_fill(shape: tuple[int, ...]) -> Step:
+    return Step("linalg.fill", (S,), Value("z", "f32", shape))
+
+
+def then_exp(step: Step) -> Step:
+    exp = (("fun", "exp"),)
+    return Step("linalg.elemwise_unary", (step.result,), Value("e", "f32", step.result.shape), exp)
+
+
+MM_FILL, BMM_FILL = zero_fill((16, 32)), zero_fill((4, 16, 32))
+MM = Step("linalg.matmul", (X, W, MM_FILL.result), out((16, 32)))
+BMM = Step("linalg.batch_matmul", (X3, W3, BMM_FILL.result), out((4, 16, 32)))
+# step lists where the count of bishengir's "important" ops decides
+STEP_LISTS = {
+    "fill, matmul": [MM_FILL, MM],
+    "fill, matmul, exp": [MM_FILL, MM, then_exp(MM)],
+    "fill, batch_matmul": [BMM_FILL, BMM],
+    "fill, batch_matmul, exp": [BMM_FILL, BMM, then_exp(BMM)],
+    "batch_matmul, exp": [LONE_STEPS["linalg.batch_matmul"], then_exp(BMM)],
+}
+
+
+def test_every_step_kind_has_a_lone_case() -> None:
+    assert {k.split(",")[0] for k in LONE_STEPS} == set(STEP_KINDS)
+
+
+def test_fusion_kinds_are_bishengirs() -> None:
+    """afc's kind of each step kind alone and of the step lists above is the kind
+    hfusion-infer-func-fusion-kind gives the printed function."""
+    cases = {k: [s] for k, s in LONE_STEPS.items()} | STEP_LISTS
+    functions = []
+    for i, (case, steps) in enumerate(cases.items()):
+        own = {s.result.name for s in steps}
+        params = list({v.name: v for s in steps for v in s.operands if v.name not in own}.values())
+        kind = kinds.fusion_kind(steps)
+        functions.append(
+            (case, DeviceFunction(f"f{i}", params, steps, [steps[-1].result], kind, case))
+        )
+    text = "\n".join(["module {", *(line for _, fn in functions for line in device_text(fn)), "}"])
+    inferred = inferred_kinds(text)
+    got = {case: inferred[fn.name] for case, fn in functions}
+    assert got == {case: fn.fusion_kind for case, fn in functions}
+    assert got["linalg.matmul"] == "SINGLE_CUBE" and got["fill, matmul"] == "SHALLOW_CV"
 
 
 # ---- numerics: one group per fusion kind -----------------------------------------------------

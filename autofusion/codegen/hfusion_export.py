@@ -3,9 +3,10 @@
 named linalg/hfusion ops, a HOST function calling them in order.
 
 A group HFusion 1.2.0 cannot schedule (MIX_CV, MIX_C2: hfusion_kinds.py) is cut into parts
-that it can, and a library op (convolution, pooling, gather, attention) stays a call of a
-CANN operator from the host function; each such decision is a remark in the module's
-header. An op with no HFusion form refuses the whole export (no partial module).
+that it can, and a library op (convolution, pooling, gather, attention) or a step HFusion
+cannot compile (a batch_matmul) stays a call of a CANN operator from the host function;
+each such decision is a remark in the module's header. An op with no HFusion form refuses
+the whole export (no partial module).
 Dynamic dimensions are pinned to `dynamic_size`, so the module has static shapes only.
 """
 
@@ -202,9 +203,12 @@ class Exporter:
         pieces = [steps[a:b] for a, b in itertools.pairwise(bounds) if b > a]
         kind = kinds.fusion_kind(steps)
         if len(pieces) > 1:
+            where = "before each matmul that reads vector results"
+            opaque = sorted({s.kind for s in steps if s.kind in kinds.OPAQUE_STEPS})
+            where += "".join(f", around each {name}" for name in opaque)
             self.program.remarks.append(
                 f"{label}: {kind} is not scheduled by HFusion 1.2.0; cut into {len(pieces)} "
-                "device functions before each matmul that reads vector results"
+                f"parts {where}"
             )
         by_name = {s.result.name: s for s in steps}
 
@@ -274,7 +278,7 @@ class Exporter:
     ) -> None:
         """A device function and its call; a host call where a boundary rule forbids it."""
         kind = kinds.fusion_kind(body)
-        limit = kinds.boundary_limit([*params, *results])
+        limit = kinds.step_limit(body) or kinds.boundary_limit([*params, *results])
         if limit:
             reason = f"{kind} part of {source}: {limit}"
             self.program.host_body.append(
