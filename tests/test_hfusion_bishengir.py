@@ -355,12 +355,17 @@ def check_on_cpu(case: KindCase, tmp_path: Path, before: str) -> None:
 # ---- the reproducers of bishengir's CPU-runner limits ------------------------------------------
 
 
+# the flags of run_on_cpu's path (hfusion_bishengir.CPU_RUNNER_FLAGS)
+HOST_MANAGED = ("--enable-multi-kernel", "--enable-manage-host-resources")
+
+
 def cpu_path(source: Path, work: Path, *flags: str) -> subprocess.CompletedProcess[str]:
-    """bishengir-compile's CPU-runner lowering of `source` (a host entry), with `flags`."""
+    """bishengir-compile's CPU-runner lowering of `source` with `flags` (the completed run;
+    the LLVM-dialect output, if any, in work/lowered.mlir)."""
     work.mkdir(parents=True, exist_ok=True)
     stage = f"--enable-cpu-runner-before={SCHEDULED},wrapper-name=main_wrapper"
     cmd = [str(bishengir_tool("bishengir-compile")), str(source), *flags, stage]
-    cmd += ["--enable-hfusion-compile", "--enable-multi-kernel", f"--target={TARGET}"]
+    cmd += ["--enable-hfusion-compile", f"--target={TARGET}"]
     return subprocess.run(
         [*cmd, "-o", str(work / "lowered.mlir")], capture_output=True, text=True, check=False
     )
@@ -372,7 +377,7 @@ def as_device(source: Path) -> str:
 
 def test_final_reduction_init_reproducer(tmp_path: Path) -> None:
     source = REPRO / "final_reduction_init.mlir"
-    flags = ("--enable-manage-host-resources", "--mlir-print-ir-after=hfusion-auto-schedule")
+    flags = (*HOST_MANAGED, "--mlir-print-ir-after=hfusion-auto-schedule")
     scheduled = cpu_path(source, tmp_path, *flags).stderr
     # the combining reduction's init is a slice of a fresh tensor.empty, not the fill
     final = re.search(r"linalg\.reduce .*outs\((%\w+) .*__final_reduction_op__", scheduled)
@@ -401,13 +406,19 @@ def test_final_reduction_init_reproducer(tmp_path: Path) -> None:
 
 def test_shallow_cv_host_tiling_reproducer(tmp_path: Path) -> None:
     source = REPRO / "shallow_cv_host_tiling.mlir"
-    managed = cpu_path(source, tmp_path / "managed", "--enable-manage-host-resources")
+    managed = cpu_path(source, tmp_path / "managed", *HOST_MANAGED)
     assert "'func.call' op incorrect number of operands for callee" in managed.stderr
     assert "Failed to create and apply schedule" in managed.stderr
-    unmanaged = cpu_path(source, tmp_path / "unmanaged")
+    unmanaged = cpu_path(source, tmp_path / "unmanaged", "--enable-multi-kernel")
     assert 'parameter type "i64" is not currently supported' in unmanaged.stderr
     assert not (tmp_path / "managed/lowered.mlir").exists()
     assert not (tmp_path / "unmanaged/lowered.mlir").exists()
     device = compile_to_hivm(as_device(source), tmp_path / "device")
     assert device.reached_hivm, device.first_error
     assert inferred_kinds(as_device(source)) == {"matmul": "SHALLOW_CV"}
+    # the CPU runner takes no DEVICE function, in either mode
+    (tmp_path / "device.mlir").write_text(as_device(source))
+    single = cpu_path(tmp_path / "device.mlir", tmp_path / "single")
+    assert "[CPU Runner] Failed to run the CPU runner pipeline!" in single.stderr
+    multi = cpu_path(tmp_path / "device.mlir", tmp_path / "multi", "--enable-multi-kernel")
+    assert "enableMultiKernel not supported in Device mode" in multi.stderr

@@ -18,11 +18,15 @@
 //
 // Without --enable-manage-host-resources the schedule succeeds, the tiling data become i64
 // parameters of the host entry, and the CPU runner's wrapper stops at them ("parameter
-// type "i64" is not currently supported!"). The CPU runner needs a HOST entry, so no flag
-// set runs a scheduled SHALLOW_CV kernel. As a DEVICE function (single-kernel mode, no
-// host caller) the same matmul compiles to module.hivm.opt.mlir. With no fill (the matmul
-// accumulating into a tensor.empty or a parameter) bishengir infers SINGLE_CUBE, and on
-// this path bishengir-compile then crashes (segmentation fault, exit 139).
+// type "i64" is not currently supported!"). The CPU runner needs a HOST entry: as a DEVICE
+// function the same input stops with "[CPU Runner] Failed to run the CPU runner pipeline!"
+// (with or without --enable-manage-host-resources) or, with --enable-multi-kernel,
+// "enableMultiKernel not supported in Device mode". So no flag set runs a scheduled
+// SHALLOW_CV kernel; --enable-cpu-runner-before=hfusion-auto-schedule (untiled) runs it.
+// For the device (single-kernel mode, no host caller) the same matmul compiles to
+// module.hivm.opt.mlir. With no fill (the matmul accumulating into a tensor.empty or a
+// parameter) bishengir infers SINGLE_CUBE, and on this path bishengir-compile then crashes
+// (segmentation fault, exit 139).
 // tests/test_hfusion_bishengir.py runs this file (test_shallow_cv_host_tiling_reproducer).
 module {
   func.func @matmul(%a: tensor<16x64xf32>, %b: tensor<64x32xf32>) -> tensor<16x32xf32> attributes {hacc.entry, hacc.function_kind = #hacc.function_kind<HOST>, hacc.host_func_type = #hacc.host_func_type<host_entry>} {
