@@ -64,9 +64,10 @@ NO_IMPORTANT_OP_KIND = "ANY_PB"
 # steps HFusion 1.2.0 cannot compile inside a device function, with why (measured): they
 # become host calls, cut off from the vector work around them (cut_points)
 OPAQUE_STEPS: dict[str, str] = {
-    "linalg.batch_matmul": "HFusion 1.2.0 has no op pattern for linalg.batch_matmul (a lone "
-    "one is inferred ANY_PB, one with an epilogue UNKNOWN) and hfusion-flatten-ops breaks "
-    "it ('linalg.batch_matmul' op expected type of operand #2 ... to match ... result)",
+    "linalg.batch_matmul": "HFusion 1.2.0 has no op pattern for linalg.batch_matmul (no cube "
+    "kind is inferred: PURE_ELEMWISE with its fill, UNKNOWN with an epilogue) and "
+    "hfusion-flatten-ops breaks it ('linalg.batch_matmul' op expected type of operand #2 "
+    "... to match ... result)",
 }
 # the kinds bishengir 1.2.0's AutoScheduleBase::applySchedule has a scheduler for
 SCHEDULED_KINDS = (
