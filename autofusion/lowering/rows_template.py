@@ -29,6 +29,7 @@ from autofusion.lowering.recorded_tiling import take_row_tile
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan, plan_rows, shrink_tile, whole_row_elems
 from autofusion.lowering.row_tiling import TileBudget, rows_tiling
+from autofusion.lowering.row_vector_math import widened_integers
 from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
 from autofusion.lowering.value_types import resolve_dynamic_dims
 from autofusion.passes.fusion_rule import Refusal
@@ -87,6 +88,7 @@ class RowsTemplate(KernelTemplate[RowPlan]):
             queue_slots(chip),
             chip.data_copy_pad,
             split,
+            widened_integers(chip.arch),
         )
         if isinstance(plan, RowPlan):
             plan.parts = parts
