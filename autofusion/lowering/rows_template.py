@@ -193,7 +193,10 @@ class RowsTemplate(KernelTemplate[RowPlan]):
         outside: dict[SSAValue, SSAValue],
     ) -> HostLaunch:
         p = plan
-        pairs = [(outside[v], v) for v in outside]
+        # the kernel's operands broadcast to the anchor; a view's source is not one, but
+        # a view's leading dynamic dims are its source's (row_views.Strided.reshaped)
+        pairs = [(outside[v], v) for v in outside if v in p.values]
+        pairs += [(outside[w.source], v) for v, w in p.views.items() if w.source in outside]
         rank = len(p.anchor)
         dims = [_runtime_dim(b, pairs, rank, d, s) for d, s in enumerate(p.anchor)]
         dim_values = [idx.const(d) if isinstance(d, int) else d for d in dims]
