@@ -324,7 +324,10 @@ def test_make_run_example_compiles_and_checks(tmp_path: Path) -> None:
     # attention reads q, k, v as the projections write them (BSND), with GQA native and
     # the causal mask by position in the kernel: no head transposes, repeat_kv or mask
     # ops are left around it as library kernels
-    library = {op.split(" @ ")[0] for k in c.after.kernels if k.kind == "library" for op in k.ops}
-    assert not library & {"graph.transpose", "graph.expand", "graph.greater", "graph.not"}
+    # the q/k/v split folds into its readers' views (dynamic B and S), and the int64
+    # positions are widened by the rotary tables' kernel (A2's Cast int64 -> float32):
+    # no library op is left at all
+    library = [op for k in c.after.kernels if k.kind == "library" for op in k.ops]
+    assert library == []
     cpp = [f for f in c.files if f.startswith("kernels/op_kernel/") and f.endswith(".cpp")]
     assert len(cpp) == sum(1 for k in c.after.kernels if k.kind == "fused")

@@ -179,8 +179,10 @@ def test_report_charges_one_launch_per_super_kernel() -> None:
     a, b = compile_report_json(plain), compile_report_json(fused)
     launch_us = get_chip(CHIP).launch_overhead_us
     assert a["launches"]["super_kernels"] == []
-    assert a["launches"]["launches_after"] == a["launches"]["launches"] == 11
-    assert b["launches"]["launches_after"] == 11 - (2 + 1 + 2)
+    # 9 kernels, no library op; the reshapes of the rotary tables before each rope kernel
+    # (host graph ops) end a run: runs of 3, 1, 2 and 3 kernels
+    assert a["launches"]["launches_after"] == a["launches"]["launches"] == 9
+    assert b["launches"]["launches_after"] == 9 - (2 + 1 + 2)
     assert b["launches"]["saved_us"] == pytest.approx(5 * launch_us)
     saved = a["totals"]["time_us_after"] - b["totals"]["time_us_after"]
     assert saved == pytest.approx(5 * launch_us, abs=1e-3)

@@ -139,7 +139,30 @@ CAST_PAIRS: dict[tuple[str, str], frozenset[str]] = {
     ("i8", "f16"): frozenset({"none"}),
     ("i1", "f16"): frozenset({"none"}),  # a byte mask (uint8_t) widened for Compare
     ("bf16", "i32"): frozenset({"none", "rint", "floor", "ceil", "round", "trunc"}),
+    # int64 positions or indices to float (asc-devkit Cast.md, the A2 table: no CAST_NONE)
+    ("i64", "f32"): frozenset({"rint", "floor", "ceil", "round", "trunc"}),
+    ("i64", "i32"): frozenset({"none"}),
 }
+
+# pairs some architectures lack (__NPU_ARCH__, chips.toml `arch`): the 64-bit integer
+# conversions vconv_s642f32*, vconv_s642s32 and vconv_f322s64* are in asc-devkit's
+# impl/basic_api/dav_c220/kernel_operator_vec_vconv_impl.h (A2/A3, arch 2201) only,
+# not in dav_c100 (Ascend910) nor dav_m200 (310P)
+CAST_ARCHS: dict[tuple[str, str], frozenset[int]] = {
+    ("i64", "f32"): frozenset({2201}),
+    ("i64", "i32"): frozenset({2201}),
+    ("f32", "i64"): frozenset({2201}),
+}
+
+
+def cast_modes(src: str, dst: str, arch: int) -> frozenset[str]:
+    """The round modes of the Ascend C Cast from `src` to `dst` on architecture `arch`
+    (empty: no such Cast there)."""
+    archs = CAST_ARCHS.get((src, dst))
+    if archs is not None and arch not in archs:
+        return frozenset()
+    return CAST_PAIRS.get((src, dst), frozenset())
+
 
 # element types each vector API accepts on A2 (ascend.md 2.8)
 ARITH_TYPES = frozenset({"f16", "f32", "i32"})

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import MemRefType, StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from autofusion import dtypes
-from autofusion.codegen.ascendc_api import CANN8, CAST_PAIRS, VECTOR_TYPES
+from autofusion.codegen.ascendc_api import CANN8, VECTOR_TYPES, cast_modes
 from autofusion.codegen.cpp_scalar import describe_location
 from autofusion.diagnostics import LocatedVerifyError, op_location
 
@@ -275,11 +275,11 @@ def _check_op(op: Operation, chip: ChipSpec) -> None:
         require_types(op, api_name(op), [getattr(op, name) for name in operands])
     if isinstance(op, VCastOp):
         src, dst, mode = element_name(op.src), element_name(op.dst), op.round.data
-        if mode not in CAST_PAIRS.get((src, dst), ()):
+        if mode not in cast_modes(src, dst, chip.arch):
             fail(
                 op,
                 f"{where(op)}: Cast from {src} to {dst} with round mode {mode!r} is not an "
-                "Ascend C Cast on A2 (ascend.md 2.8)",
+                f"Ascend C Cast on {chip.name} (ascend.md 2.8)",
             )
     elif isinstance(op, VCompareOp) and element_name(op.dst) not in ("i1", "i8"):
         fail(op, f"{where(op)}: Compare writes its mask into a u8/i8 (or i1) buffer")

@@ -25,7 +25,7 @@ from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
 from autofusion.lowering.row_ops import OP_EMITTERS, Emitter
 from autofusion.lowering.row_plan import F32, RowPlan
 from autofusion.lowering.row_tiling import ROW_TILING_PARAMS
-from autofusion.lowering.row_vector_math import Loc, Pool, RowVectorMath
+from autofusion.lowering.row_vector_math import Loc, Pool, RowVectorMath, widening_round
 from autofusion.lowering.row_views import InputView
 from autofusion.lowering.value_types import element_bytes, element_type
 
@@ -300,7 +300,7 @@ class RowKernel(RowVectorMath):
             for v, raw, wide, n in loads:
                 kb.copy_1d(self.gm[v], raw, idx.const(n))
                 if wide is not None:
-                    kb.cast(wide, raw, idx.const(n), "none")
+                    kb.cast(wide, raw, idx.const(n), widening_round(v))
         return residents
 
     # ---- the three stages ---------------------------------------------------------

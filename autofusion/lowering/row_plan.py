@@ -30,7 +30,7 @@ kernel must read an input or another view op. A kernel of view ops alone is a co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, cast
 
@@ -103,6 +103,9 @@ ROW_APPLIES = (graph.LayerNormApplyOp, graph.RmsNormApplyOp)
 # pow exponents the template computes exactly (others would need exp(b ln a), wrong for a < 0)
 POW_EXPONENTS = (-1.0, -0.5, 0.5, 1.0, 2.0, 3.0)
 FLOAT_TYPES = ("f32", "f16", "bf16")
+# integer inputs a kernel may widen to float32 with a Cast on its copy-in (where the
+# chip has the pair: row_vector_math.widened_integers)
+WIDENED_INTEGERS = ("i64", "i32")
 
 
 @dataclass
@@ -229,11 +232,22 @@ def _reduction_split(op: Operation) -> tuple[tuple[int, ...], int] | Refusal:
     return shape, si.normalize_axis(p.integer("axis"), rank)
 
 
-def _is_float_group(ops: Sequence[Operation]) -> Refusal | None:
+def _is_float_group(
+    ops: Sequence[Operation], inputs: Sequence[SSAValue], widens: Collection[str]
+) -> Refusal | None:
+    """None when the group computes floats: an integer value may only be a kernel input
+    read by graph.cast ops, of a type the chip's Cast widens to float32 on its copy-in
+    (`widens`; e.g. int64 position ids, A2 only)."""
     for op in ops:
         for v in (*op.operands, *op.results):
-            if _elt(v) not in FLOAT_TYPES:
-                return Refusal(f"{op.name} works on {_elt(v)}; vector kernels compute floats")
+            elt = _elt(v)
+            if elt in FLOAT_TYPES:
+                continue
+            cast_input = isinstance(op, graph.CastOp) and v in inputs and v is op.operands[0]
+            if not (cast_input and elt in WIDENED_INTEGERS):
+                return Refusal(f"{op.name} works on {elt}; vector kernels compute floats")
+            if elt not in widens:
+                return Refusal(f"{op.name} of {elt}: the chip's Cast has no {elt} -> float32")
     return None
 
 
@@ -255,6 +269,7 @@ def plan_rows(
     queue_slots: int = 8,
     data_copy_pad: bool = True,
     split: int | None = None,
+    widens: Collection[str] = (),
 ) -> RowPlan | Refusal:
     """Plan a vector kernel for the group's ops (in program order) or say why it cannot be
     one.
@@ -262,7 +277,7 @@ def plan_rows(
     `queue_slots` is the chip's limit of TQue buffers per position (VECIN, VECOUT);
     without `data_copy_pad` (Ascend910, 310P) every transfer must be a 32-byte multiple.
     `split`: the rows x columns view to take (a recorded plan's) instead of the first
-    that fits.
+    that fits. `widens`: the integer input types the chip's Cast turns into float32.
     """
     ops, inputs, outputs = group.ops, group.inputs, group.outputs
     wanted = split
@@ -283,7 +298,7 @@ def plan_rows(
         why = _supported(op)
         if why is not None:
             return why
-    why = _is_float_group(ops)
+    why = _is_float_group(ops, inputs, widens)
     if why is not None:
         return why
     reductions = [op for op in ops if isinstance(op, ROW_REDUCTIONS)]

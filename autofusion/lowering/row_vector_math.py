@@ -14,10 +14,11 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from autofusion.codegen.ascendc_api import CAST_PAIRS, cast_modes
 from autofusion.dialects import buffer
-from autofusion.dtypes import byte_width
+from autofusion.dtypes import byte_width, type_name
 from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
-from autofusion.lowering.row_plan import F32, RowPlan
+from autofusion.lowering.row_plan import F32, WIDENED_INTEGERS, RowPlan
 from autofusion.lowering.value_types import element_type
 
 # Abramowitz & Stegun 7.1.26: erf(z) = 1 - (a1 t + ... + a5 t^5) e^{-z^2}, t = 1/(1 + p z)
@@ -28,6 +29,18 @@ ERF_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
 TINY = 1e-30
+
+
+def widened_integers(arch: int) -> tuple[str, ...]:
+    """The integer input types the chip's Cast turns into float32 (row_plan `widens`)."""
+    return tuple(t for t in WIDENED_INTEGERS if cast_modes(t, "f32", arch))
+
+
+def widening_round(v: SSAValue) -> str:
+    """Cast's round mode to widen v's elements to float32: none where the pair has it;
+    int64 -> float32 has no CAST_NONE (asc-devkit Cast.md), so rint, numpy's rounding."""
+    pair = (type_name(element_type(v)), "f32")
+    return "none" if "none" in CAST_PAIRS.get(pair, frozenset({"none"})) else "rint"
 
 
 @dataclass
@@ -112,7 +125,7 @@ class RowVectorMath:
         if element_type(v) == f32:
             return Loc(kind, buf=slot)
         buf = self.pool.get(kind)
-        self.kb.cast(buf, slot, self._count(kind), "none")
+        self.kb.cast(buf, slot, self._count(kind), widening_round(v))
         return Loc(kind, buf=buf)
 
     def _count(self, kind: str) -> SSAValue:

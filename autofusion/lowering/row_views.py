@@ -15,10 +15,21 @@ from autofusion.dialects import shape_inference as si
 from autofusion.dialects.shape_inference import DYN
 
 
+def leading_dynamic(shape: Sequence[int]) -> int:
+    """How many dims of `shape` are dynamic before its first static one."""
+    n = 0
+    while n < len(shape) and shape[n] == DYN:
+        n += 1
+    return n
+
+
 @dataclass(frozen=True)
 class Strided:
     """A strided view of a contiguous tensor: element (i_0, ..., i_n-1) is at
-    offset + sum(i_d * strides[d]). Only the leading dim may be dynamic (DYN)."""
+    offset + sum(i_d * strides[d]). Only leading dims may be dynamic (DYN), e.g. the
+    batch and sequence dims of [B, S, C]: they keep the source's layout, one contiguous
+    block, so each but the last has stride DYN (its runtime stride is the next dim's
+    size times that dim's stride) and the last a static one (C for [B, S, C])."""
 
     shape: tuple[int, ...]
     strides: tuple[int, ...]
@@ -26,11 +37,12 @@ class Strided:
 
     @staticmethod
     def contiguous(shape: Sequence[int]) -> Strided | None:
-        if any(d == DYN for d in shape[1:]):
+        lead = leading_dynamic(shape)
+        if DYN in shape[lead:]:
             return None
         strides = [1] * len(shape)
         for d in range(len(shape) - 2, -1, -1):
-            strides[d] = strides[d + 1] * shape[d + 1]
+            strides[d] = DYN if d < lead - 1 else strides[d + 1] * shape[d + 1]
         return Strided(tuple(shape), tuple(strides))
 
     def sliced(self, op: graph.SliceOp) -> Strided | None:
@@ -51,13 +63,14 @@ class Strided:
 
     def reshaped(self, new: Sequence[int]) -> Strided | None:
         """The same elements as shape `new` without moving them (numpy's no-copy rule:
-        merged dims must be contiguous among themselves), or None."""
+        merged dims must be contiguous among themselves), or None. The leading dynamic
+        dims stay as they are: as many before as after, and the static dims hold as many
+        elements, so each is its source's (a reshape copies a dim with 0 or infers one
+        with -1, at most once), and a kernel reads their runtime sizes from the source."""
         old, strides = list(self.shape), list(self.strides)
         new = list(new)
-        lead = 0
-        if old and new and old[0] == DYN and new[0] == DYN:
-            lead = 1  # the dynamic batch dim stays as it is
-        elif DYN in old or DYN in new:
+        lead = leading_dynamic(old)
+        if leading_dynamic(new) != lead or DYN in old[lead:] or DYN in new[lead:]:
             return None
         ob = [(d, st) for d, st in zip(old[lead:], strides[lead:]) if d != 1]
         nb = [d for d in new[lead:] if d != 1]
@@ -120,6 +133,9 @@ def input_view(
     for d in range(split):
         size, stride = anchor[d], view.strides[d]
         if size == 1:
+            continue
+        if groups and groups[-1][1] == DYN:
+            groups[-1] = [DYN, stride]  # a dynamic dim contiguous over this one
             continue
         if groups and groups[-1][0] != DYN and size != DYN and groups[-1][1] == stride * size:
             groups[-1] = [groups[-1][0] * size, stride]

@@ -29,6 +29,7 @@ from autofusion.lowering.recorded_tiling import take_row_tile
 from autofusion.lowering.row_kernel import RowKernel
 from autofusion.lowering.row_plan import RowPlan, plan_rows, shrink_tile, whole_row_elems
 from autofusion.lowering.row_tiling import TileBudget, rows_tiling
+from autofusion.lowering.row_vector_math import widened_integers
 from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
 from autofusion.lowering.value_types import resolve_dynamic_dims
 from autofusion.passes.fusion_rule import Refusal
@@ -87,6 +88,7 @@ class RowsTemplate(KernelTemplate[RowPlan]):
             queue_slots(chip),
             chip.data_copy_pad,
             split,
+            widened_integers(chip.arch),
         )
         if isinstance(plan, RowPlan):
             plan.parts = parts
@@ -191,7 +193,10 @@ class RowsTemplate(KernelTemplate[RowPlan]):
         outside: dict[SSAValue, SSAValue],
     ) -> HostLaunch:
         p = plan
-        pairs = [(outside[v], v) for v in outside]
+        # the kernel's operands broadcast to the anchor; a view's source is not one, but
+        # a view's leading dynamic dims are its source's (row_views.Strided.reshaped)
+        pairs = [(outside[v], v) for v in outside if v in p.values]
+        pairs += [(outside[w.source], v) for v, w in p.views.items() if w.source in outside]
         rank = len(p.anchor)
         dims = [_runtime_dim(b, pairs, rank, d, s) for d, s in enumerate(p.anchor)]
         dim_values = [idx.const(d) if isinstance(d, int) else d for d in dims]

@@ -2564,13 +2564,16 @@ inline D ConvertOne(S v, RoundMode mode)
         return RoundTo16<D>(static_cast<float>(ToDouble(v)), mode);
     } else if constexpr (std::is_same<D, float>::value) {
         if constexpr (std::is_integral<S>::value) {
-            const double x = static_cast<double>(v);
-            const float nearest = static_cast<float>(x);
-            if (mode == RoundMode::CAST_RINT || mode == RoundMode::CAST_NONE || static_cast<double>(nearest) == x) {
+            // long double holds every int64 exactly (x86's 64-bit mantissa), so an int64
+            // is rounded to float once, not through double
+            const long double x = static_cast<long double>(v);
+            const float nearest = static_cast<float>(v);
+            if (mode == RoundMode::CAST_RINT || mode == RoundMode::CAST_NONE ||
+                static_cast<long double>(nearest) == x) {
                 return nearest;
             }
-            const float lo = static_cast<double>(nearest) < x ? nearest : std::nextafter(nearest, -INFINITY);
-            const float hi = static_cast<double>(nearest) > x ? nearest : std::nextafter(nearest, INFINITY);
+            const float lo = static_cast<long double>(nearest) < x ? nearest : std::nextafter(nearest, -INFINITY);
+            const float hi = static_cast<long double>(nearest) > x ? nearest : std::nextafter(nearest, INFINITY);
             if (mode == RoundMode::CAST_FLOOR) return lo;
             if (mode == RoundMode::CAST_CEIL) return hi;
             if (mode == RoundMode::CAST_TRUNC) return x > 0 ? lo : hi;
@@ -2598,6 +2601,10 @@ inline bool CastSupported(RoundMode mode)
     if (std::is_same<S, half>::value && IsOneOf<D, int8_t, uint8_t, int16_t, int32_t>::value) return directed;
     if (IsOneOf<S, int8_t, uint8_t>::value && std::is_same<D, half>::value) return none;
     if (std::is_same<S, bfloat16_t>::value && std::is_same<D, int32_t>::value) return directed;
+    // the int64 conversions are A2/A3 only (asc-devkit dav_c220 vconv_s642f32*, vconv_s642s32)
+    const bool a2 = Chip().arch == 2201;
+    if (std::is_same<S, int64_t>::value && std::is_same<D, float>::value) return a2 && directed && !none;
+    if (std::is_same<S, int64_t>::value && std::is_same<D, int32_t>::value) return a2 && none;
     return false;
 }
 

@@ -8,7 +8,7 @@ buffer.kernel @k() attributes {chip = "Ascend910B1", template = "test", core_typ
   %c32 = arith.constant 32 : index
   %a = buffer.alloc_buf "veccalc" %c32 max_bytes 32 -> memref<?xf16, #buffer.space<ub>>
   %b = buffer.alloc_buf "veccalc" %c32 max_bytes 32 -> memref<?xbf16, #buffer.space<ub>>
-  // expected-error @+1 {{buffer.vcast: Cast from f16 to bf16 with round mode 'rint' is not an Ascend C Cast on A2 (ascend.md 2.8)}}
+  // expected-error @+1 {{buffer.vcast: Cast from f16 to bf16 with round mode 'rint' is not an Ascend C Cast on Ascend910B1 (ascend.md 2.8)}}
   buffer.vcast %b, %a, %c8 round "rint" : memref<?xbf16, #buffer.space<ub>>, memref<?xf16, #buffer.space<ub>>
   buffer.return
 }

@@ -12,7 +12,7 @@ buffer.kernel @cast() attributes {chip = "Ascend910B1", template = "test", core_
   %c32 = arith.constant 32 : index
   %a = buffer.alloc_buf "veccalc" %c32 max_bytes 32 -> memref<?xf16, #buffer.space<ub>>
   %b = buffer.alloc_buf "veccalc" %c32 max_bytes 32 -> memref<?xbf16, #buffer.space<ub>>
-  // expected-error @+1 {{buffer.vcast: Cast from f16 to bf16 with round mode 'rint' is not an Ascend C Cast on A2 (ascend.md 2.8)}}
+  // expected-error @+1 {{buffer.vcast: Cast from f16 to bf16 with round mode 'rint' is not an Ascend C Cast on Ascend910B1 (ascend.md 2.8)}}
   buffer.vcast %b, %a, %c8 round "rint" : memref<?xbf16, #buffer.space<ub>>, memref<?xf16, #buffer.space<ub>>
   buffer.return
 }
@@ -142,6 +142,37 @@ buffer.kernel @mask_read() attributes {chip = "Ascend910B1", template = "test", 
   buffer.vcompare "lt" %m, %f, %g, %c8 : memref<?xi8, #buffer.space<ub>>, memref<?xf32, #buffer.space<ub>>, memref<?xf32, #buffer.space<ub>>
   // expected-error @+1 {{buffer.vcast reads a buffer.vcompare mask: Ascend C's Compare writes a bitmask that only Select can read}}
   buffer.vcast %h, %m, %c8 round "none" : memref<?xf16, #buffer.space<ub>>, memref<?xi8, #buffer.space<ub>>
+  buffer.return
+}
+
+// -----
+
+// int64 -> float32 has no CAST_NONE on A2 (asc-devkit Cast.md: rint, floor, ceil, round
+// or trunc); afc widens int64 position ids with rint.
+buffer.kernel @cast_i64_none() attributes {chip = "Ascend910B1", template = "test", core_type = "aiv", num_inputs = 0, num_outputs = 0} {
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %i = buffer.alloc_buf "veccalc" %c64 max_bytes 64 -> memref<?xi64, #buffer.space<ub>>
+  %f = buffer.alloc_buf "veccalc" %c32 max_bytes 32 -> memref<?xf32, #buffer.space<ub>>
+  buffer.vcast %f, %i, %c8 round "rint" : memref<?xf32, #buffer.space<ub>>, memref<?xi64, #buffer.space<ub>>
+  // expected-error @+1 {{buffer.vcast: Cast from i64 to f32 with round mode 'none' is not an Ascend C Cast on Ascend910B1 (ascend.md 2.8)}}
+  buffer.vcast %f, %i, %c8 round "none" : memref<?xf32, #buffer.space<ub>>, memref<?xi64, #buffer.space<ub>>
+  buffer.return
+}
+
+// -----
+
+// The int64 Casts are A2/A3 only: Ascend910's vector unit has none (asc-devkit's
+// dav_c100 has no vconv_s642f32).
+buffer.kernel @cast_i64_910() attributes {chip = "Ascend910", template = "test", core_type = "aiv", num_inputs = 0, num_outputs = 0} {
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %i = buffer.alloc_buf "veccalc" %c64 max_bytes 64 -> memref<?xi64, #buffer.space<ub>>
+  %f = buffer.alloc_buf "veccalc" %c32 max_bytes 32 -> memref<?xf32, #buffer.space<ub>>
+  // expected-error @+1 {{buffer.vcast: Cast from i64 to f32 with round mode 'rint' is not an Ascend C Cast on Ascend910 (ascend.md 2.8)}}
+  buffer.vcast %f, %i, %c8 round "rint" : memref<?xf32, #buffer.space<ub>>, memref<?xi64, #buffer.space<ub>>
   buffer.return
 }
 
