@@ -31,11 +31,12 @@ from typing import ClassVar, cast
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion import dtypes
 from autofusion.codegen.ascendc_analysis import plan_syncs, root_of
 from autofusion.codegen.ascendc_api import CAST_PAIRS, VECTOR_TYPES, AscendCApi
+from autofusion.codegen.ascendc_cube import CubePath
 from autofusion.codegen.cpp_scalar import (
     MUL,
     REL,
@@ -47,7 +48,10 @@ from autofusion.codegen.cpp_scalar import (
     camel,
     describe_location,
     float_literal,
+    memref_element,
+    memref_width,
     ops_in,
+    static_cast_text,
 )
 from autofusion.codegen.kernel_interface import (
     RESERVED,
@@ -63,35 +67,12 @@ from autofusion.dialects.ascendc_rules import (
     init_ops,
     kernel_expression_ops,
     layout_key,
-    view_offset,
 )
 from autofusion.dialects.ascendc_rules import where as _where
 from autofusion.dialects.buffer_verifier import runs_split
 from autofusion.dialects.fractal_rules import FractalLayouts
 from autofusion.dialects.tiling_facts import Divisibility
 from autofusion.hardware import ChipSpec
-
-
-def _element(value: SSAValue) -> Attribute:
-    return cast(MemRefType, value.type).element_type
-
-
-def _type_name(t: Attribute) -> str:
-    return dtypes.type_name(t)
-
-
-def _width(value: SSAValue) -> int:
-    return dtypes.byte_width(_element(value))
-
-
-def _cast(text: str, ctype: str) -> str:
-    """`static_cast<ctype>(text)`, or the literal itself."""
-    return text if text.lstrip("-").isdigit() else f"static_cast<{ctype}>({text})"
-
-
-def _paren(text: str) -> str:
-    """`text` as an operand of `*`: parenthesized unless it is a number."""
-    return text if text.isdigit() else f"({text})"
 
 
 def l2_bypass_inputs(kernel: buffer.KernelOp) -> list[int]:
@@ -151,6 +132,7 @@ class KernelPrinter(ScalarPrinter):
         # a stage of a super kernel (super_kernel_ascendc.py) runs on fewer blocks than
         # its launch has: Init takes its own block count, which GetBlockNum stands for
         self.stage_blocks: str | None = None
+        self.cube = CubePath(self)  # the cube path's copies and Mmad (ascendc_cube.py)
 
     # ---- the file -----------------------------------------------------------------------
 
@@ -234,7 +216,9 @@ class KernelPrinter(ScalarPrinter):
         for arg, param in zip(self.kernel.gm_args, self.gm_params):
             member = self.namer.fresh(f"{param}Gm")
             self.bound[arg] = CppExpr(member)
-            self.members.append(f"{self.api.global_tensor}<{self._ctype(_element(arg))}> {member};")
+            self.members.append(
+                f"{self.api.global_tensor}<{self._ctype(memref_element(arg))}> {member};"
+            )
         self.members.insert(0, f"{self.api.pipe} pipe;")
         if self.stage_blocks is not None:
             self.members.append(f"int64_t {self.stage_blocks};")
@@ -243,7 +227,7 @@ class KernelPrinter(ScalarPrinter):
             member = self.namer.fresh(f"{op.result.name_hint or 'workspace'}Gm")
             self.bound[op.result] = CppExpr(member)
             self.members.append(
-                f"{self.api.global_tensor}<{self._ctype(_element(op.result))}> {member};"
+                f"{self.api.global_tensor}<{self._ctype(memref_element(op.result))}> {member};"
             )
         for op in entry.ops:
             if isinstance(op, buffer.AllocQueueOp):
@@ -257,7 +241,7 @@ class KernelPrinter(ScalarPrinter):
                 pos = self._position(op, op.position.data)
                 self.members.append(f"{self.api.tbuf}<{pos}> {name}Buf;")
                 self.namer.taken.add(f"{name}Buf")
-                elt = self._ctype(_element(op.buffer))
+                elt = self._ctype(memref_element(op.buffer))
                 self.members.append(f"{self.api.local_tensor}<{elt}> {name};")
             elif op in init and not isinstance(op, arith.ConstantOp):
                 result = op.results[0]
@@ -308,7 +292,7 @@ class KernelPrinter(ScalarPrinter):
     # ---- types -----------------------------------------------------------------------------
 
     def _ctype(self, element: Attribute) -> str:
-        name = _type_name(element)
+        name = dtypes.type_name(element)
         if name not in self.api.types:
             raise UserError(f"element type {element} has no Ascend C type")
         return self.api.types[name]
@@ -362,7 +346,7 @@ class KernelPrinter(ScalarPrinter):
             for f in [*self.fields, *own]:
                 self.w.line(f"this->{f} = {f};")
             for arg, param in zip(self.kernel.gm_args, self.gm_params):
-                t = self._ctype(_element(arg))
+                t = self._ctype(memref_element(arg))
                 self.w.line(
                     f"{self.e(arg)}.{self.api.set_global_buffer}"
                     f"(({self.api.gm_qualifier} {t}*){param});"
@@ -373,7 +357,7 @@ class KernelPrinter(ScalarPrinter):
                 self.w.line(f"{self.e(arg)}.{self.api.set_l2_cache_hint}({self.api.l2_disable});")
             offset = ""
             for op in self.workspaces:
-                t = self._ctype(_element(op.result))
+                t = self._ctype(memref_element(op.result))
                 base = f"userWorkspace + {offset}" if offset else "userWorkspace"
                 self.w.line(
                     f"{self.e(op.result)}.{self.api.set_global_buffer}"
@@ -538,6 +522,12 @@ class KernelPrinter(ScalarPrinter):
             self.line(op, f"{self.api.set_flag}<{event}>({var});")
             self.line(op, f"{self.api.wait_flag}<{event}>({var});")
 
+    def emit_mmad(self, op: buffer.MmadOp) -> None:
+        self.cube.mmad(op)
+
+    def emit_pipe_barrier(self, op: buffer.PipeBarrierOp) -> None:
+        self.cube.pipe_barrier(op)
+
     def emit_return(self, op: Operation) -> None:
         pass  # the end of Process; a workspace's GlobalTensor is set in Init
 
@@ -581,13 +571,13 @@ class KernelPrinter(ScalarPrinter):
 
     def emit_alloc_buf(self, op: buffer.AllocBufOp) -> None:
         name = self.e(op.buffer)
-        elt = self._ctype(_element(op.buffer))
+        elt = self._ctype(memref_element(op.buffer))
         self.line(op, f"pipe.{self.api.init_buffer}({name}Buf, {self.e(op.bytes)});")
         self.line(op, f"{name} = {name}Buf.{self.api.tbuf_get}<{elt}>();")
 
     def emit_queue_alloc(self, op: buffer.QueueAllocOp) -> None:
         t = self.cpp_type(op.tensor.type)
-        elt = self._ctype(_element(op.tensor))
+        elt = self._ctype(memref_element(op.tensor))
         name = self.name(op.tensor, "slot")
         self.line(op, f"{t} {name} = {self.e(op.queue)}.{self.api.alloc_tensor}<{elt}>();")
 
@@ -596,7 +586,7 @@ class KernelPrinter(ScalarPrinter):
 
     def emit_deque(self, op: buffer.DequeOp) -> None:
         t = self.cpp_type(op.tensor.type)
-        elt = self._ctype(_element(op.tensor))
+        elt = self._ctype(memref_element(op.tensor))
         name = self.name(op.tensor, "slot")
         self.line(op, f"{t} {name} = {self.e(op.queue)}.{self.api.deque}<{elt}>();")
 
@@ -633,15 +623,18 @@ class KernelPrinter(ScalarPrinter):
 
     def emit_vscalar(self, op: buffer.VScalarOp) -> None:
         name = self.api.vector_scalar[op.kind.data]
-        scalar = self._scalar_arg(op.scalar, _element(op.dst))
+        scalar = self._scalar_arg(op.scalar, memref_element(op.dst))
         self.line(op, f"{name}({self.e(op.dst)}, {self.e(op.src)}, {scalar}, {self.e(op.count)});")
 
     def emit_vdup(self, op: buffer.VDupOp) -> None:
-        scalar = self._scalar_arg(op.scalar, _element(op.dst))
+        scalar = self._scalar_arg(op.scalar, memref_element(op.dst))
         self.line(op, f"{self.api.duplicate}({self.e(op.dst)}, {scalar}, {self.e(op.count)});")
 
     def emit_vcast(self, op: buffer.VCastOp) -> None:
-        src, dst = _type_name(_element(op.src)), _type_name(_element(op.dst))
+        src, dst = (
+            dtypes.type_name(memref_element(op.src)),
+            dtypes.type_name(memref_element(op.dst)),
+        )
         mode = op.round.data
         assert mode in CAST_PAIRS[(src, dst)], "the verifier checks the Cast pair"
         self.line(
@@ -689,7 +682,7 @@ class KernelPrinter(ScalarPrinter):
         self.line(op, f"{t} {name} = {self.e(op.source)}.{self.api.get_value}({self.e(op.index)});")
 
     def emit_set_value(self, op: buffer.SetValueOp) -> None:
-        value = self._scalar_arg(op.value, _element(op.dest))
+        value = self._scalar_arg(op.value, memref_element(op.dest))
         self.line(op, f"{self.e(op.dest)}.{self.api.set_value}({self.e(op.index)}, {value});")
 
     # ---- data movement -----------------------------------------------------------------------
@@ -699,7 +692,7 @@ class KernelPrinter(ScalarPrinter):
             self._emit_copy(op)
             return
         # SetAtomicAdd<T> for this copy only: the GM values add up (asc-devkit SetAtomicAdd.md)
-        t = self._ctype(_element(op.dest))
+        t = self._ctype(memref_element(op.dest))
         self.line(op, f"{self.api.set_atomic_add}<{t}>();")
         self._emit_copy(op)
         self.line(op, f"{self.api.set_atomic_none}();")
@@ -710,20 +703,20 @@ class KernelPrinter(ScalarPrinter):
             self._copy_gm_ub(op)
         elif path == ("ub", "ub"):
             if layout_key(root_of(op.source)) in self.co2_keys:
-                self._nz_to_nd(op)
+                self.cube.nz_to_nd(op)
             else:
                 self._copy_ub_ub(op)
         elif path == ("ub", "l1") and self.chip.l0c_to_ub:
-            self._copy_strips(op)
+            self.cube.copy_strips(op)
         elif path in (("gm", "l1"), ("ub", "l1")):
-            self._copy_nd2nz(op)
+            self.cube.copy_nd2nz(op)
         elif path == ("l0c", "ub"):
-            self._co1_to_co2(op)
+            self.cube.co1_to_co2(op)
         elif path in (("l1", "l0a"), ("l1", "l0b")):
-            self._load_data(op)
+            self.cube.load_data(op)
         else:
             assert path == ("l0c", "gm"), f"the verifier admits no copy {path}"
-            self._fixpipe(op)
+            self.cube.fixpipe(op)
 
     def _aligned(self, value: SSAValue, width: int) -> bool:
         """Whether `value` elements of `width` bytes are a provable multiple of 32 bytes."""
@@ -731,7 +724,7 @@ class KernelPrinter(ScalarPrinter):
 
     def _copy_gm_ub(self, op: buffer.CopyOp) -> None:
         """GM <-> UB: DataCopy for 32-byte multiples, DataCopyPad otherwise (ascend.md 2.7)."""
-        w = _width(op.dest)
+        w = memref_width(op.dest)
         to_ub = op.path == ("gm", "ub")
         gm_stride, ub_stride = (
             (op.src_stride, op.dst_stride) if to_ub else (op.dst_stride, op.src_stride)
@@ -746,15 +739,21 @@ class KernelPrinter(ScalarPrinter):
         elif length_ok and ub_ok and gm_ok:
             self._copy_params(op, w)
         elif self.chip.data_copy_pad:
-            pad = f"{self.api.pad_ext_params}<{self._ctype(_element(op.dest))}>{{false, 0, 0, 0}}"
+            pad = f"{self.api.pad_ext_params}<{self._ctype(memref_element(op.dest))}>{{false, 0, 0, 0}}"
             tail = f", {pad});" if to_ub else ");"
-            length = _cast(self._scaled(op.length, w), "uint32_t")
+            length = static_cast_text(self._scaled(op.length, w), "uint32_t")
             if ub_ok:
                 params = self.namer.fresh("copyParams")
-                blocks = "1" if one else _cast(self.e(op.blocks), "uint16_t")
-                gm_gap = "0" if one else _cast(self._gap(gm_stride, op.length, w, 1), "uint32_t")
+                blocks = "1" if one else static_cast_text(self.e(op.blocks), "uint16_t")
+                gm_gap = (
+                    "0"
+                    if one
+                    else static_cast_text(self._gap(gm_stride, op.length, w, 1), "uint32_t")
+                )
                 ub_gap = (
-                    "0" if one else _cast(self._ub_pad_gap(ub_stride, op.length, w), "uint32_t")
+                    "0"
+                    if one
+                    else static_cast_text(self._ub_pad_gap(ub_stride, op.length, w), "uint32_t")
                 )
                 src_gap, dst_gap = (gm_gap, ub_gap) if to_ub else (ub_gap, gm_gap)
                 self.line(
@@ -777,10 +776,10 @@ class KernelPrinter(ScalarPrinter):
         """The strided DataCopy: blocks of 32-byte units, gaps in 32-byte units."""
         params = self.namer.fresh("copyParams")
         fields = [
-            _cast(self.e(op.blocks), "uint16_t"),
-            _cast(self._scaled(op.length, w, 32), "uint16_t"),
-            _cast(self._gap(op.src_stride, op.length, w, 32), "uint16_t"),
-            _cast(self._gap(op.dst_stride, op.length, w, 32), "uint16_t"),
+            static_cast_text(self.e(op.blocks), "uint16_t"),
+            static_cast_text(self._scaled(op.length, w, 32), "uint16_t"),
+            static_cast_text(self._gap(op.src_stride, op.length, w, 32), "uint16_t"),
+            static_cast_text(self._gap(op.dst_stride, op.length, w, 32), "uint16_t"),
         ]
         self.line(op, f"{self.api.copy_params} {params}{{{', '.join(fields)}}};")
         self.line(op, f"{self.api.data_copy}({self.e(op.dest)}, {self.e(op.source)}, {params});")
@@ -822,7 +821,7 @@ class KernelPrinter(ScalarPrinter):
 
     def _copy_ub_ub(self, op: buffer.CopyOp) -> None:
         """UB -> UB: DataCopy on 32-byte multiples, else an exact vector copy (x * 1)."""
-        w = _width(op.dest)
+        w = memref_width(op.dest)
         one = self.facts.exact(op.blocks) == 1
         n = self.e(op.length)
         strides_ok = one or (self._aligned(op.src_stride, w) and self._aligned(op.dst_stride, w))
@@ -833,353 +832,18 @@ class KernelPrinter(ScalarPrinter):
                 self._copy_params(op, w)
             return
         muls = self.api.vector_scalar["muls"]
-        assert _type_name(_element(op.dest)) in VECTOR_TYPES[muls], "fractal_rules.ub_to_ub"
+        assert dtypes.type_name(memref_element(op.dest)) in VECTOR_TYPES[muls], (
+            "fractal_rules.ub_to_ub"
+        )
         unit = (
-            float_literal(1.0, _element(op.dest)).text
-            if dtypes.is_float(_element(op.dest))
-            else f"static_cast<{self._ctype(_element(op.dest))}>(1)"
+            float_literal(1.0, memref_element(op.dest)).text
+            if dtypes.is_float(memref_element(op.dest))
+            else f"static_cast<{self._ctype(memref_element(op.dest))}>(1)"
         )
         if one:
             self.line(op, f"{muls}({self.e(op.dest)}, {self.e(op.source)}, {unit}, {n});")
         else:
             self._per_block(op, lambda d, s: f"{muls}({d}, {s}, {unit}, {n});")
-
-    # ---- cube path (ascend.md 2.10) --------------------------------------------------------------
-
-    def _whole(self, op: Operation, value: SSAValue, what: str) -> SSAValue:
-        """The buffer `value` is, which must be a whole buffer (no view offset)."""
-        assert not self.layouts.at_offset(value), f"fractal_rules: the {what} of {op.name}"
-        return root_of(value)
-
-    def _visible(self, op: Operation, value: SSAValue, what: str) -> CppExpr:
-        """`value` as an expression valid at `op` (a layout recorded elsewhere)."""
-        exact = self.facts.exact(value)
-        if exact is not None:
-            return CppExpr(str(exact))
-        method = self._method_of(op)
-        if value in self.bound or (
-            isinstance(method, buffer.StageOp) and value in self.stages[method].params
-        ):
-            return self.expr(value)
-        block = value.owner if isinstance(value.owner, Block) else value.owner.parent_block()
-        if self._method_of(value) is method and block is not None and block.is_ancestor(op):
-            return self.expr(value)
-        raise UserError(
-            f"{_where(op)}: the {what} of its fractal matrix is computed in another stage; "
-            "pass it as a tiling scalar",
-            op,
-        )
-
-    def _fractals(self, op: Operation, rows: SSAValue, rows_of_16: bool = False) -> str:
-        """ceil(rows / 16) (fractal rows), or rows rounded up to 16; folded when static."""
-        exact = self.facts.exact(rows)
-        if exact is not None:
-            n = -(-exact // 16)
-            return str(n * 16 if rows_of_16 else n)
-        text = f"({self._visible(op, rows, 'row count').at(70)} + 15) / 16"
-        return f"{text} * 16" if rows_of_16 else text
-
-    def _method_of(self, value: SSAValue | Operation) -> Operation:
-        """The buffer.stage (or the kernel) whose method prints `value`."""
-        node = value if isinstance(value, Operation) else value.owner
-        op = node if isinstance(node, Operation) else node.parent_op()
-        while op is not None and not isinstance(op, buffer.StageOp | buffer.KernelOp):
-            op = op.parent_op()
-        return cast(Operation, op)
-
-    def _copy_nd2nz(self, op: buffer.CopyOp) -> None:
-        """GM/UB -> L1: a row-major [blocks x length] block lands as Nz fractals
-        (Nd2NzParams, ascend.md 2.10); the IR's row stride in L1 is kept for views."""
-        dst = self._whole(op, op.dest, "destination")
-        self.layouts.record(op)
-        p = self.namer.fresh("nd2nzParams")
-        rows = self.expr(op.blocks)
-        self.line(op, f"{self.api.nd2nz_params} {p};")
-        fields = [
-            ("ndNum", "1"),
-            ("nValue", rows.text),
-            ("dValue", self.e(op.length)),
-            ("srcNdMatrixStride", "0"),
-            ("srcDValue", self.e(op.src_stride)),
-            ("dstNzC0Stride", f"({rows.at(70)} + 15) / 16 * 16"),
-            ("dstNzNStride", "1"),
-            ("dstNzMatrixStride", "0"),
-        ]
-        for name, value in fields:
-            self.line(op, f"{p}.{name} = {value};")
-        self.line(op, f"{self.api.data_copy}({self.e(dst)}, {self.e(op.source)}, {p});")
-
-    def _copy_strips(self, op: buffer.CopyOp) -> None:
-        """UB -> L1 on coupled chips: the 1001/2002 DataCopy has no Nd2Nz from UB (CANN
-        8.1 dav_c100/dav_m200), so each C0-wide column strip of the row-major block is
-        one strided DataCopy into its Nz fractal column (rows of 32 bytes, the source's
-        gap its row stride; the Ascend samples' CopyND2NZ, there from GM)."""
-        dst = self._whole(op, op.dest, "destination")
-        self.layouts.record(op)
-        w = _width(op.dest)
-        c0 = 32 // w
-        assert self._aligned(op.src_stride, w), "fractal_rules: a 32-byte UB row stride"
-        rows = self.expr(op.blocks)
-        strip = self.namer.fresh("strip")
-        exact = self.facts.exact(op.src_stride)
-        if exact is not None:
-            gap = str(exact * w // 32 - 1)
-        else:
-            gap = f"static_cast<uint16_t>({self._scaled(op.src_stride, w, 32)} - 1)"
-        p = self.namer.fresh("stripParams")
-        head = f"for (int64_t {strip} = 0; {strip} < {self._ceil(op.length, c0)}; ++{strip})"
-        with self.w.block(head, self.comment(op)):
-            self.line(
-                op,
-                f"{self.api.copy_params} {p}{{{_cast(rows.text, 'uint16_t')}, 1, {gap}, 0}};",
-            )
-            rows16 = _paren(self._fractals(op, op.blocks, rows_of_16=True))
-            column = f"{strip} * {rows16} * {c0}"
-            self.line(
-                op,
-                f"{self.api.data_copy}({self.e(dst)}[{column}], "
-                f"{self.expr(op.source).at(100)}[{strip} * {c0}], {p});",
-            )
-
-    def _ceil(self, value: SSAValue, unit: int) -> str:
-        """ceil(value / unit), folded when static."""
-        exact = self.facts.exact(value)
-        if exact is not None:
-            return str(-(-exact // unit))
-        return f"({self.expr(value).at(70)} + {unit - 1}) / {unit}"
-
-    def _co1_to_co2(self, op: buffer.CopyOp) -> None:
-        """L0C -> UB on coupled chips (CO1 -> CO2, ascend.md 1.7): DataCopy with
-        DataCopyEnhancedParams in BLOCK_MODE_MATRIX moves whole 16x16 fractals (blockLen
-        counts them, asc-devkit; docs/codegen.md), so the rows land in UB as the Nz
-        fractals they are in L0C; the ub -> ub copy that reads them reorders them. A copy
-        of the mmad's whole result is one contiguous DataCopy; a chunk of rows (a
-        multiple of 16 from a row that is one) is one DataCopy per fractal column."""
-        src = root_of(op.source)
-        rows_c, n_c = self.layouts.layout(op, src, "L0C source")
-        dst = self._whole(op, op.dest, "destination")
-        self.layouts.record(op)
-        n1 = self._fractals(op, n_c)
-        enhanced = self.namer.fresh("co2Enhanced")
-        params = self.namer.fresh("co2Params")
-        self.line(op, f"{self.api.copy_enhanced_params} {enhanced};")
-        self.line(op, f"{enhanced}.blockMode = {self.api.block_mode_matrix};")
-        whole = not any(self.facts.exact(o) != 0 for o in view_offset(op.source))
-        if whole and self.layouts.same(op.blocks, rows_c):
-            m1 = self._fractals(op, rows_c)
-            static = m1.isdigit() and n1.isdigit()
-            fractals = str(int(m1) * int(n1)) if static else f"{m1} * ({n1})"
-            self.line(
-                op,
-                f"{self.api.copy_params} {params}{{1, {_cast(fractals, 'uint16_t')}, 0, 0}};",
-            )
-            self.line(
-                op, f"{self.api.data_copy}({self.e(dst)}, {self.e(src)}, {params}, {enhanced});"
-            )
-            return
-        row0 = "0"
-        if not whole:
-            stride = self._visible(op, n_c, "row stride").at(80)
-            row0 = self.namer.fresh("row0")
-            self.line(op, f"int64_t {row0} = {self._offset_expr(op.source)} / {stride};")
-        r1 = self._fractals(op, op.blocks)
-        self.line(op, f"{self.api.copy_params} {params}{{1, {_cast(r1, 'uint16_t')}, 0, 0}};")
-        m16 = _paren(self._fractals(op, rows_c, rows_of_16=True))
-        r16 = _paren(self._fractals(op, op.blocks, rows_of_16=True))
-        j = self.namer.fresh("j")
-        with self.w.block(f"for (int64_t {j} = 0; {j} < {n1}; ++{j})", self.comment(op)):
-            self.line(
-                op,
-                f"{self.api.data_copy}({self.e(dst)}[{j} * {r16} * 16], "
-                f"{self.e(src)}[({j} * {m16} + {row0}) * 16], {params}, {enhanced});",
-            )
-
-    def _nz_to_nd(self, op: buffer.CopyOp) -> None:
-        """UB (the Nz fractals a CO1 -> CO2 copy left) -> UB rows: per fractal column one
-        strided DataCopy, each row's 16 elements to their place in the destination row
-        (blocks of 32 bytes; the destination's row stride a 32-byte multiple)."""
-        w = _width(op.dest)
-        src = self._whole(op, op.source, "source")
-        j = self.namer.fresh("j")
-        length = self.expr(op.length)
-        r16 = _paren(self._fractals(op, op.blocks, rows_of_16=True))
-        with self.w.block(
-            f"for (int64_t {j} = 0; {j} < {self._ceil(op.length, 16)}; ++{j})", self.comment(op)
-        ):
-            block = self.namer.fresh("blockLen")
-            cols_left = f"{length.at(71)} - {j} * 16"
-            self.line(
-                op,
-                f"uint16_t {block} = static_cast<uint16_t>((({cols_left} < 16 ? {cols_left} : 16) * {w} + 31) / 32);",
-            )
-            stride = self._scaled(op.dst_stride, w, 32)
-            p = self.namer.fresh("nz2ndParams")
-            self.line(
-                op,
-                f"{self.api.copy_params} {p}{{{_cast(self.e(op.blocks), 'uint16_t')}, {block}, 0, "
-                f"static_cast<uint16_t>({stride} - {block})}};",
-            )
-            self.line(
-                op,
-                f"{self.api.data_copy}({self.expr(op.dest).at(100)}[{j} * 16], "
-                f"{self.e(src)}[{j} * {r16} * 16], {p});",
-            )
-
-    def _load_data(self, op: buffer.CopyOp) -> None:
-        """L1 (Nz) -> L0A (Zz) or L0B (Zn) (ascend.md 1.5, 2.10; the asc-devkit sample
-        mmad_s8_f16_f32_with_A_B_transpose_option gives the instruction per case).
-
-        A plain copy into L0A and a `transpose` copy into L0B move whole fractals
-        (LoadData, one row / column of destination fractals per call). A plain copy into
-        L0B and a `transpose` copy into L0A transpose each fractal: LoadData's
-        `ifTranspose` for half, LoadDataWithTranspose for bf16, LoadData3DV2 (a 1x1
-        im2col) for a float B operand (the verifier refuses a transposed float A operand)."""
-        src_root = root_of(op.source)
-        rows_l1, stride_l1 = self.layouts.layout(op, src_root, "L1 source")
-        dst = self._whole(op, op.dest, "destination")
-        w = _width(op.dest)
-        c0 = 32 // w
-        elt = _type_name(_element(op.dest))
-        to_b = op.path == ("l1", "l0b")
-        transpose = op.transpose is not None
-        fractal_transpose = to_b != transpose
-        if fractal_transpose and elt == "f32":
-            # the verifier refuses a transposed float A operand (fractal_rules.load_data)
-            assert to_b, "a transposed float A operand passed the verifier"
-            self._load_3d_transpose(op, dst, src_root, rows_l1, stride_l1)
-            return
-        m1_src = self.namer.fresh("srcFractalRows")
-        self.line(op, f"int64_t {m1_src} = {self._fractals(op, rows_l1)};")
-        start = "0"
-        if view_offset(op.source):
-            offset = self._offset_expr(op.source)
-            stride = self._visible(op, stride_l1, "row stride").at(80)
-            start = self.namer.fresh("startFractal")
-            self.line(
-                op,
-                f"int64_t {start} = ({offset} % {stride}) / {c0} * {m1_src} + "
-                f"({offset} / {stride}) / 16;",
-            )
-        # without transpose: one call per 16 source rows, along the row's fractals; with:
-        # one per source fractal column (c0 columns), down the column's fractals
-        outer_len, inner_len = (op.length, op.blocks) if transpose else (op.blocks, op.length)
-        outer_unit, inner_unit = (c0, 16) if transpose else (16, c0 if not to_b else 16)
-        repeat = self.namer.fresh("fractals")
-        self.line(
-            op,
-            f"int64_t {repeat} = ({self.expr(inner_len).at(70)} + {inner_unit - 1}) / {inner_unit};",
-        )
-        outer = self.namer.fresh("k1" if to_b != transpose else "m1")
-        step = f"{outer} * {m1_src}" if transpose else outer
-        bf16_transpose = fractal_transpose and elt == "bf16"
-        p = self.namer.fresh("loadParams")
-        head = (
-            f"for (int64_t {outer} = 0; {outer} < ({self.expr(outer_len).at(70)} + "
-            f"{outer_unit - 1}) / {outer_unit}; ++{outer})"
-        )
-        with self.w.block(head, self.comment(op)):
-            params = self.api.load2d_transpose_params if bf16_transpose else self.api.load2d_params
-            self.line(op, f"{params} {p};")
-            self.line(op, f"{p}.startIndex = {step if start == '0' else f'{start} + {step}'};")
-            self.line(op, f"{p}.repeatTimes = {repeat};")
-            self.line(op, f"{p}.srcStride = {'1' if transpose else m1_src};")
-            if not bf16_transpose:
-                self.line(op, f"{p}.ifTranspose = {'true' if fractal_transpose else 'false'};")
-            call = self.api.load_data_with_transpose if bf16_transpose else self.api.load_data
-            # one fractal is 512 bytes (ascend.md 1.5)
-            self.line(
-                op,
-                f"{call}({self.e(dst)}[{outer} * {repeat} * {512 // w}], {self.e(src_root)}, {p});",
-            )
-
-    def _load_3d_transpose(
-        self,
-        op: buffer.CopyOp,
-        dst: SSAValue,
-        src_root: SSAValue,
-        rows_l1: SSAValue,
-        stride_l1: SSAValue,
-    ) -> None:
-        """A float B operand [K x N] from its Nz in L1 into L0B (Zn): LoadData3DV2 reads
-        the Nz matrix as an NC1HWC0 feature map of l1H = its padded rows, l1W = 1 and
-        channelSize = its row stride, and a 1x1 kernel makes rows the pixels (K) and
-        columns the channels (N) (asc-devkit sample mmad_s8_f16_f32, case 3.3)."""
-        t = self._ctype(_element(op.dest))
-        p = self.namer.fresh("load3dParams")
-        row0, col0 = "0", "0"
-        if view_offset(op.source):
-            offset = self._offset_expr(op.source)
-            stride = self._visible(op, stride_l1, "row stride").at(80)
-            row0, col0 = f"{offset} / {stride}", f"{offset} % {stride}"
-        self.line(op, f"{self.api.load3d_params}<{t}> {p};")
-        fields = [
-            ("l1H", self._fractals(op, rows_l1, rows_of_16=True)),
-            ("l1W", "1"),
-            ("channelSize", self._visible(op, stride_l1, "row stride").text),
-            ("kExtension", f"({self.expr(op.length).at(70)} + 15) / 16 * 16"),
-            ("mExtension", f"({self.expr(op.blocks).at(70)} + 15) / 16 * 16"),
-            ("kStartPt", col0),
-            ("mStartPt", row0),
-        ]
-        for name, value in fields:
-            self.line(op, f"{p}.{name} = {value};")
-        self.line(op, f"{self.api.load_data}({self.e(dst)}, {self.e(src_root)}, {p});")
-
-    def _offset_expr(self, value: SSAValue) -> str:
-        offsets = view_offset(value)
-        if not offsets:
-            return "0"
-        return "(" + " + ".join(self.expr(o).at(71) for o in offsets) + ")"
-
-    def emit_mmad(self, op: buffer.MmadOp) -> None:
-        c = self._whole(op, op.c, "C operand")
-        a = self._whole(op, op.a, "A operand")
-        b = self._whole(op, op.b, "B operand")
-        self.layouts.record(op)
-        p = self.namer.fresh("mmadParams")
-        owner = op.accumulate.owner
-        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-            init = "false" if owner.value.value.data else "true"
-        else:
-            init = f"!{self.expr(op.accumulate).at(90)}"
-        self.line(op, f"{self.api.mmad_params} {p};")
-        self.line(op, f"{p}.m = {self.e(op.m)};")
-        self.line(op, f"{p}.n = {self.e(op.n)};")
-        self.line(op, f"{p}.k = {self.e(op.k)};")
-        self.line(op, f"{p}.cmatrixInitVal = {init};")
-        self.line(op, f"{self.api.mmad}({self.e(c)}, {self.e(a)}, {self.e(b)}, {p});")
-
-    def emit_pipe_barrier(self, op: buffer.PipeBarrierOp) -> None:
-        """PipeBarrier<PIPE_X>(); with `small_mmad`, under the matmul library's test
-        (mmad_compute.h:86), folded when both sizes are static."""
-        call = f"{self.api.pipe_barrier}<PIPE_{op.pipe.data}>();"
-        if not op.sizes:
-            self.line(op, call)
-            return
-        m, n = op.sizes
-        sizes = [self.facts.exact(v) for v in (m, n)]
-        if sizes[0] is not None and sizes[1] is not None:
-            if (sizes[0] // 16) * (sizes[1] // 16) < buffer.MMAD_BARRIER_LIMIT:
-                self.line(op, call)
-            return
-        test = f"({self.expr(m).at(MUL)} / 16) * ({self.expr(n).at(MUL)} / 16)"
-        with self.w.block(f"if ({test} < {buffer.MMAD_BARRIER_LIMIT})", self.comment(op)):
-            self.line(op, call)
-
-    def _fixpipe(self, op: buffer.CopyOp) -> None:
-        """L0C (Nz of 16x16) -> GM (ND), converting to the GM type and ReLU on the fly."""
-        src = self._whole(op, op.source, "source")
-        rows, _ = self.layouts.layout(op, src, "L0C source")
-        out = _type_name(_element(op.dest))
-        p = self.namer.fresh("fixpipeParams")
-        self.line(op, f"{self.api.fixpipe_params} {p};")
-        self.line(op, f"{p}.nSize = {self.e(op.length)};")
-        self.line(op, f"{p}.mSize = {self.e(op.blocks)};")
-        self.line(op, f"{p}.srcStride = {self._fractals(op, rows, rows_of_16=True)};")
-        self.line(op, f"{p}.dstStride = {self.e(op.dst_stride)};")
-        self.line(op, f"{p}.reluEn = {'true' if op.relu is not None else 'false'};")
-        self.line(op, f"{p}.quantPre = {self.api.fixpipe_quant[out]};")
-        self.line(op, f"{self.api.fixpipe}({self.e(op.dest)}, {self.e(src)}, {p});")
 
 
 __all__ = ["KernelPrinter", "kernels_of"]

@@ -31,12 +31,14 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     IntegerType,
+    MemRefType,
     NameLoc,
     Signedness,
     UnknownLoc,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from autofusion import dtypes
 from autofusion.diagnostics import UserError
 
 # C++ operator precedence, higher binds tighter
@@ -182,6 +184,26 @@ class Namer:
             name = f"{base}{n}"
         self.taken.add(name)
         return name
+
+
+def memref_element(value: SSAValue) -> Attribute:
+    """The element type of a memref value."""
+    return cast(MemRefType, value.type).element_type
+
+
+def memref_width(value: SSAValue) -> int:
+    """The byte width of a memref value's element."""
+    return dtypes.byte_width(memref_element(value))
+
+
+def static_cast_text(text: str, ctype: str) -> str:
+    """`static_cast<ctype>(text)`, or the literal itself."""
+    return text if text.lstrip("-").isdigit() else f"static_cast<{ctype}>({text})"
+
+
+def factor_text(text: str) -> str:
+    """`text` as an operand of `*`: parenthesized unless it is a number."""
+    return text if text.isdigit() else f"({text})"
 
 
 def camel(name: str) -> str:

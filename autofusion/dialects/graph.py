@@ -899,7 +899,7 @@ class Pool2dOp(GraphOp, StreamingFacts, ABC):
         shape = x.get_shape()
         if len(shape) != 4:
             raise ShapeError(f"expects a 4-D NCHW input, got {si.fmt(shape)}")
-        h, w = si.window2d(
+        h, w = si.window_nd(
             shape,
             p.integers("kernel_shape"),
             p.integers("strides"),

@@ -194,7 +194,7 @@ class MaxPoolWithIndicesOp(GraphOp, StreamingFacts):
             raise ShapeError(f"expects a 4-D NCHW input, got {si.fmt(shape)}")
         kernel, strides = p.integers("kernel_shape"), p.integers("strides")
         pads, dilations = p.integers("pads"), p.integers("dilations")
-        h, w = si.window2d(shape, kernel, strides, pads, dilations, p.flag("ceil_mode"))
+        h, w = si.window_nd(shape, kernel, strides, pads, dilations, p.flag("ceil_mode"))
         out = (shape[0], shape[1], h, w)
         return [tensor(out, types[0].element_type), tensor(out, i64)]
 
@@ -260,12 +260,8 @@ class Pool3dOp(GraphOp, StreamingFacts, ABC):
         if len(shape) != 5 or len(k) != 3 or len(pads) != 6:
             raise ShapeError(f"expects a 5-D NCDHW input and 3-D windows, got {si.fmt(shape)}")
         ceil = p.flag("ceil_mode")
-        # D and H as one 2-D window, W as a 2-D window of height 1
-        dh = si.window2d(shape[:4], k[:2], s[:2], [pads[0], pads[1], pads[3], pads[4]], d[:2], ceil)
-        _, w = si.window2d(
-            [*shape[:3], shape[4]], [1, k[2]], [1, s[2]], [0, pads[2], 0, pads[5]], [1, d[2]], ceil
-        )
-        return [tensor((shape[0], shape[1], *dh, w), x.element_type)]
+        dhw = si.window_nd(shape, k, s, pads, d, ceil)
+        return [tensor((shape[0], shape[1], *dhw), x.element_type)]
 
 
 @irdl_op_definition

@@ -140,19 +140,6 @@ def _window_out(
     return out
 
 
-def window2d(
-    x: Sequence[int],
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    pads: Sequence[int],
-    dilations: Sequence[int],
-    ceil_mode: bool = False,
-) -> tuple[int, int]:
-    """Output H, W of a 2-D sliding window (conv or pool), pads = [top, left, bottom, right]."""
-    h, w = window_nd(x[:4], kernel, strides, pads, dilations, ceil_mode)
-    return h, w
-
-
 def window_nd(
     x: Sequence[int],
     kernel: Sequence[int],
@@ -197,7 +184,7 @@ def conv2d(
         )
     if w[0] != DYN and w[0] % group:
         raise ShapeError(f"output channels {w[0]} are not divisible by group {group}")
-    h, wd = window2d(x, w[2:], strides, pads, dilations)
+    h, wd = window_nd(x, w[2:], strides, pads, dilations)
     return (x[0], w[0], h, wd)
 
 

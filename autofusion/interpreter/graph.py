@@ -134,7 +134,7 @@ def pool_padding(
     """The kernel extents that count, the output (H, W) and the np.pad spec of a 2-D pool
     over an NCHW input of `shape`: the strided window view of the padded input yields
     exactly the output's windows (ceil_mode's extra windows by more end padding)."""
-    h_out, w_out = si.window2d(shape, kernel, strides, pads, dilations, ceil_mode)
+    h_out, w_out = si.window_nd(shape, kernel, strides, pads, dilations, ceil_mode)
     # taps at or past the end of the padded input (a ceil_mode window larger than the
     # input) never count: every window starts inside it, so dropping them changes nothing
     kernel = tuple(

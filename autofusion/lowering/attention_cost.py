@@ -25,6 +25,18 @@ from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, 
 SOFTMAX_WORK = 7.0
 
 
+def cube_flops(tiles: int, keys: int, rows: int, d: int, dv: int) -> float:
+    """Q@K^T and P@V of `tiles` query tiles of `rows` rows over `keys` keys each, on
+    fractal-padded (16) sizes, as the cube computes them."""
+    return (
+        2.0
+        * tiles
+        * round_up(keys, FRACTAL)
+        * round_up(rows, FRACTAL)
+        * (round_up(d, FRACTAL) + round_up(dv, FRACTAL))
+    )
+
+
 def attention_cost(
     p: AttentionPlan, chip: ChipSpec, dims: Sequence[int] | None = None
 ) -> KernelCost:
@@ -60,13 +72,7 @@ def attention_cost(
     read, write = epilogue_io(
         p.rows, [p.raw], EpilogueSweep(rows, dv, rows // max(tq, 1), dv, 1, blocks), dims
     )
-    flops = (
-        2.0
-        * heads
-        * round_up(visited, FRACTAL)
-        * round_up(min(tq, sq), FRACTAL)
-        * (round_up(d, FRACTAL) + round_up(dv, FRACTAL))
-    )
+    flops = cube_flops(heads, visited, min(tq, sq), d, dv)
     masked = p.mask is not None or p.causal or p.positions is not None
     work = SOFTMAX_WORK * s_elems + 3.0 * s_elems * masked
     work += 2.0 * s_elems / max(tkv, 1) * dv + epilogue_work(p.rows, p.root, rows * dv)

@@ -26,8 +26,12 @@ def plan_tiling(
     ops: IndexOps[V], p: AttentionPlan, chip: ChipSpec, dims: Sequence[V]
 ) -> AttentionTiling[V]:
     """The plan's runtime tiling: integers for the cost, IR in the tiling function."""
-    layout = AttentionLayout(p.value_dim, p.dv_stride, byte_width(p.in_elt), not p.l0c_to_ub)
-    return attention_tiling(ops, dims, p.tiles, chip.cube_cores, layout)
+    return attention_tiling(ops, dims, p.tiles, chip.cube_cores, tiling_layout(p))
+
+
+def tiling_layout(p: AttentionPlan) -> AttentionLayout:
+    """What the runtime tiling needs of the plan's value rows and chip kind."""
+    return AttentionLayout(p.value_dim, p.dv_stride, byte_width(p.in_elt), not p.l0c_to_ub)
 
 
 def attention_launch(

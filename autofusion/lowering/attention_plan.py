@@ -238,24 +238,34 @@ def plan_attention(
     for tq in Q_CANDIDATES:
         if sq != DYN and tq > max(FRACTAL, round_up(sq, FRACTAL)):
             continue
-        for tkv in KV_CANDIDATES:
-            if skv != DYN and tkv > max(32, round_up(skv, 32)):
-                continue
-            t = AttentionTiles(tq, tkv)
-            need = cube_bytes(plan, t, chip)
-            if any(need[s] > cast(int, chip.capacity(s)) for s in need):
-                continue
-            rows = epilogue_rows(plan, t, chip, vector_side, bsnd)
-            if isinstance(rows, Refusal):
-                last = rows
-                continue
-            if not plan.candidates:
-                plan.rows = rows
-                plan.dv_stride = round_up(dv, rows.align_elems)
-            plan.candidates.append(t)
+        last = add_key_blocks(plan, tq, skv, chip, vector_side, last)
     if not plan.candidates:
         return last
     return plan
+
+
+def add_key_blocks(
+    plan: AttentionPlan, tq: int, skv: int, chip: ChipSpec, ep: CubeEpilogue, last: Refusal
+) -> Refusal:
+    """Append to the plan's candidates each key block that fits L0/L1 and UB with a `tq`-row
+    query block (the first one found sets the epilogue's row plan); returns the last
+    refusal met, else `last`."""
+    for tkv in KV_CANDIDATES:
+        if skv != DYN and tkv > max(32, round_up(skv, 32)):
+            continue
+        t = AttentionTiles(tq, tkv)
+        need = cube_bytes(plan, t, chip)
+        if any(need[s] > cast(int, chip.capacity(s)) for s in need):
+            continue
+        rows = epilogue_rows(plan, t, chip, ep, plan.bsnd)
+        if isinstance(rows, Refusal):
+            last = rows
+            continue
+        if not plan.candidates:
+            plan.rows = rows
+            plan.dv_stride = round_up(plan.value_dim, rows.align_elems)
+        plan.candidates.append(t)
+    return last
 
 
 def _at_recorded_tiles(

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.attention_cost import SOFTMAX_WORK
+from autofusion.lowering.attention_cost import SOFTMAX_WORK, cube_flops
 from autofusion.lowering.attention_plan import softmax_ub
 from autofusion.lowering.attention_tiling import AttentionTiling
-from autofusion.lowering.cube_common import FRACTAL, aivs_per_tile, blended_transfer, round_up
+from autofusion.lowering.cube_common import aivs_per_tile, blended_transfer
 from autofusion.lowering.cube_epilogue import (
     EpilogueSweep,
     epilogue_io,
@@ -61,13 +61,7 @@ def decode_attention_cost(
     read, write = epilogue_io(
         p.rows, [p.raw], EpilogueSweep(out_rows, dv, items, dv, 1, blocks), dims
     )
-    flops = (
-        2.0
-        * items
-        * round_up(skv, FRACTAL)
-        * round_up(rows, FRACTAL)
-        * (round_up(d, FRACTAL) + round_up(dv, FRACTAL))
-    )
+    flops = cube_flops(items, skv, rows, d, dv)
     work = SOFTMAX_WORK * s_elems + 3.0 * s_elems * (p.mask is not None)
     work += 2.0 * s_elems / max(tkv, 1) * dv + COMBINE_WORK * partial / 4
     work += epilogue_work(p.rows, p.root, out_rows * dv)

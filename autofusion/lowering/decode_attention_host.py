@@ -9,9 +9,9 @@ from typing import TypeVar
 from xdsl.dialects import func
 from xdsl.ir import SSAValue
 
-from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.attention_tiling import AttentionLayout, AttentionTiling
+from autofusion.lowering.attention_host import tiling_layout
+from autofusion.lowering.attention_tiling import AttentionTiling
 from autofusion.lowering.decode_attention_plan import DecodeAttentionPlan
 from autofusion.lowering.decode_attention_tiling import decode_tiling
 from autofusion.lowering.index_expr import IndexOps
@@ -24,8 +24,7 @@ def decode_plan_tiling(
     ops: IndexOps[V], p: DecodeAttentionPlan, chip: ChipSpec, dims: Sequence[V]
 ) -> AttentionTiling[V]:
     """The plan's runtime tiling: integers for the cost, IR in the tiling function."""
-    layout = AttentionLayout(p.value_dim, p.dv_stride, byte_width(p.in_elt), not p.l0c_to_ub)
-    return decode_tiling(ops, dims, p.tiles, chip.cube_cores, layout)
+    return decode_tiling(ops, dims, p.tiles, chip.cube_cores, tiling_layout(p))
 
 
 def decode_tiling_function(p: DecodeAttentionPlan, name: str, chip: ChipSpec) -> func.FuncOp:

@@ -9,20 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import ClassVar, cast
+from typing import ClassVar
 
 from autofusion.dialects.group_plan import TilingValue
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.attention_plan import (
-    KV_CANDIDATES,
     Q_CANDIDATES,
     AttentionPlan,
-    cube_bytes,
-    epilogue_rows,
+    add_key_blocks,
     plan_attention,
 )
-from autofusion.lowering.attention_tiling import AttentionTiles
 from autofusion.lowering.cube_common import FRACTAL, round_up
 from autofusion.lowering.cube_epilogue import CubeEpilogue
 from autofusion.lowering.template import GroupParts, NotApplicable
@@ -91,20 +88,6 @@ def plan_decode_attention(
     vector_side = CubeEpilogue(
         base.root, base.raw, [], base.epilogue, parts, len(tensor_shape(base.root.results[0])) - 1
     )
-    last: Refusal = Refusal(f"L0/L1 of {chip.name} cannot hold {tq} query rows and 32 keys")
-    for tkv in KV_CANDIDATES:
-        if skv != DYN and tkv > max(32, round_up(skv, 32)):
-            continue
-        t = AttentionTiles(tq, tkv)
-        need = cube_bytes(plan, t, chip)
-        if any(need[s] > cast(int, chip.capacity(s)) for s in need):
-            continue
-        found = epilogue_rows(plan, t, chip, vector_side, base.bsnd)
-        if isinstance(found, Refusal):
-            last = found
-            continue
-        if not plan.candidates:
-            plan.rows = found
-            plan.dv_stride = round_up(base.value_dim, found.align_elems)
-        plan.candidates.append(t)
+    last = Refusal(f"L0/L1 of {chip.name} cannot hold {tq} query rows and 32 keys")
+    last = add_key_blocks(plan, tq, skv, chip, vector_side, last)
     return plan if plan.candidates else last

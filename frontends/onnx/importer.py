@@ -1,6 +1,7 @@
 """Walking an ONNX graph into one `func.func @main` of graph-dialect ops.
 
-The importer keeps a table from ONNX value names to what it knows about each value:
+The importer keeps a table from ONNX value names to what it knows about each value
+(frontends/onnx/values.py):
 
 * `Const`: the values are known at import time (initializers, Constant nodes, and every
   node whose inputs are all known: such nodes are folded, graph ops through
@@ -29,13 +30,12 @@ from __future__ import annotations
 
 from collections import ChainMap
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 import onnx
-from onnx import AttributeProto, TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
@@ -47,14 +47,6 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StringAttr,
     TensorType,
-    bf16,
-    f16,
-    f32,
-    f64,
-    i1,
-    i8,
-    i16,
-    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -70,6 +62,20 @@ from autofusion.interpreter import NAME_ATTR
 from autofusion.interpreter.folding import evaluate
 from frontends.onnx import origin
 from frontends.onnx.schemas import operator_schema
+from frontends.onnx.values import (
+    ELEMENT_TYPES,
+    Const,
+    Item,
+    Opt,
+    Seq,
+    Sym,
+    Tensor,
+    Value,
+    element_type,
+    item_kind,
+    plain_array,
+    probe_dims,
+)
 
 # afc imports every default-domain opset up to the installed onnx's newest
 # (`onnx.defs.onnx_opset_version()`). Each node is converted by the version of its
@@ -80,34 +86,6 @@ from frontends.onnx.schemas import operator_schema
 LEGACY_OPSET = 7
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
-
-# ONNX TensorProto element types the graph dialect has
-ELEMENT_TYPES: dict[int, Attribute] = {
-    TensorProto.FLOAT: f32,
-    TensorProto.FLOAT16: f16,
-    TensorProto.BFLOAT16: bf16,
-    TensorProto.DOUBLE: f64,
-    TensorProto.INT64: i64,
-    TensorProto.INT32: i32,
-    TensorProto.INT16: i16,
-    TensorProto.INT8: i8,
-    TensorProto.UINT64: dtypes.ui64,
-    TensorProto.UINT32: dtypes.ui32,
-    TensorProto.UINT16: dtypes.ui16,
-    TensorProto.UINT8: dtypes.ui8,
-    TensorProto.BOOL: i1,
-    # storage-only types (autofusion/narrow_types.py): casts and quantization only
-    TensorProto.FLOAT8E4M3FN: dtypes.f8E4M3FN,
-    TensorProto.FLOAT8E4M3FNUZ: dtypes.f8E4M3FNUZ,
-    TensorProto.FLOAT8E5M2: dtypes.f8E5M2,
-    TensorProto.FLOAT8E5M2FNUZ: dtypes.f8E5M2FNUZ,
-    TensorProto.FLOAT8E8M0: dtypes.f8E8M0FNU,
-    TensorProto.FLOAT4E2M1: dtypes.f4E2M1FN,
-    TensorProto.INT4: dtypes.i4,
-    TensorProto.UINT4: dtypes.ui4,
-    TensorProto.INT2: dtypes.i2,
-    TensorProto.UINT2: dtypes.ui2,
-}
 
 # ONNX TypeProto kinds other than tensors, as named in diagnostics
 NON_TENSOR_TYPES = {
@@ -144,124 +122,6 @@ def _primes(start: int) -> Callable[[int], int]:
 # probe values of the k-th symbolic dim under assignments A and B
 _PROBE_A = _primes(1000)
 _PROBE_B = _primes(3000)
-
-
-def element_type(onnx_type: int, what: str) -> Attribute:
-    """The graph element type of an ONNX TensorProto data type."""
-    if onnx_type not in ELEMENT_TYPES:
-        name = (
-            TensorProto.DataType.Name(onnx_type)
-            if onnx_type in TensorProto.DataType.values()
-            else str(onnx_type)
-        )
-        known = ", ".join(TensorProto.DataType.Name(t) for t in ELEMENT_TYPES)
-        raise UserError(f"{what} has element type {name}, which afc does not support ({known})")
-    return ELEMENT_TYPES[onnx_type]
-
-
-def plain_array(array: np.ndarray, elt: Attribute) -> np.ndarray:
-    """An array onnx.numpy_helper gives in an ml_dtypes type (bfloat16, float8, int4, ...)
-    as plain numpy holding the same values: float32 for floats, int8/uint8 for integers."""
-    if dtypes.is_float(elt) or dtypes.is_narrow_float(elt):
-        return array.astype(np.float32)
-    return array.astype(dtypes.storage_dtype(elt))
-
-
-# --------------------------------------------------------------------------------------
-# Values
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class Const:
-    """A value known at import time, in the storage form of `elt` (see autofusion.dtypes)."""
-
-    array: np.ndarray
-    elt: Attribute
-    hint: str  # resource handle hint: the initializer or node output name
-    initializer: str | None = None  # the initializer name, for the constant's `name`
-    ssa: SSAValue | None = None  # its graph.constant, once an emitted op used it
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.array.shape)
-
-    @property
-    def type(self) -> TensorType:
-        return graph.tensor(self.shape, self.elt)
-
-
-@dataclass(eq=False)
-class Sym:
-    """An integer/bool tensor that depends on symbolic dims: its values under probes A, B."""
-
-    a: np.ndarray
-    b: np.ndarray
-    elt: Attribute
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.a.shape)
-
-    @property
-    def type(self) -> TensorType:
-        return graph.tensor(self.shape, self.elt)
-
-
-@dataclass(eq=False)
-class Tensor:
-    """An SSA value of the function, with its shape under probe assignments A and B."""
-
-    ssa: SSAValue
-    dims_a: tuple[int, ...]
-    dims_b: tuple[int, ...]
-
-    @property
-    def type(self) -> TensorType:
-        return cast(TensorType, self.ssa.type)
-
-    @property
-    def elt(self) -> Attribute:
-        return self.type.element_type
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(self.type.get_shape())
-
-
-Value = Const | Sym | Tensor
-
-
-@dataclass(eq=False)
-class Seq:
-    """An ONNX sequence resolved at compile time: its tensors in order (the sequence ops are
-    taken apart by the importer, frontends/onnx/ops_sequence.py) and their element type."""
-
-    items: tuple[Value, ...]
-    elt: Attribute
-
-
-@dataclass(eq=False)
-class Opt:
-    """An ONNX optional resolved at compile time: the value it holds, or None if empty."""
-
-    value: Value | Seq | None
-
-
-# what a name of the ONNX graph stands for: a tensor, or a sequence or optional of them
-Item = Value | Seq | Opt
-
-
-def item_kind(v: Item) -> str:
-    """How diagnostics name a non-tensor value."""
-    return "a sequence" if isinstance(v, Seq) else "an optional"
-
-
-def probe_dims(v: Value) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The shape of `v` under probe assignments A and B (equal where static)."""
-    if isinstance(v, Tensor):
-        return v.dims_a, v.dims_b
-    return v.shape, v.shape
 
 
 # --------------------------------------------------------------------------------------
@@ -734,59 +594,16 @@ class Importer:
     def _tag_origin(
         self, node: Node, before: Operation | None, outputs: Sequence[Item | None]
     ) -> None:
-        """Tag the ops `node` became with its origin (see origin.py), so that export
-        writes the node back. Not tagged: nodes that became the one graph op of their
-        own name (the op table exports it back as the node), nodes with subgraphs (their
-        bodies name outer values), nodes that became no op, and nodes with an input or
-        output that is neither a tensor value of the group nor a small constant."""
-        if any(
-            a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.proto.attribute
-        ):
-            return
-        new_ops: list[Operation] = []
+        """Tag the ops `node` became with its origin (origin.tag_conversion), so that
+        export writes the node back."""
+        made: list[Operation] = []
         op = before.next_op if before is not None else self.block.first_op
         while op is not None:
-            new_ops.append(op)
+            made.append(op)
             op = op.next_op
-        items = [node.opt_item(i) for i in range(node.num_inputs)]
-        bound = {v.ssa for v in items if isinstance(v, Tensor | Const) and v.ssa is not None}
-        members = [op for op in new_ops if not any(r in bound for r in op.results)]
-        read = {v for op in members for v in op.operands}
-        inputs: list[SSAValue | TensorProto | Const | None] = []
-        for v in items:
-            if v is None:
-                inputs.append(None)
-            elif isinstance(v, Tensor | Const) and v.ssa is not None and v.ssa in read:
-                inputs.append(v.ssa)
-            elif (proto := _kept_input(v)) is not None:
-                inputs.append(proto)
-            elif isinstance(v, Const) and v.ssa is None:
-                inputs.append(v)
-            else:
-                return
-        results = {r for op in members for r in op.results}
-        outs: list[SSAValue | None] = []
-        for k, name in enumerate(node.proto.output):
-            value = outputs[k] if name and k < len(outputs) else None
-            if not name:
-                outs.append(None)
-            elif isinstance(value, Tensor) and value.ssa in results:
-                outs.append(value.ssa)
-            else:
-                return
-        if members and not origin.is_own_op(node.op_type, members):
-            # a constant the tag does not keep (too large, bf16, narrow) is referred to:
-            # its graph.constant joins the group, which the exporter writes as the node
-            held: list[SSAValue | TensorProto | None] = []
-            for given in inputs:
-                if isinstance(given, Const):
-                    constant = self.materialize(given, node)
-                    held.append(constant)
-                    members.append(cast(Operation, constant.owner))
-                else:
-                    held.append(given)
+        done = origin.Conversion(node.proto, node.version, node.opt_item, made, outputs)
+        if origin.tag_conversion(done, self._origins + 1, lambda c: self.materialize(c, node)):
             self._origins += 1
-            origin.tag(self._origins, node.proto, node.version, members, held, outs)
 
     def convert_subgraph(
         self, node: Node, body: onnx.GraphProto, bindings: Sequence[Item], scope: str
@@ -1047,18 +864,6 @@ def _not_in_opset(op_type: str, opset: int) -> str:
         f"ONNX operator {op_type} does not exist in opset {opset} (the model's); it was "
         f"introduced in opset {min(versions)}"
     )
-
-
-def _kept_input(v: Item) -> TensorProto | None:
-    """A node input the ops of its origin group do not read, as the constant export
-    writes for it: a constant's value, or zeros of a run-time tensor's type and static
-    shape (CastLike reads only its target's type); None when it cannot be kept."""
-    if isinstance(v, Const):
-        return origin.constant_proto(v.array, v.elt, v.initializer or v.hint)
-    if isinstance(v, Tensor) and DYN not in v.shape:
-        data_type = next(k for k, t in ELEMENT_TYPES.items() if t == v.elt)
-        return origin.zeros_proto(data_type, v.shape)
-    return None
 
 
 def name_loc(name: str) -> NameLoc:
