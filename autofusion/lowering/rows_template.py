@@ -37,12 +37,6 @@ from autofusion.passes.fusion_rule import Refusal
 # the tiling key of the rows kernel's tile (elements), next to its view's `split`
 TILE = "tile_elems"
 
-# whole rows a budget must hold for planning to trust that one row fits with the ops'
-# working buffers, without building the kernel (settle builds it and shrinks the tile
-# later): the built kernels of the Qwen2.5 layer need 1.04-1.74x the budget's bytes
-# (bench/qwen_fusion.py), and building them while planning took 1/3 of split-fusion
-SURE_ROWS = 2
-
 
 def queue_slots(chip: ChipSpec) -> int:
     return QUEUE_SLOTS_PER_POSITION.get(chip.arch, DEFAULT_QUEUE_SLOTS)
@@ -58,12 +52,9 @@ class RowsTemplate(KernelTemplate[RowPlan]):
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> RowPlan | Refusal:
         plan = self._analyse(parts, chip, None)
-        if isinstance(plan, Refusal):
+        if isinstance(plan, Refusal) or whole_row_elems(plan) is None:
             return plan
-        row = whole_row_elems(plan)
-        if row is None or plan.max_tile_elems >= SURE_ROWS * row:
-            return plan
-        # tiles of few whole static rows: the per-value budget does not count the ops'
+        # tiles of whole static rows: the per-value budget does not count the ops'
         # working buffers, so build the kernel once to be sure one row fits, and plan
         # the tile it is built with (what settle would record)
         try:
