@@ -5,15 +5,19 @@ HFusion picks its own tiles, but for a PURE_ELEMWISE function that reads or writ
 computes a reciprocal in f32 (a sigmoid) it does not tile below the whole function:
 plan-memory then needs 64 bits of UB per element and fails with "ub overflow, requires N bits
 while 1572864 bits available" (Ascend910B1's 192 KiB UB) above 24576 elements. The other
-shapes measured tile themselves (UB_LIMITS). Such a function is emitted once for a block of rows and the host function calls
-it per block (docs/hfusion.md).
+shapes measured tile themselves (UB_LIMITS). Such a function is emitted once for a block of
+rows and the host function calls it per block; one whose rows cannot be blocked is cut at step
+boundaries into parts that fit (ub_cuts), and the exporter keeps a part that still does not on
+the host (docs/hfusion.md).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from autofusion.codegen import hfusion_kinds as kinds
 from autofusion.codegen.hfusion_ir import NEEDS_INIT, RowBlocking, Step, Value
 
 
@@ -229,3 +233,63 @@ def row_blocks(
         blocking,
         remark,
     )
+
+
+def over_limit(kind: str, params: list[Value], steps: list[Step], results: list[Value]) -> str:
+    """Why a device function cannot be exported within UB_LIMITS, even row-blocked ('' when
+    it fits whole or per row block)."""
+    verdict = row_blocks(kind, params, steps, results)
+    return verdict if isinstance(verdict, str) else ""
+
+
+def _candidate(
+    steps: Sequence[Step], start: int, end: int, used_after: set[str]
+) -> tuple[list[Value], list[Step], list[Value]]:
+    """The params, body and results a part `steps[start:end]` would have: the setup (constants,
+    fills, views) it reads from before `start` re-created in it, as the exporter does."""
+    earlier = {s.result.name: s for s in steps[:start]}
+    body = list(steps[start:end])
+    own = {s.result.name for s in body}
+    pending = [v for s in body for v in s.operands]
+    while pending:
+        v = pending.pop()
+        origin = earlier.get(v.name)
+        if origin is not None and v.name not in own and not kinds.is_compute(origin):
+            own.add(v.name)
+            body.append(origin)
+            pending.extend(origin.operands)
+    position = {s.result.name: i for i, s in enumerate(steps)}
+    body.sort(key=lambda s: position[s.result.name])
+    params: list[Value] = []
+    for s in body:
+        params += [v for v in s.operands if v.name not in own and v not in params]
+    later = used_after | {v.name for s in steps[end:] for v in s.operands}
+    results = [s.result for s in steps[start:end] if s.result.name in later]
+    return params, body, results or [steps[end - 1].result]
+
+
+def ub_cuts(steps: Sequence[Step], bounds: Sequence[int], live: set[str]) -> dict[int, str]:
+    """Cut points (index into `steps` -> why) that split each part `steps[a:b]` between
+    consecutive `bounds` over UB_LIMITS, which row blocks cannot bring under it, into parts
+    that fit: each part grows step by step while it fits whole or row-blocked, and is cut
+    before the compute step that would break that. A single step that cannot fit stays a
+    part of its own (the exporter keeps it on the host)."""
+    cuts: dict[int, str] = {}
+    for a, b in itertools.pairwise(bounds):
+        if not _part_over_limit(steps, (a, b), live):
+            continue
+        start = a
+        for i in range(a, b):
+            if not kinds.is_compute(steps[i]):
+                continue
+            computed = [j for j in range(start, i) if kinds.is_compute(steps[j])]
+            reason = _part_over_limit(steps, (start, i + 1), live)
+            if reason and computed:
+                start = computed[-1] + 1  # the setup between belongs to step i
+                cuts[start] = reason
+    return cuts
+
+
+def _part_over_limit(steps: Sequence[Step], span: tuple[int, int], live: set[str]) -> str:
+    params, body, results = _candidate(steps, span[0], span[1], live)
+    return over_limit(kinds.fusion_kind(body), params, body, results)
