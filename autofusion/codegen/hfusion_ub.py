@@ -31,33 +31,49 @@ class UBLimit:
 
 
 # (fusion kind, narrow element type at the boundary or '', element type computed in, the
-# elementwise fun that must be present or '') -> limit; the first matching entry applies.
-# Measured with bishengir-compile 1.2.0 --target=Ascend910B1 on R x C f16 graphs exported by
-# afc (docs/hfusion.md, "UB"). Every failing size asked for 64 bits of UB per element.
-UB_LIMITS: dict[tuple[str, str, str, str], UBLimit] = {
-    ("PURE_ELEMWISE", "f16", "f32", "rec"): UBLimit(
+# elementwise fun that must be present or '', the fun of a tensor-tensor step that must read
+# that fun's result or '', the fewest tensor parameters) -> limit; the first matching entry
+# applies. Measured with bishengir-compile 1.2.0 --target=Ascend910B1 on R x C f16 graphs
+# exported by afc, whole (docs/hfusion.md, "UB"): every failing size below the cap asked for a
+# fixed number of UB bits per element (64 with one f16 input, 96 with two), so each limit is
+# 1572864 bits over that.
+UB_LIMITS: dict[tuple[str, str, str, str, str, int], UBLimit] = {
+    ("PURE_ELEMWISE", "f16", "f32", "rec", "", 2): UBLimit(
+        "reads two f16 tensors, computes a reciprocal in f32",
+        16384,
+        "sigmoid+g, sigmoid*g and sigmoid(x*g) 128x128 and sigmoid+g 4x4096 compile; sigmoid+g "
+        "136x128 'requires 1671168 bits while 1572864 bits available', 144x128, 160x128, "
+        "192x128, 272x64, 5x4096, sigmoid(x*g) 136x128 fail; conservative for swiglu "
+        "x*sigmoid(x)*g (1024x4096 compiles whole)",
+    ),
+    ("PURE_ELEMWISE", "f16", "f32", "rec", "mul", 1): UBLimit(
+        "reads one f16 tensor, multiplies the f32 reciprocal by a tensor (silu)",
+        None,
+        "silu x*sigmoid(x) 1024x4096, 16384x4096, 65536x4096, 2x32768 and 1x1048576 compile, "
+        "sigmoid*sigmoid 1024x4096 compiles",
+    ),
+    ("PURE_ELEMWISE", "f16", "f32", "rec", "", 0): UBLimit(
         "reads/writes f16, computes a reciprocal in f32",
         24576,
-        "sigmoid 192x128, 384x64, 6x4096 and reciprocal 192x128 compile; sigmoid 200x128 "
-        "'requires 1638400 bits while 1572864 bits available', 256x128, 512x64, 8x4096 and "
-        "reciprocal 200x128, exp+reciprocal 256x128 fail; conservative for silu and "
-        "sigmoid*sigmoid (1024x128, 1024x4096 compile whole)",
+        "sigmoid 192x128, 384x64, 6x4096, reciprocal 192x128 and sigmoid(x*x) 192x128 compile; "
+        "sigmoid 200x128 'requires 1638400 bits while 1572864 bits available', 256x128, 512x64, "
+        "8x4096, reciprocal 200x128, exp+reciprocal 256x128, sigmoid(x*x) 200x128 fail",
     ),
-    ("PURE_ELEMWISE", "f16", "f32", ""): UBLimit(
+    ("PURE_ELEMWISE", "f16", "f32", "", "", 0): UBLimit(
         "reads/writes f16, computes in f32",
         None,
         "exp, tanh 256x128 and 1024x128 compile",
     ),
-    ("PURE_ELEMWISE", "", "f32", ""): UBLimit(
+    ("PURE_ELEMWISE", "", "f32", "", "", 0): UBLimit(
         "f32 throughout", None, "sigmoid 256..16384 x128, reciprocal 4096x128 compile"
     ),
-    ("ANY_PB", "f16", "f32", ""): UBLimit(
+    ("ANY_PB", "f16", "f32", "", "", 0): UBLimit(
         "reads/writes f16, computes in f32", None, "bias add + sigmoid 1024x4096 compiles"
     ),
-    ("LAST_AXIS_PBR", "f16", "f32", ""): UBLimit(
+    ("LAST_AXIS_PBR", "f16", "f32", "", "", 0): UBLimit(
         "reads/writes f16, computes in f32", None, "softmax, rms_norm 1024x4096 compile"
     ),
-    ("ANY_PBR", "f16", "f32", ""): UBLimit(
+    ("ANY_PBR", "f16", "f32", "", "", 0): UBLimit(
         "reads/writes f16, computes in f32", None, "exp + sum over rows 256x256 compiles"
     ),
 }
@@ -74,11 +90,22 @@ def ub_limit(kind: str, params: Sequence[Value], steps: Sequence[Step]) -> UBLim
     narrow = "f16" if "f16" in boundary else ""
     computed = "f32" if any(s.result.dtype == "f32" for s in steps) else ""
     funs = {""} | {s.attr_or("fun", "") for s in steps}
+    fun_of = {s.result.name: s.attr_or("fun", "") for s in steps}
+    follows = {("", "")} | {
+        (fun_of.get(v.name, ""), s.attr_or("fun", ""))
+        for s in steps
+        if sum(1 for v in s.operands if not v.is_scalar) > 1
+        for v in s.operands
+    }
+    inputs = sum(1 for v in params if not v.is_scalar)
     return next(
         (
             limit
-            for (k, n, c, fun), limit in UB_LIMITS.items()
-            if (k, n, c) == (kind, narrow, computed) and fun in funs
+            for (k, n, c, fun, after, least), limit in UB_LIMITS.items()
+            if (k, n, c) == (kind, narrow, computed)
+            and fun in funs
+            and (fun if after else "", after) in follows
+            and inputs >= least
         ),
         None,
     )

@@ -1,6 +1,6 @@
 // -t hfusion keeps a PURE_ELEMWISE device function that reads f16 and computes a
 // reciprocal in f32 within bishengir 1.2.0's UB (hfusion_ub.py UB_LIMITS: at most 24576
-// elements): a 1024x4096 sigmoid + add is emitted for a block of 4 rows and the host
+// elements with one f16 input, 16384 with two): a 1024x4096 sigmoid + add is emitted for a block of 4 rows and the host
 // function calls it per block in an scf.for (extract_slice of each row-holding argument,
 // insert_slice of each result). A softmax (LAST_AXIS_PBR: HFusion tiles it, measured at
 // this size) and an all-f32 function stay whole. A function whose rows cannot be blocked
@@ -17,7 +17,7 @@ func.func @sigmoid_add(%x: tensor<1024x4096xf16>, %g: tensor<1024x4096xf16>) -> 
   func.return %y : tensor<1024x4096xf16>
 }
 
-// CHECK:      // remark: afc_g1: 4194304 elements exceed bishengir's UB limit of 24576 (reads/writes f16, computes a reciprocal in f32): called on 256 blocks of 4 rows (16384 elements; measured: sigmoid 192x128, 384x64,
+// CHECK:      // remark: afc_g1: 4194304 elements exceed bishengir's UB limit of 16384 (reads two f16 tensors, computes a reciprocal in f32): called on 256 blocks of 4 rows (16384 elements; measured: sigmoid+g, sigmoid*g
 // CHECK:      func.func @afc_g1(%x: tensor<4x4096xf16>, %g: tensor<4x4096xf16>) -> tensor<4x4096xf16> attributes {hacc.entry, hacc.function_kind = #hacc.function_kind<DEVICE>}
 // CHECK:        return %{{.*}} : tensor<4x4096xf16>
 // CHECK-NEXT: }
