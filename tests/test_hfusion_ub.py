@@ -4,7 +4,10 @@ A PURE_ELEMWISE device function that reads f16 and computes a reciprocal in f32 
 sigmoid) overflows bishengir 1.2.0's plan-memory UB above 24576 elements; the export emits
 it for a block of rows and the host function calls it per block. Checked: the real bishengir-compile reaches
 module.hivm.opt.mlir with every blocked function (and fails without the blocking), and
-afc's interpreter of the blocked export gives the graph's outputs.
+afc's interpreter of the blocked export gives the graph's outputs. A function that row
+blocks cannot bring under the limit (a transpose, one row already too large) is cut at step
+boundaries into parts that fit (ub_cuts); a part that still cannot fit is a host call: no
+device function is exported over the limit.
 """
 
 from __future__ import annotations
@@ -15,16 +18,18 @@ import numpy as np
 import pytest
 from xdsl.dialects.builtin import ModuleOp
 
+from autofusion.codegen import hfusion_ub
 from autofusion.codegen.hfusion_bishengir import bishengir_tool, compile_to_hivm, inferred_kinds
 from autofusion.codegen.hfusion_export import export_module, run_export
 from autofusion.codegen.hfusion_ir import (
     DeviceFunction,
+    HostCall,
     Step,
     Value,
     device_module_text,
     print_module,
 )
-from autofusion.codegen.hfusion_ub import UB_LIMITS, row_blocks
+from autofusion.codegen.hfusion_ub import UB_LIMITS, UBLimit, over_limit, row_blocks
 from autofusion.interpreter import find_function, random_inputs, run_function
 from autofusion.mlir_io import default_context, parse_module
 from autofusion.passes.ub_fusion import UbFusionPass
@@ -80,7 +85,7 @@ def assert_runs_to_graph(module: ModuleOp) -> None:
 def test_limits_say_where_they_were_measured() -> None:
     for key, limit in UB_LIMITS.items():
         assert limit.measured and limit.pattern, key
-    assert UB_LIMITS["PURE_ELEMWISE", "f16", "f32", "rec"].max_elements == 24576
+    assert UB_LIMITS["PURE_ELEMWISE", "f16", "f32", "rec", "", 0].max_elements == 24576
 
 
 def test_big_sigmoid_is_called_per_row_block() -> None:
@@ -156,24 +161,29 @@ def test_big_groups_reach_hivm(body: str, tmp_path: Path) -> None:
 def test_the_sigmoid_unblocked_overflows_ub(tmp_path: Path) -> None:
     """The limit is real: the same sigmoid as one whole function fails plan-memory."""
     (fn,) = export_module(group_module(SIGMOID, BIG)).program.devices
-    whole = DeviceFunction(
-        fn.name,
-        [Value(p.name, p.dtype, (1024, 4096)) for p in fn.params],
-        [_whole(s) for s in fn.steps],
-        [Value(r.name, r.dtype, (1024, 4096)) for r in fn.results],
-        fn.fusion_kind,
-        fn.source,
-    )
+    whole = _resized(fn, (4, 4096), (1024, 4096))
     result = compile_to_hivm(device_module_text(whole), tmp_path)
     assert not result.reached_hivm
     assert "ub overflow" in result.log or "block number is more than" in result.log
 
 
-def _whole(s: Step) -> Step:
-    def grow(v: Value) -> Value:
-        return Value(v.name, v.dtype, (1024, 4096)) if v.shape == (4, 4096) else v
+def _resized(fn: DeviceFunction, block: tuple[int, ...], shape: tuple[int, ...]) -> DeviceFunction:
+    """`fn` with every value of the block's shape at `shape` instead (the unblocked function)."""
 
-    return Step(s.kind, tuple(grow(v) for v in s.operands), grow(s.result), s.attrs)
+    def grow(v: Value) -> Value:
+        return Value(v.name, v.dtype, shape) if v.shape == block else v
+
+    return DeviceFunction(
+        fn.name,
+        [grow(p) for p in fn.params],
+        [
+            Step(s.kind, tuple(grow(v) for v in s.operands), grow(s.result), s.attrs)
+            for s in fn.steps
+        ],
+        [grow(r) for r in fn.results],
+        fn.fusion_kind,
+        fn.source,
+    )
 
 
 @needs_bishengir
@@ -182,3 +192,114 @@ def test_bishengir_parses_the_host_loop() -> None:
     export = export_module(group_module(SIGMOID, BIG))
     assert "scf.for" in print_module(export.program)
     assert inferred_kinds(print_module(export.program))["afc_g1"] == "PURE_ELEMWISE"
+
+
+# groups the row blocks cannot bring under the limit: the rows move (a transpose), or one
+# row is over it
+TRANSPOSED = """%t = graph.transpose %xa {perm = [1, 0]} : tensor<512x256xf16> -> tensor<256x512xf16>
+    %p = graph.sigmoid %t : tensor<256x512xf16>"""
+ONE_ROW = "%p = graph.sigmoid %xa : tensor<2x32768xf16>"
+UNBLOCKABLE = {
+    "transposed": (TRANSPOSED, "tensor<512x256xf16>", "tensor<256x512xf16>"),
+    "one_row": (ONE_ROW, "tensor<2x32768xf16>", "tensor<2x32768xf16>"),
+}
+
+
+def unblockable(name: str) -> ModuleOp:
+    body, t, out = UNBLOCKABLE[name]
+    text = f"""func.func @main(%x: {t}) -> {out} {{
+  %y = graph.fusion_group (%xa = %x : {t}) -> {out} {{
+    {body}
+    graph.yield %p : {out}
+  }}
+  func.return %y : {out}
+}}"""
+    return parse_module(default_context(), text, f"{name}.mlir")
+
+
+@pytest.mark.parametrize("name", sorted(UNBLOCKABLE))
+def test_unblockable_groups_are_cut_into_parts_that_fit(name: str) -> None:
+    module = unblockable(name)
+    export = export_module(module)
+    devices = export.program.devices
+    assert len(devices) >= 2
+    for fn in devices:
+        assert over_limit(fn.fusion_kind, fn.params, fn.steps, fn.results) == "", fn.name
+    assert not any(c.reason for c in export.program.host_body if isinstance(c, HostCall))
+    assert "so each part fits bishengir's UB" in export.program.remarks[0]
+    assert_runs_to_graph(module)
+
+
+def test_a_step_over_the_limit_alone_is_a_host_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a (hypothetical) limit on an f32 reciprocal, the reciprocal alone cannot fit: it
+    stays on the host with the reason; the rest are device functions; numbers unchanged."""
+    tight = UBLimit("test: f32 reciprocal", 1024, "not measured: a test table")
+    limits = {("PURE_ELEMWISE", "", "f32", "rec", "", 0): tight, **UB_LIMITS}
+    monkeypatch.setattr(hfusion_ub, "UB_LIMITS", limits)
+    module = unblockable("one_row")
+    export = export_module(module)
+    (host,) = [c for c in export.program.host_body if isinstance(c, HostCall) and c.reason]
+    assert [s.attr_or("fun", "") for s in host.steps] == ["rec"]
+    assert "exceed bishengir's UB limit of 1024 (test: f32 reciprocal)" in host.reason
+    assert any(r.startswith(f"{host.callee}: kept as a host call") for r in export.program.remarks)
+    assert len(export.program.devices) == 2
+    for fn in export.program.devices:
+        assert over_limit(fn.fusion_kind, fn.params, fn.steps, fn.results) == "", fn.name
+        assert all(s.attr_or("fun", "") != "rec" for s in fn.steps)
+    assert_runs_to_graph(module)
+
+
+@needs_bishengir
+def test_one_row_over_the_limit_overflows_whole_and_compiles_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old export (the function whole, as without UB_LIMITS) fails plan-memory with "ub
+    overflow"; every device function of the cut export reaches module.hivm.opt.mlir."""
+    for fn in export_module(unblockable("one_row")).program.devices:
+        _reaches_hivm(fn, tmp_path / "cut")
+    monkeypatch.setattr(hfusion_ub, "UB_LIMITS", {})
+    (whole,) = export_module(unblockable("one_row")).program.devices
+    result = compile_to_hivm(device_module_text(whole), tmp_path / "whole")
+    assert not result.reached_hivm
+    assert "ub overflow, requires 2096128 bits while 1572864 bits available" in result.log
+
+
+@needs_bishengir
+def test_transposed_parts_reach_hivm(tmp_path: Path) -> None:
+    for fn in export_module(unblockable("transposed")).program.devices:
+        _reaches_hivm(fn, tmp_path)
+
+
+SIGMOID_ADD = (
+    "%s = graph.sigmoid %xa : tensor<256x128xf16>\n    %p = graph.add %s, %ga : tensor<256x128xf16>"
+)
+SMALL = "tensor<256x128xf16>"
+
+
+def test_limits_follow_the_pattern() -> None:
+    """A silu (one f16 input, the reciprocal times a tensor) stays whole at 1024x4096; a
+    sigmoid + g (two f16 inputs: 96 bits of UB per element) is blocked to 16384 elements,
+    below the one-input limit of 24576."""
+    silu = export_module(group_module(SILU, BIG))
+    assert not silu.program.remarks
+    assert silu.program.devices[0].params[0].shape == (1024, 4096)
+    two = export_module(group_module(SIGMOID_ADD, SMALL, SMALL))
+    (call,) = two.program.host_body
+    assert isinstance(call, HostCall) and call.blocking is not None
+    assert (call.blocking.rows, call.blocking.block) == (256, 128)
+    assert "UB limit of 16384 (reads two f16 tensors" in two.program.remarks[0]
+    assert_runs_to_graph(group_module(SIGMOID_ADD, SMALL, SMALL))
+
+
+@needs_bishengir
+def test_two_input_limit_is_real(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sigmoid + g at 256x128 (32768 elements) reaches HIVM in blocks of 128 rows; whole, and
+    in blocks of 192 rows as the one-input limit would allow, it overflows UB."""
+    module = group_module(SIGMOID_ADD, SMALL, SMALL)
+    (fn,) = export_module(module).program.devices
+    _reaches_hivm(fn, tmp_path / "blocked")
+    for rows in (256, 192):
+        sized = _resized(fn, (128, 128), (rows, 128))
+        result = compile_to_hivm(device_module_text(sized), tmp_path / str(rows))
+        assert not result.reached_hivm, rows
+        assert "ub overflow" in result.log, rows

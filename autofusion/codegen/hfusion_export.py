@@ -5,6 +5,7 @@ named linalg/hfusion ops, a HOST function calling them in order.
 A group HFusion 1.2.0 cannot schedule (MIX_CV, MIX_C2: hfusion_kinds.py) is cut into parts
 that it can, and a library op (convolution, pooling, gather, attention) or a step HFusion
 cannot compile (a batch_matmul) stays a call of a CANN operator from the host function;
+a function over bishengir's UB is row-blocked or cut until it fits (hfusion_ub.py);
 each such decision is a remark in the module's header. An op with no HFusion form refuses
 the whole export (no partial module).
 Dynamic dimensions are pinned to `dynamic_size`, so the module has static shapes only.
@@ -43,7 +44,7 @@ from autofusion.codegen.hfusion_lowering import (
     splat_constant,
     static_type,
 )
-from autofusion.codegen.hfusion_ub import row_blocks
+from autofusion.codegen.hfusion_ub import row_blocks, ub_cuts
 from autofusion.dialects import graph
 from autofusion.interpreter import argument_names, find_function, result_names
 
@@ -199,17 +200,24 @@ class Exporter:
         """Cut `steps` where HFusion needs it; each part with compute is a device function,
         one without (reshapes only) stays in the host body."""
         cuts = kinds.cut_points(steps)
-        bounds = [0, *cuts, len(steps)]
-        pieces = [steps[a:b] for a, b in itertools.pairwise(bounds) if b > a]
         kind = kinds.fusion_kind(steps)
-        if len(pieces) > 1:
+        if cuts:
             where = "before each matmul that reads vector results"
             opaque = sorted({s.kind for s in steps if s.kind in kinds.OPAQUE_STEPS})
             where += "".join(f", around each {name}" for name in opaque)
             self.program.remarks.append(
-                f"{label}: {kind} is not scheduled by HFusion 1.2.0; cut into {len(pieces)} "
+                f"{label}: {kind} is not scheduled by HFusion 1.2.0; cut into {len(cuts) + 1} "
                 f"parts {where}"
             )
+        ub = ub_cuts(steps, [0, *cuts, len(steps)], live)
+        if ub:
+            n = len(ub)
+            self.program.remarks.append(
+                f"{label}: cut at {n} more step boundar{'y' if n == 1 else 'ies'} so each part "
+                f"fits bishengir's UB (the part up to the first cut: {ub[min(ub)]})"
+            )
+        bounds = [0, *sorted({*cuts, *ub}), len(steps)]
+        pieces = [steps[a:b] for a, b in itertools.pairwise(bounds) if b > a]
         by_name = {s.result.name: s for s in steps}
 
         def roots(name: str) -> set[str]:
@@ -276,20 +284,20 @@ class Exporter:
     def call(
         self, name: str, params: list[Value], body: list[Step], results: list[Value], source: str
     ) -> None:
-        """A device function and its call; a host call where a boundary rule forbids it."""
+        """A device function and its call (per row block where UB needs it); a host call
+        where a boundary rule forbids it or the part is over bishengir's UB even row-blocked
+        (a single step ub_cuts could not split further): never a device function over it."""
         kind = kinds.fusion_kind(body)
+        blocked = row_blocks(kind, params, body, results)
         limit = kinds.step_limit(body) or kinds.boundary_limit([*params, *results])
-        if limit:
-            reason = f"{kind} part of {source}: {limit}"
+        if limit or (isinstance(blocked, str) and blocked):
+            reason = f"{kind} part of {source}: {limit or blocked}"
             self.program.host_body.append(
                 HostCall(name, params, results, reason=reason, steps=body)
             )
             self.program.remarks.append(f"{name}: kept as a host call ({reason})")
             return
-        blocked = row_blocks(kind, params, body, results)
         if isinstance(blocked, str):
-            if blocked:
-                self.program.remarks.append(f"{name}: {blocked}")
             fn = DeviceFunction(name, params, body, results, kind, source)
             self.program.devices.append(fn)
             self.program.host_body.append(HostCall(name, params, results))

@@ -5,15 +5,19 @@ HFusion picks its own tiles, but for a PURE_ELEMWISE function that reads or writ
 computes a reciprocal in f32 (a sigmoid) it does not tile below the whole function:
 plan-memory then needs 64 bits of UB per element and fails with "ub overflow, requires N bits
 while 1572864 bits available" (Ascend910B1's 192 KiB UB) above 24576 elements. The other
-shapes measured tile themselves (UB_LIMITS). Such a function is emitted once for a block of rows and the host function calls
-it per block (docs/hfusion.md).
+shapes measured tile themselves (UB_LIMITS). Such a function is emitted once for a block of
+rows and the host function calls it per block; one whose rows cannot be blocked is cut at step
+boundaries into parts that fit (ub_cuts), and the exporter keeps a part that still does not on
+the host (docs/hfusion.md).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from autofusion.codegen import hfusion_kinds as kinds
 from autofusion.codegen.hfusion_ir import NEEDS_INIT, RowBlocking, Step, Value
 
 
@@ -27,33 +31,49 @@ class UBLimit:
 
 
 # (fusion kind, narrow element type at the boundary or '', element type computed in, the
-# elementwise fun that must be present or '') -> limit; the first matching entry applies.
-# Measured with bishengir-compile 1.2.0 --target=Ascend910B1 on R x C f16 graphs exported by
-# afc (docs/hfusion.md, "UB"). Every failing size asked for 64 bits of UB per element.
-UB_LIMITS: dict[tuple[str, str, str, str], UBLimit] = {
-    ("PURE_ELEMWISE", "f16", "f32", "rec"): UBLimit(
+# elementwise fun that must be present or '', the fun of a tensor-tensor step that must read
+# that fun's result or '', the fewest tensor parameters) -> limit; the first matching entry
+# applies. Measured with bishengir-compile 1.2.0 --target=Ascend910B1 on R x C f16 graphs
+# exported by afc, whole (docs/hfusion.md, "UB"): every failing size below the cap asked for a
+# fixed number of UB bits per element (64 with one f16 input, 96 with two), so each limit is
+# 1572864 bits over that.
+UB_LIMITS: dict[tuple[str, str, str, str, str, int], UBLimit] = {
+    ("PURE_ELEMWISE", "f16", "f32", "rec", "", 2): UBLimit(
+        "reads two f16 tensors, computes a reciprocal in f32",
+        16384,
+        "sigmoid+g, sigmoid*g and sigmoid(x*g) 128x128 and sigmoid+g 4x4096 compile; sigmoid+g "
+        "136x128 'requires 1671168 bits while 1572864 bits available', 144x128, 160x128, "
+        "192x128, 272x64, 5x4096, sigmoid(x*g) 136x128 fail; conservative for swiglu "
+        "x*sigmoid(x)*g (1024x4096 compiles whole)",
+    ),
+    ("PURE_ELEMWISE", "f16", "f32", "rec", "mul", 1): UBLimit(
+        "reads one f16 tensor, multiplies the f32 reciprocal by a tensor (silu)",
+        None,
+        "silu x*sigmoid(x) 1024x4096, 16384x4096, 65536x4096, 2x32768 and 1x1048576 compile, "
+        "sigmoid*sigmoid 1024x4096 compiles",
+    ),
+    ("PURE_ELEMWISE", "f16", "f32", "rec", "", 0): UBLimit(
         "reads/writes f16, computes a reciprocal in f32",
         24576,
-        "sigmoid 192x128, 384x64, 6x4096 and reciprocal 192x128 compile; sigmoid 200x128 "
-        "'requires 1638400 bits while 1572864 bits available', 256x128, 512x64, 8x4096 and "
-        "reciprocal 200x128, exp+reciprocal 256x128 fail; conservative for silu and "
-        "sigmoid*sigmoid (1024x128, 1024x4096 compile whole)",
+        "sigmoid 192x128, 384x64, 6x4096, reciprocal 192x128 and sigmoid(x*x) 192x128 compile; "
+        "sigmoid 200x128 'requires 1638400 bits while 1572864 bits available', 256x128, 512x64, "
+        "8x4096, reciprocal 200x128, exp+reciprocal 256x128, sigmoid(x*x) 200x128 fail",
     ),
-    ("PURE_ELEMWISE", "f16", "f32", ""): UBLimit(
+    ("PURE_ELEMWISE", "f16", "f32", "", "", 0): UBLimit(
         "reads/writes f16, computes in f32",
         None,
         "exp, tanh 256x128 and 1024x128 compile",
     ),
-    ("PURE_ELEMWISE", "", "f32", ""): UBLimit(
+    ("PURE_ELEMWISE", "", "f32", "", "", 0): UBLimit(
         "f32 throughout", None, "sigmoid 256..16384 x128, reciprocal 4096x128 compile"
     ),
-    ("ANY_PB", "f16", "f32", ""): UBLimit(
+    ("ANY_PB", "f16", "f32", "", "", 0): UBLimit(
         "reads/writes f16, computes in f32", None, "bias add + sigmoid 1024x4096 compiles"
     ),
-    ("LAST_AXIS_PBR", "f16", "f32", ""): UBLimit(
+    ("LAST_AXIS_PBR", "f16", "f32", "", "", 0): UBLimit(
         "reads/writes f16, computes in f32", None, "softmax, rms_norm 1024x4096 compile"
     ),
-    ("ANY_PBR", "f16", "f32", ""): UBLimit(
+    ("ANY_PBR", "f16", "f32", "", "", 0): UBLimit(
         "reads/writes f16, computes in f32", None, "exp + sum over rows 256x256 compiles"
     ),
 }
@@ -70,11 +90,22 @@ def ub_limit(kind: str, params: Sequence[Value], steps: Sequence[Step]) -> UBLim
     narrow = "f16" if "f16" in boundary else ""
     computed = "f32" if any(s.result.dtype == "f32" for s in steps) else ""
     funs = {""} | {s.attr_or("fun", "") for s in steps}
+    fun_of = {s.result.name: s.attr_or("fun", "") for s in steps}
+    follows = {("", "")} | {
+        (fun_of.get(v.name, ""), s.attr_or("fun", ""))
+        for s in steps
+        if sum(1 for v in s.operands if not v.is_scalar) > 1
+        for v in s.operands
+    }
+    inputs = sum(1 for v in params if not v.is_scalar)
     return next(
         (
             limit
-            for (k, n, c, fun), limit in UB_LIMITS.items()
-            if (k, n, c) == (kind, narrow, computed) and fun in funs
+            for (k, n, c, fun, after, least), limit in UB_LIMITS.items()
+            if (k, n, c) == (kind, narrow, computed)
+            and fun in funs
+            and (fun if after else "", after) in follows
+            and inputs >= least
         ),
         None,
     )
@@ -229,3 +260,63 @@ def row_blocks(
         blocking,
         remark,
     )
+
+
+def over_limit(kind: str, params: list[Value], steps: list[Step], results: list[Value]) -> str:
+    """Why a device function cannot be exported within UB_LIMITS, even row-blocked ('' when
+    it fits whole or per row block)."""
+    verdict = row_blocks(kind, params, steps, results)
+    return verdict if isinstance(verdict, str) else ""
+
+
+def _candidate(
+    steps: Sequence[Step], start: int, end: int, used_after: set[str]
+) -> tuple[list[Value], list[Step], list[Value]]:
+    """The params, body and results a part `steps[start:end]` would have: the setup (constants,
+    fills, views) it reads from before `start` re-created in it, as the exporter does."""
+    earlier = {s.result.name: s for s in steps[:start]}
+    body = list(steps[start:end])
+    own = {s.result.name for s in body}
+    pending = [v for s in body for v in s.operands]
+    while pending:
+        v = pending.pop()
+        origin = earlier.get(v.name)
+        if origin is not None and v.name not in own and not kinds.is_compute(origin):
+            own.add(v.name)
+            body.append(origin)
+            pending.extend(origin.operands)
+    position = {s.result.name: i for i, s in enumerate(steps)}
+    body.sort(key=lambda s: position[s.result.name])
+    params: list[Value] = []
+    for s in body:
+        params += [v for v in s.operands if v.name not in own and v not in params]
+    later = used_after | {v.name for s in steps[end:] for v in s.operands}
+    results = [s.result for s in steps[start:end] if s.result.name in later]
+    return params, body, results or [steps[end - 1].result]
+
+
+def ub_cuts(steps: Sequence[Step], bounds: Sequence[int], live: set[str]) -> dict[int, str]:
+    """Cut points (index into `steps` -> why) that split each part `steps[a:b]` between
+    consecutive `bounds` over UB_LIMITS, which row blocks cannot bring under it, into parts
+    that fit: each part grows step by step while it fits whole or row-blocked, and is cut
+    before the compute step that would break that. A single step that cannot fit stays a
+    part of its own (the exporter keeps it on the host)."""
+    cuts: dict[int, str] = {}
+    for a, b in itertools.pairwise(bounds):
+        if not _part_over_limit(steps, (a, b), live):
+            continue
+        start = a
+        for i in range(a, b):
+            if not kinds.is_compute(steps[i]):
+                continue
+            computed = [j for j in range(start, i) if kinds.is_compute(steps[j])]
+            reason = _part_over_limit(steps, (start, i + 1), live)
+            if reason and computed:
+                start = computed[-1] + 1  # the setup between belongs to step i
+                cuts[start] = reason
+    return cuts
+
+
+def _part_over_limit(steps: Sequence[Step], span: tuple[int, int], live: set[str]) -> str:
+    params, body, results = _candidate(steps, span[0], span[1], live)
+    return over_limit(kinds.fusion_kind(body), params, body, results)
