@@ -155,6 +155,8 @@ CASES = {
     "aligned_halves": ("2x3x8x24", "1x1x8x16", "interleaved = false, rotary_dim = 16"),
     # per-row tables (a full narrow input), the pairs rotated (GPT-J)
     "interleaved": ("2x8x10", "2x8x4", "interleaved = true, rotary_dim = 4"),
+    # dynamic batch and sequence: the table rows mapped at run time
+    "dynamic": ("?x?x4x8", "1x?x1x4", "interleaved = false, rotary_dim = 4"),
     # a whole-row interleaved rope (GPT-J), for comparison
     "interleaved_full": ("2x8x8", "8x8", "interleaved = true"),
     # one table row for every row

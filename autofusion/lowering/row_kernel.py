@@ -214,7 +214,9 @@ class RowKernel(RowVectorMath):
         max_tile = plan.max_tile_elems
         max_col = -(-max_tile // plan.align_elems // 8) * 8
         # a partial rope's tables: tile_rows rows of narrow_stride elements
-        narrow_elems = idx.mul(t["tile_rows"], idx.const(plan.narrow_stride))
+        narrow_elems = (
+            idx.mul(t["tile_rows"], idx.const(plan.narrow_stride)) if plan.narrow_stride else None
+        )
         max_narrow = plan.max_table_rows * plan.narrow_stride
 
         def nbytes(elems: SSAValue, width: int) -> SSAValue:
@@ -230,7 +232,7 @@ class RowKernel(RowVectorMath):
                 q = kb.queue(
                     "vecin",
                     plan.in_depth,
-                    nbytes(narrow_elems, w),
+                    nbytes(cast(SSAValue, narrow_elems), w),
                     max_narrow * w,
                     element_type(v),
                     f"q_in{len(self.in_queues)}",
@@ -277,8 +279,9 @@ class RowKernel(RowVectorMath):
             "tile": (nbytes(tile_elems, F32), max_tile * F32),
             "row": (nbytes(t["tile_stride"], F32), max_tile * F32),
             "col": (nbytes(col_elems, F32), max_col * F32),
-            "narrow": (nbytes(narrow_elems, F32), max_narrow * F32),
         }
+        if narrow_elems is not None:
+            self.sizes["narrow"] = (nbytes(narrow_elems, F32), max_narrow * F32)
 
     def _loop_op(self) -> Operation:
         """The tile loop: working buffers are allocated right before it."""
