@@ -498,12 +498,31 @@ def _slice(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) 
 
 
 def _rope(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) -> list[Value]:
-    """x * cos + rotate_half(x) * sin (the non-interleaved form)."""
-    if Props(op.properties, op.name).flag("interleaved"):
+    """x * cos + rotate_half(x) * sin (the non-interleaved form); a partial rope
+    (rotary_dim R) on x[..., :R], concatenated with x[..., R:]."""
+    p = Props(op.properties, op.name)
+    if p.flag("interleaved"):
         raise Refusal("graph.rope: the interleaved form is not exported", op)
-    if Props(op.properties, op.name).has("rotary_dim"):
-        raise Refusal("graph.rope: partial rotary (rotary_dim) is not exported", op)
     x, cos, sin = (b.widen(v) for v in xs)
+    shape = x.shape or ()
+    r = p.integer("rotary_dim") if p.has("rotary_dim") else shape[-1]
+    head = x
+    if r < shape[-1]:
+        head = b.emit(
+            "tensor.extract_slice", (x,), COMPUTE, (*shape[:-1], r), offsets=[0] * len(shape)
+        )
+    y = _rotate_half(b, head, cos, sin)
+    if r < shape[-1]:
+        at = [0] * (len(shape) - 1) + [r]
+        tail = b.emit(
+            "tensor.extract_slice", (x,), COMPUTE, (*shape[:-1], shape[-1] - r), offsets=at
+        )
+        y = b.emit("tensor.concat", (y, tail), COMPUTE, shape, dim=len(shape) - 1)
+    return [_rounded(b, y, rs[0])]
+
+
+def _rotate_half(b: FunctionBuilder, x: Value, cos: Value, sin: Value) -> Value:
+    """x * cos + concat(-x2, x1) * sin, the tables broadcast to x."""
     shape = x.shape or ()
     half = shape[-1] // 2
     part = (*shape[:-1], half)
@@ -512,8 +531,7 @@ def _rope(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) -
     hi = b.emit("tensor.extract_slice", (x,), COMPUTE, part, offsets=hi_offsets)
     rotated = b.emit("tensor.concat", (b.unary("negf", hi), lo), COMPUTE, shape, dim=len(shape) - 1)
     cos_b, sin_b = _rope_table(b, cos, shape), _rope_table(b, sin, shape)
-    y = b.binary("add", b.binary("mul", x, cos_b), b.binary("mul", rotated, sin_b))
-    return [_rounded(b, y, rs[0])]
+    return b.binary("add", b.binary("mul", x, cos_b), b.binary("mul", rotated, sin_b))
 
 
 def _rope_table(b: FunctionBuilder, table: Value, shape: tuple[int, ...]) -> Value:

@@ -259,6 +259,15 @@ class RopeOp(GraphOp, StreamingFacts):
         p.flag("interleaved")
         return [x]
 
+    def vector_weight(self) -> float:
+        """A partial rope does its arithmetic on rotary_dim of the D columns and copies
+        the others (one operation per element)."""
+        d = cast(TensorType, self.input.type).get_shape()[-1]
+        p = Props(self.properties, self.name)
+        if not p.has("rotary_dim") or d == DYN:
+            return self.VECTOR_WEIGHT
+        return 1 + (self.VECTOR_WEIGHT - 1) * p.integer("rotary_dim") / d
+
 
 @irdl_op_definition
 class SwigluOp(GraphOp, StreamingFacts):

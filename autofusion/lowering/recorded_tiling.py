@@ -82,7 +82,7 @@ def take_row_tile(rows: RowPlan, tiling: Mapping[str, TilingValue], key: str) ->
             "buffers fit UB"
         )
     cols = si.num_elements(rows.inner)
-    if rows.has_reduction and cols is not None:
+    if rows.whole_rows and cols is not None:
         row = -(-cols // rows.align_elems) * rows.align_elems
         if row > elems:
             return Refusal(f"the tiling's {key} = {elems} cannot hold a reduced row of {row}")

@@ -25,8 +25,9 @@ from autofusion.lowering.cube_epilogue import CubeEpilogue, EpilogueRoom, plan_e
 from autofusion.lowering.kernel_builder import mapped_index
 from autofusion.lowering.rope_epilogue import RopeColumns
 from autofusion.lowering.row_kernel import RowKernel, TileCopy
-from autofusion.lowering.row_ops import Emitter, gather_rows
+from autofusion.lowering.row_ops import Emitter
 from autofusion.lowering.row_plan import RowPlan, ValueInfo, size_tiles_to_ub
+from autofusion.lowering.row_rope import gather_rows
 from autofusion.lowering.row_vector_math import Loc, RowVectorMath
 from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import GroupParts

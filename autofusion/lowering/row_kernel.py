@@ -213,6 +213,11 @@ class RowKernel(RowVectorMath):
         col_elems = idx.round_up(t["tile_rows"], 8)
         max_tile = plan.max_tile_elems
         max_col = -(-max_tile // plan.align_elems // 8) * 8
+        # a partial rope's tables: tile_rows rows of narrow_stride elements
+        narrow_elems = (
+            idx.mul(t["tile_rows"], idx.const(plan.narrow_stride)) if plan.narrow_stride else None
+        )
+        max_narrow = plan.max_table_rows * plan.narrow_stride
 
         def nbytes(elems: SSAValue, width: int) -> SSAValue:
             return idx.round_up(idx.mul(elems, idx.const(width)), 32)
@@ -223,7 +228,17 @@ class RowKernel(RowVectorMath):
             if v in self.preset:
                 continue
             info, w = plan.values[v], element_bytes(v)
-            if info.kind in ("full", "mapped_rows", "rowvec"):
+            if info.narrow:
+                q = kb.queue(
+                    "vecin",
+                    plan.in_depth,
+                    nbytes(cast(SSAValue, narrow_elems), w),
+                    max_narrow * w,
+                    element_type(v),
+                    f"q_in{len(self.in_queues)}",
+                )
+                self.in_queues[v] = q
+            elif info.kind in ("full", "mapped_rows", "rowvec"):
                 elems = tile_elems if info.kind != "rowvec" else t["tile_stride"]
                 q = kb.queue(
                     "vecin",
@@ -265,6 +280,8 @@ class RowKernel(RowVectorMath):
             "row": (nbytes(t["tile_stride"], F32), max_tile * F32),
             "col": (nbytes(col_elems, F32), max_col * F32),
         }
+        if narrow_elems is not None:
+            self.sizes["narrow"] = (nbytes(narrow_elems, F32), max_narrow * F32)
 
     def _loop_op(self) -> Operation:
         """The tile loop: working buffers are allocated right before it."""
@@ -312,6 +329,8 @@ class RowKernel(RowVectorMath):
             slot = kb.insert(buffer.QueueAllocOp(q, element_type(v)), "slot").results[0]
             if v in self.copy_ins:
                 self.copy_ins[v](self, v, slot)
+            elif info.narrow:
+                self._copy_table(v, slot)
             elif v in self.source_views:
                 src, stride = self.source_views[v]
                 kb.copy(src, slot, self.nrows, self.ncols, stride, t["tile_stride"])
@@ -391,6 +410,25 @@ class RowKernel(RowVectorMath):
             else:
                 kb.copy_1d(slot, kb.view(self.gm[v], self.r0), self.nrows)
             kb.insert(buffer.QueueFreeOp(q, slot))
+
+    def _copy_table(self, v: SSAValue, slot: SSAValue) -> None:
+        """The tile's rows of a partial rope's [..., R] table (`ValueInfo.narrow`), R
+        columns each, `narrow_stride` apart in the slot (the tile holds whole rows)."""
+        kb, idx, t, plan = self.kb, self.kb.idx, self.t, self.plan
+        info = plan.values[v]
+        width, stride = idx.const(info.narrow), idx.const(plan.narrow_stride)
+        if info.kind == "full":
+            src = kb.view(self.gm[v], idx.mul(self.r0, width))
+            kb.copy(src, slot, self.nrows, width, width, stride)
+            return
+        # each row from the table row it broadcasts from (the one row of a row vector)
+        outer = [t[f"outer{d}"] for d in range(plan.split)] if info.kind != "rowvec" else []
+        with kb.loop(idx.const(0), self.nrows, "r") as r:
+            src = self.gm[v]
+            if outer:
+                row = mapped_index(kb, idx.add(self.r0, r), outer, info.outer_shape)
+                src = kb.view(src, idx.mul(row, width))
+            kb.copy_1d(src, kb.view(slot, idx.mul(r, stride)), width)
 
     def _copy_view(self, view: InputView, slot: SSAValue) -> None:
         """The tile of a strided input view (row_plan.InputView): one strided copy, or

@@ -8,20 +8,15 @@ import math
 from collections.abc import Callable
 from typing import cast
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, i32
 from xdsl.ir import Operation, SSAValue
 
-from autofusion.dialects import buffer, graph
-from autofusion.dialects.shape_inference import DYN
-from autofusion.hardware import get_chip
+from autofusion.dialects import graph
+from autofusion.lowering.row_rope import rope
 from autofusion.lowering.row_trig import sine_loc
 from autofusion.lowering.row_vector_math import Loc, RowVectorMath
-from autofusion.lowering.value_types import element_type, tensor_shape
+from autofusion.lowering.value_types import element_type
 
 Emitter = Callable[[RowVectorMath, Operation], None]
-# the NPU arch without a vector Gather (Ascend910; buffer.VGatherOp)
-GATHERLESS_ARCH = 1001
 
 
 def _set(k: RowVectorMath, op: Operation, loc: Loc, index: int = 0) -> None:
@@ -180,72 +175,6 @@ def _cast(k: RowVectorMath, op: Operation) -> None:
     _set(k, op, k.scale_shift(k.locs[op.operands[0]], None, None))
 
 
-def _rope(k: RowVectorMath, op: Operation) -> None:
-    kb, idx, t = k.kb, k.kb.idx, k.t
-    x, cos, sin = (k.locs[v] for v in op.operands)
-    x = k._as_layout(x, "tile")
-    half = idx.floordiv(t["cols"], idx.const(2))
-    rot = k.pool.get("tile")
-    xb = cast(SSAValue, x.buf)
-    # rotate(x) = concat(-x2, x1), row by row
-    if aligned_halves(tensor_shape(op.operands[0])[-1]):
-        kb.copy(kb.view(xb, half), rot, k.nrows, half, t["tile_stride"], t["tile_stride"])
-        kb.copy(xb, kb.view(rot, half), k.nrows, half, t["tile_stride"], t["tile_stride"])
-    else:
-        rotate_half_gathered(k, xb, rot, half)
-    with kb.loop(idx.const(0), k.nrows, "r") as r:
-        row = kb.view(rot, idx.mul(r, t["tile_stride"]))
-        kb.scalar("muls", row, row, kb.f32(-1.0), half)
-    a = k.binary("mul", x, cos)
-    b = k.binary("mul", Loc("tile", buf=rot), sin)
-    k.pool.release(rot)
-    _set(k, op, k.binary("add", a, b))
-    k.pool.release(a.buf)
-    k.pool.release(b.buf)
-
-
-def aligned_halves(cols: int) -> bool:
-    """Whether the halves of a row of `cols` float32 start 32-byte aligned in UB, as
-    DataCopy within UB needs (ascend.md 2.7); a dynamic width may not be."""
-    return cols != DYN and (cols // 2 * 4) % 32 == 0
-
-
-def rotate_half_gathered(k: RowVectorMath, x: SSAValue, rot: SSAValue, half: SSAValue) -> None:
-    """rot's rows = x's rows with their halves swapped, for halves that are not 32-byte
-    aligned: one Gather per row through a table of byte offsets (c + half) mod cols
-    (asc-devkit Gather.md; the rows themselves start aligned), or on a chip without
-    Gather (Ascend910) the same element moves by the scalar unit."""
-    kb, idx, t = k.kb, k.kb.idx, k.t
-    c0 = idx.const(0)
-    cols = t["cols"]
-    table = k._narrow_buffer("row", i32)
-    # table[c] = 4 * ((c + half) mod cols), in two runs
-    for lo, hi, shift in ((c0, half, half), (half, cols, idx.sub(c0, half))):
-        with kb.loop(lo, hi, "c") as c:
-            at = idx.mul(idx.add(c, shift), idx.const(4))
-            kb.set(table, c, kb.insert(arith.IndexCastOp(at, i32)).results[0])
-    gather_rows(k, x, rot, table, cols)
-
-
-def gather_rows(
-    k: RowVectorMath, x: SSAValue, rot: SSAValue, table: SSAValue, cols: SSAValue
-) -> None:
-    """rot's rows = x's rows permuted by `table` (i32 byte offsets, `cols` of them): one
-    Gather per row, or scalar moves on a chip without Gather (Ascend910)."""
-    kb, idx, t = k.kb, k.kb.idx, k.t
-    c0 = idx.const(0)
-    gather = get_chip(k.chip_name).arch != GATHERLESS_ARCH
-    with kb.loop(c0, k.nrows, "r") as r:
-        start = idx.mul(r, t["tile_stride"])
-        src, dst = kb.view(x, start), kb.view(rot, start)
-        if gather:
-            kb.insert(buffer.VGatherOp(dst, src, table, cols))
-        else:
-            with kb.loop(c0, cols, "c") as c:
-                byte = kb.insert(arith.IndexCastOp(kb.get(table, c), IndexType())).results[0]
-                kb.set(dst, c, kb.get(src, idx.floordiv(byte, idx.const(4))))
-
-
 def _reduce(kind: str) -> Emitter:
     def emit(k: RowVectorMath, op: Operation) -> None:
         x = k.locs[op.operands[0]]
@@ -391,7 +320,7 @@ OP_EMITTERS: dict[type[Operation], Emitter] = {
     graph.SiluOp: _silu,
     graph.SwigluOp: _swiglu,
     graph.CastOp: _cast,
-    graph.RopeOp: _rope,
+    graph.RopeOp: rope,
     graph.ReduceSumOp: _reduce("sum"),
     graph.ReduceMeanOp: _reduce("mean"),
     graph.ReduceMaxOp: _reduce("max"),

@@ -118,6 +118,9 @@ class ValueInfo:
     is_input: bool = False
     is_output: bool = False
     constant: float | None = None  # the value of a splat constant input
+    # a partial rope's cos/sin table: its R columns (rotary_dim), narrower than the view's
+    # (its rows stream as [rows, R], `RowPlan.narrow_stride` apart in UB); else 0
+    narrow: int = 0
 
 
 @dataclass
@@ -137,6 +140,8 @@ class RowPlan(Plan):
     out_depth: int = 2
     tile_bytes_per_elem: int = 0  # UB bytes per element of a rows x columns tile
     column_bytes_per_row: int = 0  # UB bytes per row for column buffers
+    narrow_stride: int = 0  # UB row stride of the narrow tables (elements), 0 without
+    narrow_bytes_per_row: int = 0  # UB bytes per row for the narrow tables
     max_tile_elems: int = 0  # T_max: the largest tile (rows x padded columns) that fits
     parts: GroupParts | None = None
     # inputs read through view ops: the view value -> where its rows are in GM
@@ -157,11 +162,28 @@ class RowPlan(Plan):
     @property
     def ub_bytes(self) -> int:
         """UB bytes of the kernel's buffers at its largest tile."""
-        rows_per_tile = self.max_tile_elems // self.align_elems
         return (
             self.tile_bytes_per_elem * self.max_tile_elems
-            + self.column_bytes_per_row * rows_per_tile
+            + self.column_bytes_per_row * self.max_tile_rows
+            + self.narrow_bytes_per_row * self.max_table_rows
         )
+
+    @property
+    def whole_rows(self) -> bool:
+        """Whether every tile holds whole rows: the plan reduces them, or a rope rotates
+        them (its halves or pairs, or its first rotary_dim columns, are within a row)."""
+        return self.has_reduction or any(isinstance(op, graph.RopeOp) for op in self.ops)
+
+    @property
+    def max_tile_rows(self) -> int:
+        """Rows of the largest tile when each row is one padded segment at least."""
+        return self.max_tile_elems // self.align_elems
+
+    @property
+    def max_table_rows(self) -> int:
+        """Rows of the largest tile of whole rows (a partial rope's): its padded static
+        row length apart, else one padded segment."""
+        return self.max_tile_elems // (whole_row_elems(self) or self.align_elems)
 
     @property
     def outer(self) -> tuple[int, ...]:
@@ -382,6 +404,8 @@ def _attach_views(
         if v not in strided:
             continue
         source, view = strided[v]
+        if plan.values[v].narrow:
+            return Refusal("a partial rope's table is read through a view")
         if plan.values[v].kind != "full":
             return Refusal(f"a strided input view of shape {si.fmt(_shape(v))} is not a full tile")
         found = input_view(source, view, plan.anchor, plan.split)
@@ -393,6 +417,47 @@ def _attach_views(
         plan.views[v] = found
     plan.view_ops = list(view_ops)
     return plan
+
+
+def partial_rotary_dim(op: graph.RopeOp) -> int | None:
+    """A partial rope's rotary_dim R: set and less than the head dim D (or D dynamic);
+    None for a rope that rotates whole rows."""
+    p = graph.Props(op.properties, op.name)
+    d = _shape(op.input)[-1]
+    if not p.has("rotary_dim") or p.integer("rotary_dim") == d:
+        return None
+    return p.integer("rotary_dim")
+
+
+def narrow_tables(
+    ops: Sequence[Operation], inputs: Sequence[SSAValue]
+) -> dict[SSAValue, int] | Refusal:
+    """The cos/sin tables of the group's partial ropes, each with its width R: kernel
+    inputs [..., R] that only partial ropes of that R read as cos/sin. They stream as
+    [rows, R] (`ValueInfo.narrow`), not as the view's D columns."""
+    tables: dict[SSAValue, int] = {}
+    for op in ops:
+        if not isinstance(op, graph.RopeOp) or (r := partial_rotary_dim(op)) is None:
+            continue
+        for what, t in (("cos", op.cos), ("sin", op.sin)):
+            if t not in inputs or _shape(t)[-1] != r:
+                return Refusal(
+                    f"a partial rope's {what} must be a kernel input of rotary_dim {r} columns"
+                )
+            tables[t] = r
+    inside = set(ops)
+    for t, r in tables.items():
+        for use in t.uses:
+            user = use.operation
+            if user not in inside:
+                continue
+            if (
+                not isinstance(user, graph.RopeOp)
+                or use.index == 0
+                or partial_rotary_dim(user) != r
+            ):
+                return Refusal(f"{user.name} reads a partial rope's table as a full-width value")
+    return tables
 
 
 def _row_apply_ok(op: Operation, split: int) -> bool:
@@ -424,8 +489,9 @@ def plan_for_split(
             return Refusal(f"{op.name} normalizes other axes than the kernel's rows")
         if isinstance(op, graph.RopeOp) and split != rank - 1:
             return Refusal("rope needs the last dim as the kernel's columns")
-        if isinstance(op, graph.RopeOp) and graph.Props(op.properties, op.name).has("rotary_dim"):
-            return Refusal("graph.rope with rotary_dim: the rows kernel rotates whole rows only")
+    tables = narrow_tables(ops, inputs)
+    if isinstance(tables, Refusal):
+        return tables
     all_values: list[SSAValue] = list(inputs)
     for op in ops:
         all_values.extend(op.results)
@@ -433,6 +499,9 @@ def plan_for_split(
         shape = _shape(v)
         if v in reduced and len(shape) == split:
             kind: str | None = "column"  # a reduction without keepdims: one value per row
+        elif v in tables:
+            # a narrow table is laid out as the rows of the view it broadcasts to
+            kind = classify((*shape[:-1], anchor[-1]), anchor, split)
         else:
             kind = classify(shape, anchor, split)
         if kind is None:
@@ -444,6 +513,7 @@ def plan_for_split(
         if v in inputs:
             # a splat constant is a scalar whatever its shape: nothing to stream
             info.constant = splat_value(v)
+        info.narrow = tables.get(v, 0)
         if kind == "mapped_column":
             n = si.num_elements(padded[:split])
             if n is None or n > MAX_RESIDENT_ELEMENTS:
@@ -488,9 +558,9 @@ def plan_for_split(
 
 def whole_row_elems(plan: RowPlan) -> int | None:
     """The padded length of the plan's rows when its tiles hold whole rows of a static
-    length (it reduces them), else None: its tiles are then whole multiples of it."""
+    length (`RowPlan.whole_rows`), else None: its tiles are then whole multiples of it."""
     cols = si.num_elements(plan.inner)
-    if not plan.has_reduction or cols is None:
+    if not plan.whole_rows or cols is None:
         return None
     return -(-cols // plan.align_elems) * plan.align_elems
 
@@ -524,6 +594,11 @@ def aligned_transfers(plan: RowPlan) -> RowPlan | Refusal:
             return Refusal(
                 "a per-row value would need transfers of less than 32 bytes (no DataCopyPad)"
             )
+        if info.narrow and (info.narrow * width) % 32:
+            return Refusal(
+                f"table rows of {info.narrow} elements are not 32-byte multiples and the chip "
+                "has no DataCopyPad"
+            )
         if cols is None or (cols * width) % 32:
             return Refusal(
                 f"rows of {cols if cols is not None else 'dynamic'} elements are not 32-byte "
@@ -536,13 +611,19 @@ def size_tiles_to_ub(plan: RowPlan, ub_bytes: int) -> None:
     """Bytes per tile element and the largest tile: every buffer of the kernel counted."""
     itemsizes = [dtypes.byte_width(cast(TensorType, v.type).element_type) for v in plan.values]
     plan.align_elems = 32 // min([F32, *itemsizes])
+    widest = max((i.narrow for i in plan.values.values()), default=0)
+    plan.narrow_stride = -(-widest // plan.align_elems) * plan.align_elems
     per_elem = 0
     per_row = 0
+    narrow = 0
     for info in plan.values.values():
         width = dtypes.byte_width(cast(TensorType, info.value.type).element_type)
         if info.constant is not None:
             continue  # a splat constant is a scalar register, not a buffer
-        if info.kind in ("full", "rowvec", "mapped_rows"):
+        if info.narrow:
+            # a table's rows of narrow_stride elements: float32 copy and its queue
+            narrow += plan.narrow_stride * (F32 + plan.in_depth * width)
+        elif info.kind in ("full", "rowvec", "mapped_rows"):
             # working copy in float32, plus a double-buffered queue for GM traffic
             per_elem += F32
             if info.is_input or info.is_output:
@@ -556,6 +637,7 @@ def size_tiles_to_ub(plan: RowPlan, ub_bytes: int) -> None:
         per_elem += 1
     plan.tile_bytes_per_elem = per_elem
     plan.column_bytes_per_row = per_row
+    plan.narrow_bytes_per_row = narrow
     resident = sum(
         F32 * (si.num_elements(i.outer_shape) or 0)
         for i in plan.values.values()
@@ -564,6 +646,8 @@ def size_tiles_to_ub(plan: RowPlan, ub_bytes: int) -> None:
     available = ub_bytes - UB_RESERVE - resident
     # each row carries one column entry per column buffer; rows are >= align_elems wide
     per_tile_elem = per_elem + -(-per_row // plan.align_elems)
+    # the tables' rows are whole rows of the view apart (a partial rope's tiles)
+    per_tile_elem += -(-narrow // (whole_row_elems(plan) or plan.align_elems))
     elems = available // max(per_tile_elem, 1)
     plan.max_tile_elems = max(0, elems // 64 * 64)
 

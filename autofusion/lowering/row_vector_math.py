@@ -48,7 +48,8 @@ class Loc:
     """Where a value lives during Compute: a float32 UB buffer in some layout, or a scalar.
 
     tile: rows x tile_stride; row: one row (columns); col: one value per row;
-    mcol: a resident per-row operand read through a row map; scalar: an f32 SSA value.
+    mcol: a resident per-row operand read through a row map; scalar: an f32 SSA value;
+    narrow: rows x narrow_stride (a partial rope's cos/sin table, row_plan.ValueInfo).
     """
 
     kind: str
@@ -68,7 +69,7 @@ class Pool:
     before: Operation
     sizes: dict[str, tuple[SSAValue, int]]
     free: dict[str, list[SSAValue]] = field(
-        default_factory=lambda: {"tile": [], "row": [], "col": []}
+        default_factory=lambda: {"tile": [], "row": [], "col": [], "narrow": []}
     )
     kind_of: dict[SSAValue, str] = field(default_factory=dict)
 
@@ -119,9 +120,9 @@ class RowVectorMath:
 
     def _widen(self, v: SSAValue, slot: SSAValue) -> Loc:
         """A dequeued input as a float32 location (cast unless it is float32 already)."""
-        kind = {"full": "tile", "mapped_rows": "tile", "rowvec": "row", "column": "col"}[
-            self.plan.values[v].kind
-        ]
+        info = self.plan.values[v]
+        kind = {"full": "tile", "mapped_rows": "tile", "rowvec": "row", "column": "col"}[info.kind]
+        kind = "narrow" if info.narrow else kind
         if element_type(v) == f32:
             return Loc(kind, buf=slot)
         buf = self.pool.get(kind)
@@ -135,6 +136,8 @@ class RowVectorMath:
             return idx.mul(self.nrows, t["tile_stride"])
         if kind == "row":
             return t["tile_stride"]
+        if kind == "narrow":
+            return idx.mul(self.nrows, idx.const(self.plan.narrow_stride))
         return self.nrows
 
     def _row_value(self, loc: Loc, r: SSAValue) -> SSAValue:

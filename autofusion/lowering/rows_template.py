@@ -44,7 +44,7 @@ def queue_slots(chip: ChipSpec) -> int:
 
 def tile_budget(p: RowPlan) -> TileBudget:
     """The bound the plan puts on its runtime tiles."""
-    return TileBudget(p.max_tile_elems, p.align_elems, p.has_reduction)
+    return TileBudget(p.max_tile_elems, p.align_elems, p.whole_rows)
 
 
 class RowsTemplate(KernelTemplate[RowPlan]):
@@ -128,7 +128,9 @@ class RowsTemplate(KernelTemplate[RowPlan]):
                 # re-reads (a row vector per tile, mapped rows, residents per core) hit
                 # L2 while the input fits in half of it
                 before = read
-                if info.kind == "rowvec":
+                if info.narrow and info.kind != "full":
+                    read += rows * info.narrow * width  # a table row copy per view row
+                elif info.kind == "rowvec":
                     read += row_tiles * cols * width  # each row tile reads its columns again
                 elif info.kind == "mapped_rows":
                     read += rows * cols * width  # one row copy per view row
@@ -150,14 +152,12 @@ class RowsTemplate(KernelTemplate[RowPlan]):
         # widening and narrowing casts at the kernel's edges
         for v in (*p.inputs, *p.outputs):
             if dtypes.type_name(cast(TensorType, v.type).element_type) != "f32":
-                work += rows * cols
+                work += rows * (p.values[v].narrow or cols)
         main_width = max(
             (dtypes.byte_width(cast(TensorType, v.type).element_type) for v in p.inputs), default=4
         )
         transfer = t.tile_rows * min(t.tile_cols, cols or 1) * main_width
-        ub = p.tile_bytes_per_elem * p.max_tile_elems + p.column_bytes_per_row * (
-            p.max_tile_elems // p.align_elems
-        )
+        ub = p.ub_bytes
         return KernelCost(
             gm_read_bytes=read,
             gm_write_bytes=write,
