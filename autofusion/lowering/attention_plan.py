@@ -64,6 +64,10 @@ class AttentionPlan(Plan):
     positions: SSAValue | None = None
     # q, k, v (by operand index) read in place through slices and reshapes in the group
     views: dict[int, TokenView] = field(default_factory=dict)
+    # graph.flash_attention's mask forms: the i1 mask is true where a key is hidden
+    # (mask_polarity "hide"); a fully masked row gives NaN, not 0 (masked_row "nan")
+    mask_hides: bool = False
+    nan_rows: bool = False
 
     def source(self, operand: int) -> SSAValue:
         """The GM tensor the kernel reads root operand `operand` from."""
@@ -224,6 +228,8 @@ def plan_attention(
         0,
         positions,
         views.views,
+        cast(graph.FlashAttentionOp, root).mask_hides,
+        cast(graph.FlashAttentionOp, root).nan_rows,
     )
     sq, skv = q[2], k[2]
     last: Refusal = Refusal(
