@@ -963,7 +963,9 @@ def flash_attention(e: Emitter) -> None:
         s = _causal(e, s)
     # Softmax-13 over the last axis (Softmax-11 is the same there)
     probs = e.node("Softmax", [s], axis=-1)
-    if e.has(3) and not cast(graph.FlashAttentionOp, e.op).nan_rows:
+    # only a float or i1 mask can hide every key of a row (a query keeps its own position)
+    hides_rows = e.has(3) and e.elem(3) not in (TensorProto.INT64, TensorProto.INT32)
+    if hides_rows and not cast(graph.FlashAttentionOp, e.op).nan_rows:
         probs = _zero_masked_rows(e, s, probs)
     out = e.node("MatMul", [probs, v], out=None if bsnd else e.target())
     if bsnd:
