@@ -111,7 +111,8 @@ def test_rule_keeps_the_fully_masked_rows(masking: str, guarded: bool) -> None:
 
 
 def test_rule_without_a_masked_row_keeps_the_default() -> None:
-    """where(m, s, -inf) with a guard: masked_row is the default; the op's props say so."""
+    """where(not(m), s, -inf) with the guard: the polarity is "hide" and masked_row the
+    default; the op's accessors say so."""
     text = _scores("i1", "not", guarded=True)
     fused = check_pass(text, FUSION, inputs=_rule_feeds(_hidden()))
     module = parse_module(default_context(), fused, "after.mlir")
