@@ -60,6 +60,9 @@ from autofusion.dialects.op_facts import (
 from autofusion.dialects.shape_inference import DYN, ShapeError
 
 ATTENTION_LAYOUTS = ("BNSD", "BSND")
+# graph.flash_attention's mask_polarity and masked_row values; the first is the default
+MASK_POLARITIES = ("keep", "hide")
+MASKED_ROWS = ("zero", "nan")
 
 
 def _same_element_type(types: Sequence[TensorType], what: Sequence[str]) -> None:
@@ -81,15 +84,20 @@ class FlashAttentionOp(GraphOp, OpFacts):
         s = scale * q @ k^T                       (per head, float32)
         s = softcap * tanh(s / softcap)           if softcap is given (Gemma 2; ONNX Attention)
         s = s + mask          if mask is float    (additive)
-        s = where(mask, s, -inf) if mask is i1    (true = attend)
+        s = where(mask, s, -inf) if mask is i1    (true = attend; mask_polarity = "hide":
+                                                  where(mask, -inf, s), true = hidden)
         s[i, j] = -inf where mask[j] > mask[i]    if mask is integer (positions)
         s[i, j] = -inf for j > i if causal        (top-left aligned, as torch SDPA)
         p = softmax(s, axis=-1)
-        p[i, :] = 0 where max(s[i, :]) == -inf    (a fully masked row attends to nothing)
+        p[i, :] = 0 where max(s[i, :]) == -inf    (a fully masked row attends to nothing;
+                                                  masked_row = "nan": NaN there)
         out = p @ v
 
-    A fully masked query row gives 0 (as torch SDPA and FlashAttention kernels do; a
-    plain softmax of all -inf would be NaN). A float or i1 mask broadcasts to
+    A fully masked query row gives 0 (masked_row = "zero", the default, as torch SDPA
+    and FlashAttention kernels do), or NaN (masked_row = "nan": what the plain softmax of
+    all -inf gives, so that fusing an unguarded softmax keeps its numbers). The polarity
+    "hide" lets HF eager's `where(m, -inf, s)` read m as it is, no `not` copy of an
+    [Sq, Skv] mask (it applies to an i1 mask only). A float or i1 mask broadcasts to
     [B, Hq, Sq, Skv] whatever the layout. An integer (i32/i64) mask is the causal mask by
     position of self-attention: the position ids [S] of the queries, which are the keys
     (Sq = Skv); a key at a later position than the query is hidden (transformers'
@@ -106,6 +114,8 @@ class FlashAttentionOp(GraphOp, OpFacts):
     causal = prop_def(BoolAttr)
     layout = prop_def(StringAttr)
     softcap = opt_prop_def(FloatAttr)
+    mask_polarity = opt_prop_def(StringAttr)  # MASK_POLARITIES; "keep" when absent
+    masked_row = opt_prop_def(StringAttr)  # MASKED_ROWS; "zero" when absent
     traits = traits_def(Pure(), Fusible(FusionKind.CUBE))
     FLOAT_ONLY: ClassVar[bool] = True
 
@@ -162,9 +172,20 @@ class FlashAttentionOp(GraphOp, OpFacts):
         if not p.real("scale") > 0:
             raise ShapeError("scale must be > 0")
         p.flag("causal")
+        _check_mask_forms(p, types[3] if len(types) == 4 else None)
         out = [qb[0], qb[1], qb[2], vb[3]]
         out = [out[i] for i in order]
         return [tensor(out, types[0].element_type)]
+
+    @property
+    def mask_hides(self) -> bool:
+        """Whether the i1 mask is true where a key is hidden (mask_polarity = "hide")."""
+        return self.mask_polarity is not None and self.mask_polarity.data == "hide"
+
+    @property
+    def nan_rows(self) -> bool:
+        """Whether a fully masked query row gives NaN (masked_row = "nan"), not 0."""
+        return self.masked_row is not None and self.masked_row.data == "nan"
 
     # ---- facts (op_facts.OpFacts) ----------------------------------------------------
 
@@ -201,6 +222,15 @@ class FlashAttentionOp(GraphOp, OpFacts):
     def operand_roles(self, dynamic_size: int) -> tuple[OperandRole, ...]:
         """K, V and the mask are read again for every query block."""
         return (OperandRole.STREAMED, *(OperandRole.HOT for _ in self.operands[1:]))
+
+
+def _check_mask_forms(p: Props, mask: TensorType | None) -> None:
+    """mask_polarity and masked_row take their listed values; a polarity needs an i1 mask."""
+    for name, allowed in (("mask_polarity", MASK_POLARITIES), ("masked_row", MASKED_ROWS)):
+        if p.has(name) and p.text(name) not in allowed:
+            raise ShapeError(f"{name} must be one of {allowed}, got {p.text(name)!r}")
+    if p.has("mask_polarity") and (mask is None or mask.element_type != i1):
+        raise ShapeError("mask_polarity applies to an i1 mask only")
 
 
 def is_position_mask(mask: SSAValue) -> bool:

@@ -6,6 +6,8 @@ fusion rewrite is checked against the decomposed ops it replaces.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -28,36 +30,40 @@ from autofusion.interpreter.graph import (
 )
 
 
+@dataclass(frozen=True)
+class AttentionForm:
+    """graph.flash_attention's properties that shape its scores and softmax."""
+
+    scale: float
+    causal: bool = False
+    softcap: float | None = None
+    masked_row: float = 0.0  # what a fully masked row gives: 0, or NaN (masked_row = "nan")
+
+
 def attention(
-    q: Array,
-    k: Array,
-    v: Array,
-    mask: Array | None,
-    scale: float,
-    causal: bool,
-    mask_is_bool: bool,
-    softcap: float | None = None,
+    q: Array, k: Array, v: Array, mask: Array | None, mask_is_bool: bool, form: AttentionForm
 ) -> Array:
     """softmax(cap(scale * q k^T) + mask) v on [B, H, S, D] arrays, with GQA head
-    mapping; a fully masked row gives 0."""
+    mapping (an i1 mask is true = attend); a fully masked row gives form.masked_row."""
     hq, hkv = q.shape[1], k.shape[1]
     if hq != hkv:
         # query head h reads kv head h // (hq // hkv): transformers' repeat_kv
         k = np.repeat(k, hq // hkv, axis=1)
         v = np.repeat(v, hq // hkv, axis=1)
-    s = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
-    if softcap is not None:
-        s = np.float32(softcap) * np.tanh(s / np.float32(softcap))
+    s = np.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(form.scale)
+    if form.softcap is not None:
+        s = np.float32(form.softcap) * np.tanh(s / np.float32(form.softcap))
     if mask is not None:
         s = np.where(mask, s, -np.inf) if mask_is_bool else s + mask
-    if causal:
+    if form.causal:
         sq, skv = s.shape[-2], s.shape[-1]
         s = np.where(np.tril(np.ones((sq, skv), bool)), s, -np.inf)
     row_max = s.max(axis=-1, keepdims=True)
     e = np.exp(s - row_max)
     p = e / e.sum(axis=-1, keepdims=True)
-    # a fully masked row (all scores -inf) attends to nothing: 0, as torch SDPA gives
-    p = np.where(row_max == -np.inf, 0, p)
+    # a fully masked row (all scores -inf) attends to nothing: 0, as torch SDPA gives;
+    # or NaN, as the plain softmax gives
+    p = np.where(row_max == -np.inf, np.float32(form.masked_row), p)
     return cast(Array, np.matmul(p, v))
 
 
@@ -131,18 +137,15 @@ class GraphFusedFunctions(InterpreterFunctions):
         elif len(args) == 4:
             mask_is_bool = cast(TensorType, op.operands[3].type).element_type == i1
             mask = args[3] if mask_is_bool else _compute(args[3])
-        out = _quiet(
-            lambda: attention(
-                q,
-                k,
-                v,
-                mask,
-                p.real("scale"),
-                p.flag("causal"),
-                mask_is_bool,
-                p.opt_real("softcap"),
-            )
+            if op.mask_hides:  # true = hidden
+                mask = np.logical_not(mask)
+        form = AttentionForm(
+            p.real("scale"),
+            p.flag("causal"),
+            p.opt_real("softcap"),
+            math.nan if op.nan_rows else 0.0,
         )
+        out = _quiet(lambda: attention(q, k, v, mask, mask_is_bool, form))
         if bsnd:
             out = np.swapaxes(out, 1, 2)
         return (_result(op, np.ascontiguousarray(out)),)

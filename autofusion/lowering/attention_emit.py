@@ -5,6 +5,7 @@ over key/value blocks and the epilogue; attention_kernel.py docstring).
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -44,7 +45,8 @@ M_INIT = -3.4028234663852886e38
 
 
 # the running sum's floor before the division: a fully masked row has l = 0 and O = 0,
-# and gives 0 (as torch SDPA does); any other row has l >= 1
+# and gives 0 (as torch SDPA does); any other row has l >= 1 (its largest score adds
+# exp(0) = 1), so l = 0 marks a fully masked row (masked_row "nan" selects NaN there)
 L_FLOOR = 1.0e-30
 
 
@@ -290,14 +292,24 @@ class AttentionKernel(AttentionMasking):
                 row.emit_tile(r0, c(0), self.nq, c(dv))
 
     def _divide_by_sum(self) -> None:
-        """O = O / l over this core's rows (0 for a fully masked row: l is floored)."""
+        """O = O / l over this core's rows (0 for a fully masked row: l is floored; NaN
+        with masked_row "nan": one select on the row's factor where l = 0)."""
         kb, idx, c = self.kb, self.kb.idx, self.kb.idx.const
         count = idx.round_up(self.nq, 8)
-        kb.scalar("maxs", self.l_run, self.l_run, kb.f32(L_FLOOR), count)
-        kb.unary("reciprocal", self.l_run, self.l_run, count)
+        # 1 / l in place, or, where l is tested after, into row_sum (free after the last
+        # key block, and after a combine's splits)
+        inv = self.row_sum if self.p.nan_rows else self.l_run
+        kb.scalar("maxs", inv, self.l_run, kb.f32(L_FLOOR), count)
+        kb.unary("reciprocal", inv, inv, count)
+        nan = kb.f32(math.nan) if self.p.nan_rows else None
         with kb.loop(c(0), self.nq, "r") as r:
             o_row = kb.view(self.o_acc, idx.mul(r, self.t["tile_stride"]))
-            kb.scalar("muls", o_row, o_row, kb.get(self.l_run, r), c(self.p.value_dim))
+            factor = kb.get(inv, r)
+            if nan is not None:
+                masked = arith.CmpfOp(kb.get(self.l_run, r), kb.f32(0.0), "oeq")
+                kb.insert(masked)
+                factor = kb.insert(arith.SelectOp(masked.result, nan, factor)).results[0]
+            kb.scalar("muls", o_row, o_row, factor, c(self.p.value_dim))
 
     def _mine(self) -> AbstractContextManager[None]:
         """The vector work of this core's rows: skipped by an AIV that has none."""
@@ -471,23 +483,24 @@ class AttentionKernel(AttentionMasking):
                 mf = self.mask_f32
             elif p.mask_bool and self.by_min:
                 # the bound: (m - 0.5) * inf, +inf where the mask keeps a key, -inf
-                # where it drops one (+/- the largest float under 910's saturation)
+                # where it drops one (+/- the largest float under 910's saturation);
+                # (m - 0.5) * -inf where a true mask hides the key
                 assert self.mask_h is not None and self.neg_inf is not None
                 count = idx.mul(rows, ts)
                 kb.cast(self.mask_h, m, count, "none")
                 kb.cast(self.neg_inf, self.mask_h, count, "none")
                 kb.scalar("adds", self.neg_inf, self.neg_inf, kb.f32(-0.5), count)
-                kb.scalar("muls", self.neg_inf, self.neg_inf, kb.f32(float("inf")), count)
+                inf = float("-inf") if p.mask_hides else float("inf")
+                kb.scalar("muls", self.neg_inf, self.neg_inf, kb.f32(inf), count)
                 mf = self.neg_inf
             elif p.mask_bool:
+                # keep where the mask is true (!= 0), or false (== 0) where true hides
                 assert self.mask_h is not None and self.zeros_h is not None and self.cmp
                 count = idx.mul(rows, ts)
                 kb.cast(self.mask_h, m, count, "none")
-                kb.insert(
-                    buffer.VCompareOp(
-                        "ne", self.cmp, self.mask_h, self.zeros_h, idx.round_up(count, CMP_ELEMS)
-                    )
-                )
+                keep = "eq" if p.mask_hides else "ne"
+                padded = idx.round_up(count, CMP_ELEMS)
+                kb.insert(buffer.VCompareOp(keep, self.cmp, self.mask_h, self.zeros_h, padded))
                 mf = self.cmp
             else:
                 mf = m

@@ -37,6 +37,10 @@ from autofusion.passes.fusion_rule import Refusal
 
 Q_CANDIDATES = (128, 64, 32, 16)
 
+# architectures whose vector unit computes in saturation mode only: NaN becomes 0, so a
+# fully masked row cannot be NaN there (docs/codegen.md: aclrtFloatOverflowMode)
+SATURATING_ARCHS = frozenset({1001, 2002})
+
 
 KV_CANDIDATES = (256, 128, 64, 32)
 
@@ -64,6 +68,10 @@ class AttentionPlan(Plan):
     positions: SSAValue | None = None
     # q, k, v (by operand index) read in place through slices and reshapes in the group
     views: dict[int, TokenView] = field(default_factory=dict)
+    # graph.flash_attention's mask forms: the i1 mask is true where a key is hidden
+    # (mask_polarity "hide"); a fully masked row gives NaN, not 0 (masked_row "nan")
+    mask_hides: bool = False
+    nan_rows: bool = False
 
     def source(self, operand: int) -> SSAValue:
         """The GM tensor the kernel reads root operand `operand` from."""
@@ -173,6 +181,11 @@ def plan_attention(
     props = graph.Props(root.properties, root.name)
     if props.has("softcap"):
         return Refusal("a softcap (the attention kernel has no tanh cap on its scores)")
+    if cast(graph.FlashAttentionOp, root).nan_rows and chip.arch in SATURATING_ARCHS:
+        return Refusal(
+            f'masked_row = "nan" on {chip.name}, whose vector unit computes in saturation '
+            "mode (NaN becomes 0)"
+        )
     bsnd = props.text("layout") == "BSND"
     order = (0, 2, 1, 3) if bsnd else (0, 1, 2, 3)
     q, k, v = (tuple(tensor_shape(x)[i] for i in order) for x in root.operands[:3])
@@ -224,6 +237,8 @@ def plan_attention(
         0,
         positions,
         views.views,
+        cast(graph.FlashAttentionOp, root).mask_hides,
+        cast(graph.FlashAttentionOp, root).nan_rows,
     )
     sq, skv = q[2], k[2]
     last: Refusal = Refusal(

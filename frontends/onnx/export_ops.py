@@ -907,16 +907,30 @@ def _position_keep(e: Emitter, ids: str) -> str:
 
 
 def _mask_input(e: Emitter) -> list[str]:
-    """The mask operand as ONNX takes it (none, boolean or additive)."""
+    """The mask operand as ONNX takes it (none, boolean, true = attend, or additive)."""
     if not e.has(3):
         return []
     if e.elem(3) in (TensorProto.INT64, TensorProto.INT32):
         return [_position_keep(e, e.inputs[3])]
+    if cast(graph.FlashAttentionOp, e.op).mask_hides:  # true = hidden (Not-1)
+        return [e.node("Not", [e.inputs[3]], elem=TensorProto.BOOL, role="keep")]
     return [e.inputs[3]]
 
 
+def _zero_masked_rows(e: Emitter, s: str, p: str) -> str:
+    """p with its fully masked rows (max(s) == -inf over the keys) set to 0: the
+    softmax of an all -inf row is NaN in ONNX (masked_row = "zero")."""
+    elem = cast(int, e.body.elem(s))
+    row_max = reduce(e, "ReduceMax", s, [-1], keepdims=True)
+    ninf = e.scalar(-np.inf, elem, "ninf")
+    hidden = e.node("Equal", [row_max, ninf], elem=TensorProto.BOOL, role="masked_row")
+    return e.node("Where", [hidden, e.scalar(0.0, elem, "zero"), p], elem=elem)
+
+
 def flash_attention(e: Emitter) -> None:
-    """softmax(scale * q k^T + mask, causal) v in float32, GQA by gathering kv heads."""
+    """softmax(scale * q k^T + mask, causal) v in float32, GQA by gathering kv heads; a
+    fully masked row (only a mask can hide every key of a row) is 0, or NaN with
+    masked_row = "nan"."""
     p = e.props
     bsnd = p.text("layout") == "BSND"
     heads = 2 if bsnd else 1
@@ -948,7 +962,12 @@ def flash_attention(e: Emitter) -> None:
     if p.flag("causal"):
         s = _causal(e, s)
     # Softmax-13 over the last axis (Softmax-11 is the same there)
-    out = e.node("MatMul", [e.node("Softmax", [s], axis=-1), v], out=None if bsnd else e.target())
+    probs = e.node("Softmax", [s], axis=-1)
+    # only a float or i1 mask can hide every key of a row (a query keeps its own position)
+    hides_rows = e.has(3) and e.elem(3) not in (TensorProto.INT64, TensorProto.INT32)
+    if hides_rows and not cast(graph.FlashAttentionOp, e.op).nan_rows:
+        probs = _zero_masked_rows(e, s, probs)
+    out = e.node("MatMul", [probs, v], out=None if bsnd else e.target())
     if bsnd:
         out = e.node("Transpose", [out], perm=[0, 2, 1, 3], out=e.target())
     e.finish(0, out)
@@ -957,7 +976,8 @@ def flash_attention(e: Emitter) -> None:
 def flash_attention_native(e: Emitter) -> None:
     """Attention-23 on BNSD operands (BSND is transposed in and out): its top-left causal
     mask without a cache, GQA head mapping, mask forms and fully-masked-row zeros are
-    graph.flash_attention's; softcap is its attribute of the same name."""
+    graph.flash_attention's (masked_row = "nan" is exported as the function); softcap
+    is its attribute of the same name."""
     p = e.props
     bsnd = p.text("layout") == "BSND"
     q, k, v = e.inputs[:3]
@@ -1403,7 +1423,7 @@ CORE_TABLE: dict[type[Operation], Mapping] = {
         flash_attention,
         "Attention-23; before: ai.afc.FlashAttention",
         native=flash_attention_native,
-        native_when=since(23),
+        native_when=lambda e: e.opset >= 23 and not cast(graph.FlashAttentionOp, e.op).nan_rows,
     ),
     graph.RopeOp: Named(
         "Rope",

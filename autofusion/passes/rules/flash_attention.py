@@ -8,7 +8,9 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
   Kᵀ), on both (the sqrt-split scale), or none; the factors multiply;
 - mask: an additive float mask (`s + m`; also a matmul bias that MatMulBiasAddFusionPass
   folded into Q·Kᵀ), or a boolean one, `where(m, s, -inf)` (true = attend; the inverted
-  `where(m, -inf, s)` gets a `graph.not`) or `where(m, s, lowest)` with the dtype's
+  `where(m, -inf, s)` reads m as it is with mask_polarity = "hide", and a single-use
+  `graph.not` of m flips the polarity and goes: no [Sq, Skv] copy; a `not` with other
+  users stays and is the mask) or `where(m, s, lowest)` with the dtype's
   lowest finite value (torch.finfo.min; it becomes the additive mask
   `where(m, 0, lowest)`, the same scores wherever |s| < 1e31 in f32). A constant mask
   that is exactly the top-left causal pattern (tril over [Sq, Skv], 0/-inf or
@@ -36,12 +38,14 @@ is recognised from the P·V matmul (the anchor) backwards, in the forms exporter
   (its docstring and interpreter) and rounds only its result, where the decomposed
   form also rounds the scores and the probabilities to T;
 - the torch frontend's guard for fully masked rows, `where(max(s) == -inf, 0, p)` after
-  the softmax: graph.flash_attention defines such a row as 0 too (as torch SDPA and
-  FlashAttention kernels do; its docstring and interpreter), so the guard is always
-  absorbed. Without the guard the decomposed softmax of an all -inf row is NaN, which
-  the fused op refines to 0. torch's SDPA decomposition (transformers 5.x at its default
-  attention, both exporters) guards with `where(isnan(p), 0, p)`: the same for finite
-  q, k and mask (a NaN row there is a fully masked one); absorbed too;
+  the softmax: graph.flash_attention's masked_row = "zero" (its default) defines such a
+  row as 0 too (as torch SDPA and FlashAttention kernels do), so the guard is absorbed.
+  torch's SDPA decomposition (transformers 5.x at its default attention, both
+  exporters) guards with `where(isnan(p), 0, p)`: the same for finite q, k and mask (a
+  NaN row there is a fully masked one); absorbed too. Without a guard (HF eager's
+  `where(m, -inf, s)` + softmax) the decomposed softmax of an all -inf row is NaN: the
+  op gets masked_row = "nan" when its mask can hide a whole row (a boolean mask, or an
+  additive one not known to be finite), so the rewrite keeps those NaNs;
 - Kᵀ written on the heads flattened into the batch, reshape(transpose(reshape(k,
   [B*H, S, D]), [0, 2, 1]), [B, H, D, S]) (the SDPA decomposition), also straight from
   repeat_kv's 5-D expand;
@@ -125,6 +129,7 @@ class Mask:
     inverted: bool = False  # where(value, fill, s): true = masked
     fill: SSAValue | None = None
     plus: SSAValue | None = None  # a second additive mask: the mask is value + plus
+    peeled: list[Operation] = field(default_factory=list)  # single-use `not`s looked through
 
 
 @dataclass
@@ -139,6 +144,7 @@ class Attention:
     layout: str
     out_transpose: graph.TransposeOp | None
     ops: list[Operation]
+    nan_rows: bool = False  # no guard absorbed and the mask can hide a whole row
 
 
 # --------------------------------------------------------------------------------------
@@ -214,6 +220,18 @@ def lowest(element_type: Attribute) -> float:
     return float(np.finfo(dtypes.storage_dtype(element_type)).min)
 
 
+def _bool_mask(condition: SSAValue, inverted: bool) -> Mask:
+    """The boolean mask of where(condition, s, -inf) (or, inverted, where(condition, -inf,
+    s)), looking through single-use `graph.not`s: each flips the polarity."""
+    mask = Mask("bool", condition, inverted)
+    while (negated := m.producer(mask.value, graph.NotOp)) is not None:
+        if not negated.output.has_one_use():
+            break  # the `not` stays for its other users; the attention reads it
+        mask.value, mask.inverted = negated.input, not mask.inverted
+        mask.peeled.append(negated)
+    return mask
+
+
 @dataclass
 class Scores:
     qk: graph.MatmulOp
@@ -239,7 +257,7 @@ def _scores(value: SSAValue) -> Scores | Refusal | None:
         elif (where := _where_step(op)) is not None:
             elt = m.tensor_type(where.scores).element_type
             if where.fill_value == -math.inf:
-                masks.append(Mask("bool", where.condition, where.inverted))
+                masks.append(_bool_mask(where.condition, where.inverted))
             elif where.fill_value == lowest(elt):
                 if scale != 1.0:
                     return Refusal("the scores are scaled after a where() mask fills them")
@@ -759,10 +777,12 @@ class FuseFlashAttention(FusionRule[Attention]):
         layout = min(LAYOUTS, key=lambda name: costs[name])  # BNSD first: wins ties
         if out_t is not None and not m.is_identity_perm(_output_perm(layout, out_t)):
             out_t = None  # the output transpose stays as it is, reading the result
+        nan_rows = not guard_ops and _can_hide_row(mask)
         props: dict[str, Attribute] = {
             "scale": graph.float_attr(scale),
             "causal": graph.bool_attr(causal),
             "layout": StringAttr(layout),
+            **{k: StringAttr(v) for k, v in _mask_forms(mask, nan_rows).items()},
         }
         try:
             out = _flash_type(q, k, v, _mask_type(mask, scores), props, layout)
@@ -777,6 +797,7 @@ class FuseFlashAttention(FusionRule[Attention]):
             softmax,
             *guard_ops,
             *found.ops,
+            *(o for mask in found.masks for o in mask.peeled),
             qk,
             *q.ops,
             *k.ops,
@@ -784,7 +805,7 @@ class FuseFlashAttention(FusionRule[Attention]):
         ]
         if out_t is not None:
             ops.append(out_t)
-        return Attention(op, q, k, v, scale, mask, causal, layout, out_t, ops)
+        return Attention(op, q, k, v, scale, mask, causal, layout, out_t, ops, nan_rows)
 
     def rewrite(self, op: Operation, match: Attention, rewriter: PatternRewriter) -> None:
         new_ops: list[Operation] = []
@@ -805,7 +826,13 @@ class FuseFlashAttention(FusionRule[Attention]):
         if match.mask is not None:
             operands.append(_mask_operand(match.mask, new_ops))
         flash = graph.FlashAttentionOp.make(
-            operands, {"scale": match.scale, "causal": match.causal, "layout": match.layout}
+            operands,
+            {
+                "scale": match.scale,
+                "causal": match.causal,
+                "layout": match.layout,
+                **_mask_forms(match.mask, match.nan_rows),
+            },
         )
         new_ops.append(flash)
         result = transposed(flash.results[0], _output_perm(match.layout, match.out_transpose))
@@ -821,8 +848,46 @@ class FuseFlashAttention(FusionRule[Attention]):
         rewriter.erase(op)
 
 
+def _can_hide_row(mask: Mask | None) -> bool:
+    """Whether the mask operand can hide every key of a query row (its scores all -inf):
+    a boolean mask, or an additive one not known to be finite. A top-left causal flag,
+    a causal mask by position (a query keeps its own key) and the lowest-value fill
+    never do."""
+    if mask is None or mask.kind in ("positions", "fill"):
+        return False
+    if mask.kind == "bool":
+        return True
+    parts = [mask.value, *([mask.plus] if mask.plus is not None else [])]
+    return not all(_finite(x, CHAIN_LIMIT) for x in parts)
+
+
+def _finite(value: SSAValue, budget: int) -> bool:
+    """Whether `value` is provably finite: a constant without inf or NaN, or a where(),
+    reshape or expand of such (transformers' `where(m, 0, finfo.min)` masks)."""
+    arr = m.constant_array(value)
+    if arr is not None:
+        return bool(np.all(np.isfinite(arr)))
+    op = value.owner
+    if budget <= 0 or not isinstance(op, graph.WhereOp | graph.ReshapeOp | graph.ExpandOp):
+        return False
+    data = [op.true_value, op.false_value] if isinstance(op, graph.WhereOp) else [op.input]
+    return all(_finite(x, budget - 1) for x in data)
+
+
+def _mask_forms(mask: Mask | None, nan_rows: bool) -> dict[str, str]:
+    """graph.flash_attention's mask_polarity and masked_row where they are not the
+    defaults: "hide" for an inverted boolean mask, "nan" for an unguarded softmax."""
+    forms: dict[str, str] = {}
+    if mask is not None and mask.kind == "bool" and mask.inverted:
+        forms["mask_polarity"] = "hide"
+    if nan_rows:
+        forms["masked_row"] = "nan"
+    return forms
+
+
 def _mask_operand(mask: Mask, new_ops: list[Operation]) -> SSAValue:
-    """The mask as graph.flash_attention takes it (i1: true = attend; float: added)."""
+    """The mask as graph.flash_attention takes it (i1: true = attend, or true = hidden
+    with mask_polarity "hide"; float: added)."""
     if mask.kind == "add" and mask.plus is not None:
         total = graph.AddOp.make([mask.value, mask.plus])
         new_ops.append(total)
@@ -830,11 +895,7 @@ def _mask_operand(mask: Mask, new_ops: list[Operation]) -> SSAValue:
     if mask.kind in ("add", "positions"):
         return mask.value
     if mask.kind == "bool":
-        if not mask.inverted:
-            return mask.value
-        negated = graph.NotOp.make([mask.value])
-        new_ops.append(negated)
-        return negated.results[0]
+        return mask.value
     assert mask.fill is not None
     fill_t = m.tensor_type(mask.fill)
     zero = m.make_constant(np.zeros(fill_t.get_shape()), fill_t, "attention.mask_zero")

@@ -2,10 +2,11 @@
 
 // T5: no scale, a relative-position bias [1, H, S, S] and the padding mask [B, 1, S, S]
 // added one after the other: one flash_attention with scale 1 and their sum as the mask.
+// The padding mask may hold -inf and no guard follows the softmax: masked_row = "nan".
 // CHECK-LABEL: func.func @t5_bias_and_mask
 // CHECK-NEXT:    %bias = graph.constant
 // CHECK-NEXT:    %[[M:.*]] = graph.add %bias, %m : (tensor<1x2x3x3xf32>, tensor<2x1x3x3xf32>) -> tensor<2x2x3x3xf32>
-// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v, %[[M]] {causal = false, layout = "BNSD", scale = 1.000000e+00}
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v, %[[M]] {causal = false, layout = "BNSD", masked_row = "nan", scale = 1.000000e+00}
 // CHECK-NEXT:    func.return %[[A]]
 func.func @t5_bias_and_mask(%q: tensor<2x2x3x4xf32>, %k: tensor<2x2x3x4xf32>, %v: tensor<2x2x3x4xf32>, %m: tensor<2x1x3x3xf32>) -> tensor<2x2x3x4xf32> {
   %bias = graph.constant dense<[[[[0.5, -1.0, 0.25], [0.0, 1.5, -0.5], [2.0, 0.0, -2.0]], [[-0.5, 1.0, 0.0], [0.75, -0.25, 1.0], [0.0, 0.5, 0.0]]]]> : tensor<1x2x3x3xf32>

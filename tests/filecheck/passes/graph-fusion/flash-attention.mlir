@@ -2,12 +2,13 @@
 
 // BERT/GPT-2/ViT: [B,S,H*D] -> reshape -> transpose (Kᵀ folded into one transpose) ->
 // attention with a scale and an additive mask -> transpose -> reshape. BSND absorbs all
-// four transposes.
+// four transposes. No guard follows the softmax and the mask may hold -inf: a fully
+// masked row gives NaN, as the decomposed softmax does (masked_row = "nan").
 // CHECK-LABEL: func.func @bsnd_additive_mask
 // CHECK-NEXT:    %[[Q:.*]] = graph.reshape %q {shape = [2, 6, 4, 8]}
 // CHECK-NEXT:    %[[K:.*]] = graph.reshape %k {shape = [2, 6, 4, 8]}
 // CHECK-NEXT:    %[[V:.*]] = graph.reshape %v {shape = [2, 6, 4, 8]}
-// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %[[Q]], %[[K]], %[[V]], %mask {causal = false, layout = "BSND", scale = 0.35355338454246521} : (tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x1x6x6xf32>) -> tensor<2x6x4x8xf32>
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %[[Q]], %[[K]], %[[V]], %mask {causal = false, layout = "BSND", masked_row = "nan", scale = 0.35355338454246521} : (tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x1x6x6xf32>) -> tensor<2x6x4x8xf32>
 // CHECK-NEXT:    %[[R:.*]] = graph.reshape %[[A]] {shape = [2, 6, 32]}
 // CHECK-NEXT:    func.return %[[R]]
 func.func @bsnd_additive_mask(%q: tensor<2x6x32xf32>, %k: tensor<2x6x32xf32>, %v: tensor<2x6x32xf32>, %mask: tensor<2x1x6x6xf32>) -> tensor<2x6x32xf32> {
@@ -92,16 +93,18 @@ func.func @additive_causal_and_zero(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x3x8x
 
 // -----
 
-// Boolean masks: where(m, s, -inf) passes m; where(m, -inf, s) passes not(m); where(m,
-// s, lowest) becomes the additive mask where(m, 0, lowest).
+// Boolean masks: where(m, s, -inf) passes m; where(m, -inf, s) passes m too, with
+// mask_polarity = "hide" (no graph.not copy of the mask); where(m, s, lowest) becomes
+// the additive mask where(m, 0, lowest), which never hides a whole row. The first two
+// can (no guard after the softmax): masked_row = "nan".
 // CHECK-LABEL: func.func @boolean_masks
-// CHECK:         %[[A:.*]] = graph.flash_attention %q, %k, %v, %m {causal = false, layout = "BNSD", scale = 1.000000e+00}
-// CHECK-NEXT:    %[[N:.*]] = graph.not %m : tensor<2x1x1x4xi1>
-// CHECK-NEXT:    %[[B:.*]] = graph.flash_attention %q, %k, %v, %[[N]] {causal = false
+// CHECK:         %[[A:.*]] = graph.flash_attention %q, %k, %v, %m {causal = false, layout = "BNSD", masked_row = "nan", scale = 1.000000e+00}
+// CHECK-NEXT:    %[[B:.*]] = graph.flash_attention %q, %k, %v, %m {causal = false, layout = "BNSD", mask_polarity = "hide", masked_row = "nan", scale = 1.000000e+00}
 // CHECK-NEXT:    %[[Z:.*]] = graph.constant {name = "attention.mask_zero"} dense<0.000000e+00> : tensor<f32>
 // CHECK-NEXT:    %[[W:.*]] = graph.where %m, %[[Z]], %low : (tensor<2x1x1x4xi1>, tensor<f32>, tensor<f32>) -> tensor<2x1x1x4xf32>
-// CHECK-NEXT:    %[[C:.*]] = graph.flash_attention %q, %k, %v, %[[W]] {causal = false
+// CHECK-NEXT:    %[[C:.*]] = graph.flash_attention %q, %k, %v, %[[W]] {causal = false, layout = "BNSD", scale = 1.000000e+00}
 // CHECK-NOT:     graph.softmax
+// CHECK-NOT:     graph.not
 // CHECK:         func.return %[[A]], %[[B]], %[[C]]
 func.func @boolean_masks(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %m: tensor<2x1x1x4xi1>) -> (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>) {
   %ninf = graph.constant dense<"0x000080FF"> : tensor<f32>
@@ -156,7 +159,7 @@ func.func @gqa_repeat_kv(%q: tensor<2x4x6x8xf32>, %k: tensor<2x2x6x8xf32>, %v: t
 // A padding mask over the keys that MatMulBiasAddFusionPass folded into Q·Kᵀ as a bias
 // is the additive mask (the scale is on q).
 // CHECK-LABEL: func.func @qk_bias_mask
-// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v, %b {causal = false, layout = "BNSD", scale = 2.500000e-01}
+// CHECK-NEXT:    %[[A:.*]] = graph.flash_attention %q, %k, %v, %b {causal = false, layout = "BNSD", masked_row = "nan", scale = 2.500000e-01}
 // CHECK-NEXT:    func.return %[[A]]
 func.func @qk_bias_mask(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %b: tensor<4xf32>) -> tensor<2x2x4x8xf32> {
   %c = graph.constant dense<0.25> : tensor<f32>
@@ -384,7 +387,7 @@ func.func @dynamic_batch_gqa(%q: tensor<?x4x6x8xf16>, %k: tensor<?x2x6x8xf16>, %
 // CHECK-LABEL: func.func @dynamic_sequence_gqa
 // CHECK-NOT:     graph.transpose
 // CHECK-NOT:     graph.expand
-// CHECK:         %[[A:.*]] = graph.flash_attention %q, %k, %v, %mask {causal = false, layout = "BSND", scale = 0.35355338454246521} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?xi1>) -> tensor<?x?x4x8xf32>
+// CHECK:         %[[A:.*]] = graph.flash_attention %q, %k, %v, %mask {causal = false, layout = "BSND", masked_row = "nan", scale = 0.35355338454246521} : (tensor<?x?x4x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?xi1>) -> tensor<?x?x4x8xf32>
 // CHECK-NEXT:    %{{.*}} = graph.reshape %[[A]] {shape = [0, 0, 32]}
 // CHECK-NOT:     graph.transpose
 func.func @dynamic_sequence_gqa(%q: tensor<?x?x4x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x8xf32>, %mask: tensor<?x?xi1>) -> tensor<?x?x32xf32> {
@@ -440,18 +443,20 @@ func.func @not_repeat_kv(%q: tensor<1x8x6x4xf32>, %k: tensor<1x2x6x8xf32>, %v: t
 
 // transformers' causal mask built from the position ids, where(p[j] > p[i], -inf, s)
 // (examples/llama_layer.afc): the operand becomes the ids themselves, compared in the
-// kernel, so no [S, S] mask (nor its graph.not) is built. less(p_q, p_k) is the same.
-// The negatives keep a boolean mask: the compare the other way round (p[j] < p[i]
-// hides the past), and ids of the keys that are not the queries' ids (which can hide
-// every key of a query: that one has torch's NaN guard, so the decomposed form also
-// gives the attention's 0 for such a row).
+// kernel, so no [S, S] mask is built. less(p_q, p_k) is the same.
+// The negatives keep a boolean mask, read as it is (mask_polarity = "hide"): the
+// compare the other way round (p[j] < p[i] hides the past: it can hide every key of
+// the first query, and no guard follows, so masked_row = "nan"), and ids of the keys
+// that are not the queries' ids (which can hide every key of a query: that one has
+// torch's NaN guard, so the decomposed form also gives the attention's 0 for such a
+// row, the default masked_row).
 // CHECK-LABEL: func.func @position_mask
 // CHECK:         graph.flash_attention %q, %k, %v, %pos {{.*}} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<?xi64>)
 // CHECK:         graph.flash_attention %q, %k, %v, %pos {{.*}} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<?xi64>)
-// CHECK:         %[[N:.*]] = graph.not %past
-// CHECK:         graph.flash_attention %q, %k, %v, %[[N]] {{.*}} tensor<?x?xi1>
-// CHECK:         %[[M:.*]] = graph.not %other
-// CHECK:         graph.flash_attention %q, %k, %v, %[[M]] {{.*}} tensor<?x?xi1>
+// CHECK-NOT:     graph.not
+// CHECK:         graph.flash_attention %q, %k, %v, %past {causal = false, layout = "BNSD", mask_polarity = "hide", masked_row = "nan", scale = 1.000000e+00} {{.*}} tensor<?x?xi1>
+// CHECK-NOT:     graph.not
+// CHECK:         graph.flash_attention %q, %k, %v, %other {causal = false, layout = "BNSD", mask_polarity = "hide", scale = 1.000000e+00} {{.*}} tensor<?x?xi1>
 func.func @position_mask(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>, %pos: tensor<?xi64>, %kpos2: tensor<?xi64>) -> (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) {
   %kp = graph.reshape %pos {shape = [1, -1]} : tensor<?xi64> -> tensor<1x?xi64>
   %qp = graph.reshape %pos {shape = [-1, 1]} : tensor<?xi64> -> tensor<?x1xi64>
