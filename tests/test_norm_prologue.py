@@ -29,7 +29,7 @@ from autofusion.lowering.matmul_host import plan_tiling
 from autofusion.lowering.matmul_kernel import MatmulTemplate
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import GemmSizes
-from autofusion.lowering.template import GroupParts
+from autofusion.lowering.template import GroupParts, NotApplicable, group_parts
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 from autofusion.passes.fusion_rule import Refusal
 
@@ -195,3 +195,18 @@ def test_emulated_kernel_gives_the_graphs_numbers(elt: str) -> None:
         lowered = apply_pipeline(parse(text), pipeline(SPLIT))
     inputs = feeds(m, k, elt)
     compare(run_function(parse(text), inputs), run_function_emulated(lowered, inputs), elt)
+
+
+def test_a_vector_group_with_statistics_is_not_the_matmul_templates_business() -> None:
+    """Without a cube op the matmul template's answer is a falsy NotApplicable, so the
+    rows template's refusal (or plan) is the one ub-fusion reports."""
+    x, col = T((4, 16), "f16"), T((4, 1), "f32")
+    text = group(
+        f"    %r = graph.rms_norm_stats %x_ {{axis = -1, epsilon = 1.0e-05}} : {x} -> {col}",
+        [("x", x)],
+        [("r", col)],
+    )
+    module = parse(text)
+    fg = next(op for op in module.walk() if isinstance(op, graph.FusionGroupOp))
+    plan = MatmulTemplate().plan(group_parts(fg), get_chip(SPLIT))
+    assert isinstance(plan, NotApplicable) and not plan

@@ -82,12 +82,12 @@ def split_norm_prologue(
     """The group without its norm prologue (rstd then an input of the epilogue) and the
     prologue's plan; (parts, None) when the group has none."""
     stats = [op for op in parts.ops if isinstance(op, graph.RmsNormStatsOp)]
-    if not stats:
-        return parts, None
+    roots = [o for o in parts.ops if isinstance(o, CUBE_ROOTS)]
+    if not stats or not roots:
+        return parts, None  # no prologue, or not a cube group (split_cube_group says so)
     if len(stats) > 1:
         return Refusal("two norm statistics in one cube group")
     op = stats[0]
-    roots = [o for o in parts.ops if isinstance(o, CUBE_ROOTS)]
     if len(roots) != 1 or not isinstance(roots[0], graph.MatmulOp):
         return Refusal(f"{op.name} in a cube group joins a matmul only")
     x, rstd = op.operands[0], op.results[0]
