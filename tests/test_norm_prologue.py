@@ -138,8 +138,9 @@ def test_buffer_level_group_with_a_relu_after_the_bias() -> None:
 
 
 def _plan(text: str, chip: str) -> MatmulPlan | Refusal:
-    """The matmul template's plan of the whole graph-fused function as one group."""
-    module = apply_pipeline(parse(text), f"set-target{{chip={chip}}},graph-fusion")
+    """The matmul template's plan, on `chip`, of the function after graph fusion (for a
+    split chip) as one group."""
+    module = apply_pipeline(parse(text), "graph-fusion")
     ops = [op for op in module.walk() if isinstance(op, graph.GraphOp)]
     compute = [op for op in ops if not isinstance(op, graph.ConstantOp)]
     made = {r for op in compute for r in op.results}
@@ -152,13 +153,16 @@ def _plan(text: str, chip: str) -> MatmulPlan | Refusal:
     return plan
 
 
-def test_coupled_chips_keep_the_statistics_apart() -> None:
-    """Ascend910 (no AIV of its own): the prologue is refused with its reason, and
-    ub-fusion leaves the statistics to a rows kernel before the matmul kernel."""
+def test_coupled_chips_keep_the_norm_whole() -> None:
+    """Ascend910 (no AIVs of its own, no DataCopyPad for per-row values): the template
+    refuses the prologue with its reason, and with the module's target the rule does not
+    fire, so the norm stays one rows kernel before the matmul kernel."""
     text = layer(40, 32, 48, "f16")
     plan = _plan(text, COUPLED)
     assert isinstance(plan, Refusal) and "split chip" in plan.reason
     lowered = apply_pipeline(parse(text), pipeline(COUPLED))
+    ir = module_to_text(default_context(), lowered)
+    assert "rms_norm_stats" not in ir
     assert sorted(k.template.data for k in kernels(lowered)) == ["matmul", "rows"]
     inputs = feeds(40, 32, "f16")
     compare(run_function(parse(text), inputs), run_function(lowered, inputs), "f16")

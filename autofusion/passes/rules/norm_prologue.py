@@ -11,6 +11,7 @@ scales the product's rows before the bias. The normalised x is never written: th
 matmul reads x itself, and its kernel computes rstd from the A rows it has (the matmul
 template's norm prologue, lowering/norm_prologue.py), so the norm's own kernel goes.
 
+Split chips only (910B: the rule is skipped for a module whose target is another chip).
 Preconditions: the norm is over the last axis only (K, the matmul's contraction), g and
 W are constants, W is a [K, N] matrix, the matmul applies no activation (act(r y) is not
 r act(y)), and every user of the norm is such a matmul reading it as A: a norm the graph
@@ -63,6 +64,9 @@ class FoldRmsNormIntoMatMul(FusionRule[NormPrologue]):
     pattern = "RmsNorm->MatMul(constant weight)"
     anchors = (graph.MatmulOp,)
     phase = 1  # after the QKV merge and the FFN: they take the norm's users first
+    # the statistics join the matmul's kernel on split chips only (norm_prologue.py);
+    # elsewhere their per-row values would stay library ops (no DataCopyPad on 910/310P)
+    chip_modes = ("split",)
 
     def match(self, op: Operation) -> NormPrologue | Refusal | None:
         assert isinstance(op, graph.MatmulOp)

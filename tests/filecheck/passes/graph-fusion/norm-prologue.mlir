@@ -96,3 +96,18 @@ func.func @activation(%x: tensor<4x3xf32>) -> tensor<4x2xf32> {
   %z = graph.matmul %n, %w {activation = "relu"} : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   func.return %z : tensor<4x2xf32>
 }
+
+// -----
+
+// Negative: on a chip without AIVs of its own (Ascend910) the rule does not run.
+// RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910},graph-fusion{only=RmsNormMatMulFusionPass}' | filecheck %s --check-prefix=COUPLED
+// COUPLED-LABEL: func.func @coupled_chip
+// COUPLED:         graph.rms_norm %x
+// COUPLED-NOT:     graph.rms_norm_stats
+func.func @coupled_chip(%x: tensor<4x3xf32>) -> tensor<4x2xf32> {
+  %g = graph.constant dense<[2.0, -1.0, 0.5]> : tensor<3xf32>
+  %w = graph.constant dense<[[1.0, 2.0], [3.0, 0.0], [2.0, 2.0]]> : tensor<3x2xf32>
+  %n = graph.rms_norm %x, %g {axis = -1, epsilon = 1.0e-06} : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %z = graph.matmul %n, %w : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+  func.return %z : tensor<4x2xf32>
+}
