@@ -151,8 +151,9 @@ class MatmulKernel(CubeKernel):
             rt = {"tile_rows": t["er"], "tile_stride": t["tile_stride"], "cols": t["N"]}
             outer = [t[f"batch{d}"] for d in range(len(p.batch_shape))] + [t["M"]]
             rt |= {f"outer{d}": v for d, v in enumerate(outer)}
-            gm = {v: self.gm[v] for v in (*row.gm_inputs, *p.parts.outputs) if v in self.gm}
-            if self.prologue is not None:
+            own = self.prologue.p.rstd if self.prologue is not None else None
+            gm = {v: self.gm[v] for v in (*row.gm_inputs, *p.parts.outputs) if v is not own}
+            if self.prologue is not None:  # rstd: the prologue's workspace
                 self.prologue.attach(kb, self.gm[p.a], t[RSTD_BYTES])
                 gm[self.prologue.p.rstd] = self.prologue.ws
             row.attach(kb, gm, rt)
