@@ -46,7 +46,7 @@ def test_qwen_layer_lowers_to_buffer_ir() -> None:
     )
     ir = module_to_text(default_context(), module)
     assert "graph.fusion_group" not in ir
-    assert ir.count("buffer.kernel @") >= 8
+    assert ir.count("buffer.kernel @") >= 7  # the input norm is the QKV matmul's prologue
     assert 'template = "rows", tiling = {split = 2 : i64, tile_elems = 3584 : i64}' in ir
 
 

@@ -24,6 +24,7 @@ from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.matmul_host import matmul_sizes, plan_tiling
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import GemmSizes, l2_budget
+from autofusion.lowering.norm_prologue import prologue_cost
 from autofusion.lowering.rope_epilogue_emit import table_overcount
 from autofusion.lowering.template import KernelCost
 from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
@@ -46,6 +47,9 @@ def matmul_cost(p: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None
     rows = batch * m
     chunks = batch * t["mt"] * -(-t["tm"] // t["er"]) * t["nt"]
     external = [p.raw] if p.raw is not None else []
+    if p.prologue is not None:  # rstd comes from the kernel's own workspace
+        external.append(p.prologue.rstd)
+    pro = prologue_cost(p.prologue, rows, t["nt"])
     read, write = epilogue_io(
         p.rows, external, EpilogueSweep(rows, n, chunks, t["tn"], t["nt"], blocks), dims
     )
@@ -59,7 +63,12 @@ def matmul_cost(p: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None
     tm, tn, kl1 = min(t["tm"], m), min(t["tn"], n), min(t["kl1"], k)
     chunk = min(t["er"], m) * tn * 4
     transfer = blended_transfer(
-        [(a_bytes, tm * kl1 * w), (b_bytes, kl1 * tn * w), (read + write + 2 * ws, chunk)]
+        [
+            (a_bytes, tm * kl1 * w),
+            (b_bytes, kl1 * tn * w),
+            (read + write + 2 * ws, chunk),
+            (pro.gm_read + pro.gm_write, pro.transfer),
+        ]
     )
     # HBM (tile order, module docstring): the group's A bands stay in L2, each B band
     # comes once per group; a whole operand that fits the budget is read once; the
@@ -71,11 +80,11 @@ def matmul_cost(p: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None
     hbm_b = b_whole if b_whole <= budget else min(b_bytes, batch * k * n * w * sweeps)
     epilogue_in = epilogue_unique_read(p.rows, external, dims)
     return KernelCost(
-        gm_read_bytes=a_bytes + b_bytes + read + ws,
-        gm_write_bytes=write + ws,
+        gm_read_bytes=a_bytes + b_bytes + read + ws + pro.gm_read,
+        gm_write_bytes=write + ws + pro.gm_write,
         hbm_read_bytes=hbm_a + hbm_b + min(read, epilogue_in),
         hbm_write_bytes=write,
-        vector_work=epilogue_work(p.rows, p.root, rows * n),
+        vector_work=epilogue_work(p.rows, p.root, rows * n) + pro.vector_work,
         cube_flops=2.0 * batch * round_up(m, FRACTAL) * round_up(n, FRACTAL) * round_up(k, FRACTAL),
         transfer_bytes=transfer,
         ub_bytes=epilogue_ub(p.rows),

@@ -37,6 +37,7 @@ from autofusion.lowering.cube_epilogue import (
 from autofusion.lowering.kernel_builder import mapped_index
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import PARAMS, tile_coords
+from autofusion.lowering.norm_prologue import RSTD_BYTES, PrologueEmitter
 from autofusion.lowering.rope_epilogue_emit import head_step, rope_heads, table_copy
 from autofusion.lowering.row_kernel import HostFeeds, RowKernel, TileCopy
 
@@ -62,11 +63,14 @@ class MatmulKernel(CubeKernel):
         self.name = name
         self.chip = chip
         self.row: RowKernel | None = None
+        self.prologue: PrologueEmitter | None = None
         if plan.rows is not None:
             assert plan.raw is not None
             act = activation_of(plan.root)
             emitters = {plan.root: root_emitter(plan.raw, plan.bias, plan.alpha, plan.beta, act)}
             copy_ins: dict[SSAValue, TileCopy] = {}
+            if plan.prologue is not None:
+                self.prologue = PrologueEmitter(plan.prologue, name, chip)
             if plan.rope is not None:
                 d = plan.rope.head_dim
                 emitters[plan.rope.rope] = rope_heads(plan.root.results[0], d)
@@ -79,13 +83,16 @@ class MatmulKernel(CubeKernel):
                 HostFeeds(sources=[plan.raw], emitters=emitters, copy_ins=copy_ins),
             )
         inputs = [plan.a, plan.b, *(self.row.gm_inputs if self.row else [])]
+        if plan.prologue is not None:  # rstd: the kernel's own workspace
+            inputs.remove(plan.prologue.rstd)
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
 
     def outputs(self) -> list[SSAValue]:
         return list(self.p.parts.outputs)
 
     def params(self) -> Sequence[str]:
-        return [*PARAMS, *(f"batch{d}" for d in range(len(self.p.batch_shape)))]
+        names = [*PARAMS, *(f"batch{d}" for d in range(len(self.p.batch_shape)))]
+        return names + ([RSTD_BYTES] if self.p.prologue is not None else [])
 
     def core_type(self) -> str:
         return "aic" if self.p.direct else "mix"
@@ -144,7 +151,15 @@ class MatmulKernel(CubeKernel):
             rt = {"tile_rows": t["er"], "tile_stride": t["tile_stride"], "cols": t["N"]}
             outer = [t[f"batch{d}"] for d in range(len(p.batch_shape))] + [t["M"]]
             rt |= {f"outer{d}": v for d, v in enumerate(outer)}
-            row.attach(kb, {v: self.gm[v] for v in (*row.gm_inputs, *p.parts.outputs)}, rt)
+            own = self.prologue.p.rstd if self.prologue is not None else None
+            gm = {v: self.gm[v] for v in (*row.gm_inputs, *p.parts.outputs) if v is not own}
+            if self.prologue is not None:  # rstd: the prologue's workspace
+                self.prologue.attach(kb, self.gm[p.a], t[RSTD_BYTES])
+                gm[self.prologue.p.rstd] = self.prologue.ws
+            row.attach(kb, gm, rt)
+        if self.prologue is not None:  # rstd of every row of A, then SyncAll
+            rows = idx.product([t[f"batch{d}"] for d in range(len(p.batch_shape))] + [t["M"]])
+            self.prologue.emit_pass(bid, rows)
         with kb.loop(first, last, "tile") as tile:
             if row is not None:
                 row.start_pool(cast(Operation, kb.entry.last_op))

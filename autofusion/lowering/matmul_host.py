@@ -20,6 +20,7 @@ from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import GemmSizes, GemmTiling, gemm_tiling, l2_budget
+from autofusion.lowering.norm_prologue import rstd_bytes
 from autofusion.lowering.rope_epilogue_emit import head_step
 from autofusion.lowering.template import HostLaunch
 from autofusion.lowering.value_types import resolve_dynamic_dims, tensor_shape
@@ -86,6 +87,7 @@ def matmul_tiling_function(p: MatmulPlan, name: str, chip: ChipSpec) -> func.Fun
         m, n, k = kb.entry.args[:3]
         batch = kb.idx.product(list(kb.entry.args[3:]))
         t = plan_tiling(kb.idx, p, chip, GemmSizes(m, n, k, batch))
-        return [*t.values.values(), *kb.entry.args[3:], t.blocks]
+        rstd = [] if p.prologue is None else [rstd_bytes(kb.idx, kb.idx.mul(batch, m))]
+        return [*t.values.values(), *kb.entry.args[3:], *rstd, t.blocks]
 
     return tiling_function(name, arg_names, body)

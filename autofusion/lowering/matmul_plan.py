@@ -26,6 +26,7 @@ from autofusion.lowering.cube_epilogue import (
     split_cube_group,
 )
 from autofusion.lowering.matmul_tiling import CubeTiles, choose_tiles, tiles_footprint
+from autofusion.lowering.norm_prologue import NormPrologue, epilogue_room, split_norm_prologue
 from autofusion.lowering.recorded_tiling import (
     EPILOGUE_TILE,
     fractal_refusal,
@@ -64,6 +65,7 @@ class MatmulPlan(Plan):
     rows: RowPlan | None
     raw: SSAValue | None
     rope: RopeColumns | None = None  # a rope epilogue (rope_epilogue.py)
+    prologue: NormPrologue | None = None  # the A rows' norm statistics (norm_prologue.py)
 
     @property
     def ops(self) -> list[Operation]:
@@ -123,6 +125,11 @@ def recorded_cube_tiles(
 def plan_matmul(
     parts: GroupParts, chip: ChipSpec, tiling: Mapping[str, TilingValue] | None = None
 ) -> MatmulPlan | Refusal:
+    group = parts
+    split = split_norm_prologue(parts, chip)
+    if isinstance(split, Refusal):
+        return split
+    parts, prologue = split
     found = split_cube_group(parts, (graph.MatmulOp, graph.GemmOp), "matmul")
     if isinstance(found, Refusal):
         return found
@@ -181,7 +188,7 @@ def plan_matmul(
         raw = detached_value(ws_elt, tensor_shape(root.results[0]), "raw")
         extra = [bias] if bias is not None else []
         ep = CubeEpilogue(root, raw, extra, epilogue, parts, rank - 1)
-        room = EpilogueRoom(chip.ub_bytes)
+        room = EpilogueRoom(*epilogue_room(prologue, chip))
         planned = (
             plan_epilogue(ep, room, chip)
             if rope is None
@@ -206,7 +213,7 @@ def plan_matmul(
             f"an N tile of {tiles.tn} columns does not hold whole heads of dim {rope.head_dim}"
         )
     return MatmulPlan(
-        parts,
+        group,
         root,
         epilogue,
         a,
@@ -226,6 +233,7 @@ def plan_matmul(
         rows,
         raw,
         rope,
+        prologue,
     )
 
 

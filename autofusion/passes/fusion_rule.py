@@ -41,6 +41,9 @@ class FusionRule(RewritePattern, ABC, Generic[MatchT]):
     # A pass told its chip skips the rule elsewhere (its op would stay a library op
     # that chip does not have).
     chip_modes: ClassVar[tuple[str, ...] | None] = None
+    # graph-fusion runs its rules phase by phase, each to a fixpoint: a rule of a later
+    # phase sees only what the earlier phases' rules left (the FFN, the merged QKV)
+    phase: ClassVar[int] = 0
 
     def __init__(self, statistics: FusionStatistics | None = None) -> None:
         self.statistics = statistics if statistics is not None else FusionStatistics()

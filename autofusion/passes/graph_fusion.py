@@ -73,7 +73,8 @@ class GraphFusionPass(ReadsTarget, ModulePass):
         statistics = FusionStatistics()
         target = module_target(module)
         rules = select_rules(graph_fusion_rules(), self.switch_file, self.only, target)
-        run_rules(module, rules, statistics)
+        for phase in sorted({r.phase for r in rules}):
+            run_rules(module, [r for r in rules if r.phase == phase], statistics)
         return statistics
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -24,6 +24,7 @@ from autofusion.passes.rules.layout_folding import (
     RemoveUnchangedTranspose,
     SinkTransposeThroughElementwise,
 )
+from autofusion.passes.rules.norm_prologue import FoldRmsNormIntoMatMul
 from autofusion.passes.rules.norm_split import SplitLayerNorm, SplitRmsNorm
 from autofusion.passes.rules.norms import FuseLayerNorm, FuseRmsNorm
 from autofusion.passes.rules.producer_duplicate import DuplicateProducer
@@ -64,6 +65,8 @@ GRAPH_FUSION_RULES: list[type[FusionRule]] = [
     # a bias add still to fold); it anchors on the down projection, after the merge,
     # which leaves a gated MLP's gate and up projections apart
     FuseFfn,
+    # an RMS norm into the matmuls it feeds (phase 1: after the merge and the FFN)
+    FoldRmsNormIntoMatMul,
     ConvActivation,
     MatMulActivation,
     # last: it claims only elementwise ops whose transposes then cancel
