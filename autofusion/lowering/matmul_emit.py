@@ -37,7 +37,7 @@ from autofusion.lowering.cube_epilogue import (
 from autofusion.lowering.kernel_builder import mapped_index
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import PARAMS, tile_coords
-from autofusion.lowering.rope_epilogue_emit import head_step, rope_heads, table_copy
+from autofusion.lowering.rope_epilogue_emit import head_step, ranged_outputs, rope_heads, table_copy
 from autofusion.lowering.row_kernel import HostFeeds, RowKernel, TileCopy
 
 
@@ -67,17 +67,14 @@ class MatmulKernel(CubeKernel):
             act = activation_of(plan.root)
             emitters = {plan.root: root_emitter(plan.raw, plan.bias, plan.alpha, plan.beta, act)}
             copy_ins: dict[SSAValue, TileCopy] = {}
+            out_columns: dict[SSAValue, tuple[int, int]] = {}
             if plan.rope is not None:
                 d = plan.rope.head_dim
-                emitters[plan.rope.rope] = rope_heads(plan.root.results[0], d)
-                copy_ins = {t: table_copy(d) for t in plan.rope.rope.operands[1:]}
-            self.row = RowKernel(
-                plan.rows,
-                name,
-                chip.name,
-                chip.cube_cores,
-                HostFeeds(sources=[plan.raw], emitters=emitters, copy_ins=copy_ins),
-            )
+                emitters[plan.rope.rope] = rope_heads(plan.root.results[0], plan.rope)
+                copy_ins = {t: table_copy(d) for t in plan.rope.tables}
+                out_columns = ranged_outputs(plan.rope, plan.out_shape[-1])
+            feeds = HostFeeds([plan.raw], (), emitters, copy_ins, out_columns)
+            self.row = RowKernel(plan.rows, name, chip.name, chip.cube_cores, feeds)
         inputs = [plan.a, plan.b, *(self.row.gm_inputs if self.row else [])]
         self.kernel_inputs: list[SSAValue] = list(dict.fromkeys(inputs))
 
