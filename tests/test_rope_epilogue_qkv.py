@@ -7,10 +7,18 @@ never meet the matmul."""
 
 from __future__ import annotations
 
+import re
 import shutil
 
+import numpy as np
 import pytest
 from test_rope_epilogue import emulated_matches, fused_matches, small_tiles  # noqa: F401
+
+from autofusion import dtypes
+from autofusion.interpreter import run_function
+from autofusion.mlir_io import default_context, module_to_text, parse_module
+
+from differential import apply_pipeline
 
 
 def T(shape: tuple[int, ...], elt: str) -> str:
@@ -89,3 +97,41 @@ def test_merged_qkv_ascendc_matches_the_graph(chip: str) -> None:
     """The kernel's Ascend C, emulated, with a bias (applied before the rope)."""
     text = merged_qkv((2, 20), 32, (4, 2), 16, "f16", True)
     emulated_matches(text, chip, [(2, 20, 32), (32, 128), (128,), (20, 16), (20, 16)], 5)
+
+
+def test_attention_reads_what_the_projection_writes() -> None:
+    """The QKV matmul with its rope epilogue and v's slice (moved to it from the
+    attention: fusion/view_placement.py), then the attention on q, k and v: two kernels
+    whose buffer-level run equals the graph's."""
+    text = (
+        merged_qkv((1, 64), 32, (4, 2), 16, "f16", True)
+        .replace(
+            "func.return %qr, %kr, %v4 : tensor<1x64x4x16xf16>, tensor<1x64x2x16xf16>, "
+            "tensor<1x64x2x16xf16>",
+            '%o = graph.flash_attention %qr, %kr, %v4 {scale = 0.25 : f32, causal = true, layout = "BSND"} '
+            ": (tensor<1x64x4x16xf16>, tensor<1x64x2x16xf16>, tensor<1x64x2x16xf16>) -> "
+            "tensor<1x64x4x16xf16>\n  func.return %o : tensor<1x64x4x16xf16>",
+        )
+        .replace(
+            "-> (tensor<1x64x4x16xf16>, tensor<1x64x2x16xf16>, tensor<1x64x2x16xf16>) {",
+            "-> tensor<1x64x4x16xf16> {",
+        )
+    )
+    before = parse_module(default_context(), text, "g.mlir")
+    after = apply_pipeline(
+        parse_module(default_context(), text, "g.mlir"),
+        "set-target{chip=Ascend910B1},ub-fusion,lower-to-buffer",
+    )
+    ir = module_to_text(default_context(), after)
+    assert ir.count("buffer.launch") == 2
+    assert re.search(r"%v, %qr, %kr = buffer.launch @\w+ .*template = \"matmul\"", ir)
+    rng = np.random.default_rng(11)
+    shapes = [(1, 64, 32), (32, 128), (128,), (64, 16), (64, 16)]
+    feeds = {
+        f"arg{i}": dtypes.to_storage(rng.standard_normal(s) * 0.5, dtypes.ELEMENT_TYPES["f16"])
+        for i, s in enumerate(shapes)
+    }
+    want, got = run_function(before, feeds), run_function(after, feeds)
+    for key in want:
+        w, g = want[key].astype(np.float64), got[key].astype(np.float64)
+        np.testing.assert_allclose(g, w, rtol=4e-3, atol=4e-3 * max(1.0, float(np.abs(w).max())))

@@ -239,21 +239,21 @@ def rope_epilogue(
         return Refusal(
             f"a rope epilogue needs a head dim that is a multiple of 8, not {first.head_dim}"
         )
-    roped = {r.rope.results[0]: r for r in ranges}
+    roped: dict[SSAValue, RopeColumns] = {r.rope.results[0]: r for r in ranges}
     columns: list[ColumnOutput] = []
     for v in outputs:
         if v in roped:
-            r = roped[v]
-            columns.append(ColumnOutput(v, r.start, r.stop, True))
+            taken = roped[v]
+            columns.append(ColumnOutput(v, taken.start, taken.stop, True))
             continue
-        found = _view_columns(root_out, v)
-        if isinstance(found, Refusal):
+        span = _view_columns(root_out, v)
+        if isinstance(span, Refusal):
             what = v.owner.name if isinstance(v.owner, Operation) else "a block argument"
             return Refusal(
-                f"{what} is read outside a rope epilogue: {found.reason}; the epilogue "
+                f"{what} is read outside a rope epilogue: {span.reason}; the epilogue "
                 "writes ropes and column ranges of the product only"
             )
-        start, width = found
+        start, width = span
         columns.append(ColumnOutput(v, start, start + width, False))
     return RopeEpilogue(tuple(ranges), tuple(columns))
 

@@ -176,7 +176,7 @@ def rope_heads(source: SSAValue, rope: RopeEpilogue) -> Emitter:
         k.pool.release(a.buf)
         k.pool.release(b.buf)
         rotated = k.round_to(y, element_type(op.results[0]))
-        for r in rope.ropes:
-            k.locs[r.rope.results[0]] = rotated
+        for taken in rope.ropes:
+            k.locs[taken.rope.results[0]] = rotated
 
     return emit
