@@ -42,9 +42,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
-from xdsl.rewriter import InsertPoint
 
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
@@ -204,18 +203,6 @@ def _earlier_reshape(v: SSAValue, shape: list[int], before: Operation) -> SSAVal
     return None
 
 
-def _after_definition(v: SSAValue, op: Operation, placed: list[Operation]) -> InsertPoint:
-    """Where a reshape of table `v` for rope `op` goes: right after v's definition (after
-    the reshapes `placed` there before it), so that every later rope of v can share it."""
-    owner = v.owner
-    if isinstance(owner, Operation) and owner.parent is op.parent:
-        return InsertPoint.after(owner)
-    if isinstance(v, BlockArgument) and v.block is op.parent:
-        earlier = [r for r in placed if r.operands[0].owner is v.block]
-        return InsertPoint.after(earlier[-1]) if earlier else InsertPoint.at_start(v.block)
-    return InsertPoint.before(op)
-
-
 class SinkTransposeThroughRope(FusionRule[TransposedRope]):
     rule_name = "RopeTransposeSinkPass"
     pattern = "Transpose(last axis kept)->Rope"
@@ -243,7 +230,6 @@ class SinkTransposeThroughRope(FusionRule[TransposedRope]):
         assert isinstance(op, graph.RopeOp)
         new_ops: list[Operation] = []
         tables = []
-        placed: list[Operation] = []
         for v, shape in zip((op.cos, op.sin), match.shapes):
             if [-1 if d == si.DYN else d for d in m.shape(v)] == shape:
                 tables.append(v)
@@ -256,10 +242,7 @@ class SinkTransposeThroughRope(FusionRule[TransposedRope]):
             if v.name_hint is not None:
                 dims = ("S" if d == -1 else str(d) for d in shape)
                 r.results[0].name_hint = f"{v.name_hint}_{'x'.join(dims)}"
-            r.location = m.fused_location([match.transpose, op])
-            # right after the table, so that every later rope of it can share the reshape
-            rewriter.insert(r, _after_definition(v, op, placed))
-            placed.append(r)
+            new_ops.append(r)
             tables.append(r.results[0])
         p = graph.Props(op.properties, op.name)
         rope = graph.RopeOp.make(
