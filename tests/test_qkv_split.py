@@ -1,7 +1,7 @@
 """The q/k/v split of a merged QKV projection folds into its readers (issue 15, point 1).
 
-SplitSliceFusionPass makes the split one slice per part; the rope kernels read their
-part's columns in place (row_views.py) and so does the BSND attention kernel
+SplitSliceFusionPass makes the split one slice per part; the ropes join the projection
+as its epilogue (rope_epilogue.py) and the BSND attention kernel reads its parts in place
 (attention_views.py: token rows as wide as the projection's output). The fused graph,
 its buffer-level kernels and their emulated Ascend C compute what the original does.
 """
@@ -77,17 +77,18 @@ def attention_group(module: ModuleOp) -> graph.FusionGroupOp:
 
 @pytest.mark.parametrize("rope", [True, False])
 def test_split_folds_into_its_readers(rope: bool) -> None:
-    """No split and no copy kernel: every kernel after the matmul reads the projection's
-    output itself; the attention group holds v's slice (and q's and k's without rope)."""
+    """No split and no copy kernel: without rope the attention reads q, k and v as slices
+    of the projection's output; with rope the projection takes the ropes as its epilogue
+    and writes q, k and v (v's slice moves to it: fusion/view_placement.py)."""
     module = fused(layer(rope))
     assert not [op for op in module.walk() if isinstance(op, graph.SplitOp)]
     groups = [g for g in module.walk() if isinstance(g, graph.FusionGroupOp)]
-    assert len(groups) == (4 if rope else 2)
+    assert len(groups) == 2
     for g in groups:
         body = [o for o in g.walk() if o is not g and not isinstance(o, graph.YieldOp)]
         assert not all(isinstance(o, graph.SliceOp | graph.ReshapeOp) for o in body)
     slices = [o for o in attention_group(module).walk() if isinstance(o, graph.SliceOp)]
-    assert len(slices) == (1 if rope else 3)
+    assert len(slices) == (0 if rope else 3)
 
 
 @pytest.mark.parametrize("rope", [True, False])

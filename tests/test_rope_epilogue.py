@@ -19,7 +19,12 @@ from autofusion.dialects import graph
 from autofusion.hardware import get_chip
 from autofusion.interpreter import run_function
 from autofusion.lowering import matmul_tiling
-from autofusion.lowering.rope_epilogue import RopeColumns, rope_columns, rope_epilogue
+from autofusion.lowering.rope_epilogue import (
+    RopeColumns,
+    RopeEpilogue,
+    rope_columns,
+    rope_epilogue,
+)
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 from autofusion.passes.fusion_rule import Refusal
 
@@ -67,16 +72,48 @@ def _ops(cut: str, table: str = "tensor<1x16x1x8xf16>") -> tuple[Operation, list
 @pytest.mark.parametrize("table", ["tensor<1x16x1x8xf16>", "tensor<16x1x8xf16>"])
 def test_merged_qkv_columns(cut: str, ranges: list[tuple[int, int]], table: str) -> None:
     root, ropes = _ops(cut, table)
-    found = [rope_columns(root, r) for r in ropes]
+    found = [rope_columns(root.results[0], r) for r in ropes]
     assert all(isinstance(f, RopeColumns) for f in found)
     assert [(f.start, f.heads) for f in found if isinstance(f, RopeColumns)] == ranges
     assert all(f.head_dim == 8 for f in found if isinstance(f, RopeColumns))
-    why = rope_epilogue(root, ropes, [r.results[0] for r in ropes])
-    assert isinstance(why, Refusal)
-    cols = ", ".join(f"[{s}, {s + h * 8})" for s, h in ranges)
-    assert why.reason == (
-        f"graph.rope after a cube op: its columns {cols} are whole heads of dim 8, but the "
-        "epilogue takes one rope over all 64 columns"
+    taken = rope_epilogue(root, ropes, [r.results[0] for r in ropes])
+    assert isinstance(taken, RopeEpilogue)
+    assert [(o.start, o.stop, o.roped) for o in taken.outputs] == [
+        (s, s + h * 8, True) for s, h in ranges
+    ]
+
+
+def test_merged_qkv_outputs_take_their_columns() -> None:
+    """v's split result read outside is a plain output of its columns; the product
+    itself, read outside too, one of all of them."""
+    root, ropes = _ops(SPLIT)
+    split = next(iter(root.results[0].uses)).operation
+    v = split.results[2]
+    outs = [ropes[0].results[0], ropes[1].results[0], v, root.results[0]]
+    taken = rope_epilogue(root, ropes, outs)
+    assert isinstance(taken, RopeEpilogue)
+    assert [(o.start, o.stop, o.roped) for o in taken.outputs] == [
+        (0, 32, True),
+        (32, 48, True),
+        (48, 64, False),
+        (0, 64, False),
+    ]
+
+
+def test_partial_rope_is_refused() -> None:
+    text = (
+        rope_after_matmul((2, 16), 32, 4, 16, "f16")
+        .replace("{interleaved = false}", "{interleaved = false, rotary_dim = 8}")
+        .replace("tensor<16x1x16xf16>", "tensor<16x1x8xf16>")
+    )
+    module = parse_module(default_context(), text, "g.mlir")
+    ops = [op for op in module.walk() if isinstance(op, graph.GraphOp)]
+    root = next(op for op in ops if isinstance(op, graph.MatmulOp))
+    rope = next(op for op in ops if isinstance(op, graph.RopeOp))
+    found = rope_columns(root.results[0], rope)
+    assert isinstance(found, Refusal)
+    assert (
+        found.reason == "a partial rope (rotary_dim 8) has no cube epilogue: it rotates whole heads"
     )
 
 
@@ -97,7 +134,7 @@ def test_merged_qkv_columns(cut: str, ranges: list[tuple[int, int]], table: str)
 )
 def test_refusals_name_the_rope(cut: str, table: str, reason: str) -> None:
     root, ropes = _ops(cut, table)
-    found = rope_columns(root, ropes[0])
+    found = rope_columns(root.results[0], ropes[0])
     assert isinstance(found, Refusal)
     assert found.reason.startswith(reason)
     why = rope_epilogue(root, ropes, [])
@@ -201,13 +238,18 @@ def test_rope_epilogue_ascendc_matches_the_graph(chip: str, small_tiles: None) -
     """The kernel's Ascend C, emulated (a mix kernel with its workspace on 910B1; L0C ->
     UB on the coupled chips, by scalar moves instead of Gather on 910)."""
     text = rope_after_matmul((2, 20), 32, 4, 16, "f16")
+    emulated_matches(text, chip, [(2, 20, 32), (32, 64), (20, 1, 16), (20, 1, 16)], 3)
+
+
+def emulated_matches(text: str, chip: str, shapes: list[tuple[int, ...]], seed: int) -> None:
+    """The f16 graph's fused kernels as Ascend C, compiled and emulated, against the
+    interpreter on random arguments of `shapes`."""
     before = parse_module(default_context(), text, "g.mlir")
     after = apply_pipeline(
         parse_module(default_context(), text, "g.mlir"),
         f"set-target{{chip={chip}}},ub-fusion,lower-to-buffer",
     )
-    rng = np.random.default_rng(3)
-    shapes = [(2, 20, 32), (32, 64), (20, 1, 16), (20, 1, 16)]
+    rng = np.random.default_rng(seed)
     feeds = {
         f"arg{i}": dtypes.to_storage(rng.standard_normal(s), dtypes.ELEMENT_TYPES["f16"])
         for i, s in enumerate(shapes)

@@ -75,7 +75,8 @@ def assert_close(got: dict[str, np.ndarray], want: dict[str, np.ndarray], atol: 
             2e-2,
             [
                 ["main_kernel0", "main_kernel1", "main_kernel2"],
-                ["main_kernel4", "main_kernel5"],
+                # k's rope reads q's table views (RopeTransposeSinkPass): no view between
+                ["main_kernel3", "main_kernel4", "main_kernel5"],
                 ["main_kernel6", "main_kernel7", "main_kernel8"],
             ],
         ),
@@ -185,8 +186,8 @@ def test_report_charges_one_launch_per_super_kernel() -> None:
     assert b["launches"]["launches_after"] == 9 - (2 + 1 + 2)
     assert b["launches"]["saved_us"] == pytest.approx(5 * launch_us)
     saved = a["totals"]["time_us_after"] - b["totals"]["time_us_after"]
-    assert saved == pytest.approx(5 * launch_us, abs=1e-3)
-    assert "15.0 us saved" in fused.files["report.md"].decode()
+    assert saved == pytest.approx(6 * launch_us, abs=1e-3)
+    assert "18.0 us saved" in fused.files["report.md"].decode()
 
 
 def test_super_kernel_on_a_chip_without_sync_all_is_an_error_and_off_at_O3() -> None:

@@ -44,6 +44,7 @@ from autofusion.fusion.legality import (
     rules_needed,
     switched_off,
 )
+from autofusion.fusion.view_placement import place_views
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.template import GroupParts, KernelTemplate, Plan
 from autofusion.passes.fusion_statistics import FusionStatistics, describe_op
@@ -308,6 +309,7 @@ class Partitioner:
                 push(other, merged)
             for other in self.consumers(merged):
                 push(merged, other)
+        place_views(self)  # view_placement.py: a view moves to the side where it pays
         # views merged into a kernel are no longer library ops
         self.result.library_ops = [
             (op, why) for op, why in self.result.library_ops if op not in self.group_of

@@ -25,7 +25,7 @@ from autofusion.lowering.matmul_host import matmul_sizes, plan_tiling
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import GemmSizes, l2_budget
 from autofusion.lowering.norm_prologue import prologue_cost
-from autofusion.lowering.rope_epilogue_emit import table_overcount
+from autofusion.lowering.rope_epilogue_emit import rope_overcount
 from autofusion.lowering.template import KernelCost
 from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 
@@ -53,7 +53,8 @@ def matmul_cost(p: MatmulPlan, chip: ChipSpec, dims: Sequence[int] | None = None
     read, write = epilogue_io(
         p.rows, external, EpilogueSweep(rows, n, chunks, t["tn"], t["nt"], blocks), dims
     )
-    read -= table_overcount(p.rope, rows, n, t["nt"])
+    over_read, over_write = rope_overcount(p.rope, rows, n, t["nt"])
+    read, write = read - over_read, write - over_write
     if p.direct:
         write += rows * n * byte_width(element_type(p.root.results[0]))
     ws = rows * n * byte_width(p.ws_elt) if p.ws_elt is not None and not p.l0c_to_ub else 0

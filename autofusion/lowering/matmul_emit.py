@@ -9,6 +9,7 @@ from typing import cast
 from xdsl.dialects.builtin import f32
 from xdsl.ir import Operation, SSAValue
 
+from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
@@ -38,7 +39,7 @@ from autofusion.lowering.kernel_builder import mapped_index
 from autofusion.lowering.matmul_plan import MatmulPlan
 from autofusion.lowering.matmul_tiling import PARAMS, tile_coords
 from autofusion.lowering.norm_prologue import RSTD_BYTES, PrologueEmitter
-from autofusion.lowering.rope_epilogue_emit import head_step, rope_heads, table_copy
+from autofusion.lowering.rope_epilogue_emit import head_step, ranged_outputs, rope_heads, table_copy
 from autofusion.lowering.row_kernel import HostFeeds, RowKernel, TileCopy
 
 
@@ -71,17 +72,14 @@ class MatmulKernel(CubeKernel):
             copy_ins: dict[SSAValue, TileCopy] = {}
             if plan.prologue is not None:
                 self.prologue = PrologueEmitter(plan.prologue, name, chip)
+            out_columns: dict[SSAValue, tuple[int, int]] = {}
             if plan.rope is not None:
                 d = plan.rope.head_dim
-                emitters[plan.rope.rope] = rope_heads(plan.root.results[0], d)
-                copy_ins = {t: table_copy(d) for t in plan.rope.rope.operands[1:]}
-            self.row = RowKernel(
-                plan.rows,
-                name,
-                chip.name,
-                chip.cube_cores,
-                HostFeeds(sources=[plan.raw], emitters=emitters, copy_ins=copy_ins),
-            )
+                emitters[plan.rope.rope] = rope_heads(plan.rope.source, plan.rope)
+                copy_ins = {t: table_copy(d) for t in plan.rope.tables}
+                out_columns = ranged_outputs(plan.rope, plan.out_shape[-1])
+            feeds = HostFeeds([plan.raw], (), emitters, copy_ins, out_columns)
+            self.row = RowKernel(plan.rows, name, chip.name, chip.cube_cores, feeds)
         inputs = [plan.a, plan.b, *(self.row.gm_inputs if self.row else [])]
         if plan.prologue is not None:  # rstd: the kernel's own workspace
             inputs.remove(plan.prologue.rstd)
@@ -322,7 +320,12 @@ def emit_matmul_kernel(
     def shrink(max_cols: int) -> None:
         if p.tiles.tn > max_cols:
             step = head_step(p.rope)
-            p.tiles = replace(p.tiles, tn=max(step, max_cols // step * step))
+            if max_cols < step:  # a rope epilogue's N tile holds whole heads
+                raise UserError(
+                    f"kernel {name}: no N tile of whole {step}-wide heads fits the "
+                    f"{chip.name} UB beside the epilogue's buffers"
+                )
+            p.tiles = replace(p.tiles, tn=max_cols // step * step)
 
     kernel = build_fitting_ub(build, p.rows, chip, shrink)
     return kernel, emitters[-1]

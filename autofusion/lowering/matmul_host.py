@@ -74,7 +74,8 @@ def matmul_launch(
     dims = [idx.const(v) if isinstance(v, int) else v for v in values]
     anchor = [*dims[3:], dims[0], dims[1]]
     # a rope's output is the product's rows split into static heads: the product's dims
-    outputs = p.parts.outputs if p.rope is None else [p.root.results[0]]
+    # (all of them: the ropes' results and the column views of the product)
+    outputs = p.parts.outputs if p.rope is None else [p.root.results[0]] * len(p.parts.outputs)
     return HostLaunch(dims, [], output_dynamic_dims(outputs, anchor, len(out)))
 
 

@@ -51,6 +51,7 @@ from dataclasses import asdict
 from xdsl.builder import Builder
 from xdsl.ir import SSAValue
 
+from autofusion.diagnostics import UserError
 from autofusion.dialects.group_plan import TilingValue
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
@@ -73,7 +74,18 @@ class MatmulTemplate(KernelTemplate[MatmulPlan]):
     name = "matmul"
 
     def plan(self, parts: GroupParts, chip: ChipSpec) -> MatmulPlan | Refusal:
-        return plan_matmul(parts, chip)
+        plan = plan_matmul(parts, chip)
+        if isinstance(plan, Refusal) or plan.prologue is None or plan.rope is None:
+            return plan
+        # a rope epilogue beside a norm prologue: the per-value UB budget does not count
+        # the rope's working buffers next to the statistics' share, and no smaller tile
+        # holds a whole head; build once, so ub-fusion never plans a kernel that
+        # lower-to-buffer cannot build (the build shrinks the plan's tile as settle does)
+        try:
+            emit_matmul_kernel(plan, "fits", chip)
+        except UserError as e:
+            return Refusal(f"a rope epilogue beside a norm prologue: {e}")
+        return plan
 
     def at_tiling(
         self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec

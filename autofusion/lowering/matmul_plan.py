@@ -34,7 +34,7 @@ from autofusion.lowering.recorded_tiling import (
     take_row_tile,
     take_tiles,
 )
-from autofusion.lowering.rope_epilogue import RopeColumns, group_rope
+from autofusion.lowering.rope_epilogue import RopeEpilogue, group_rope
 from autofusion.lowering.rope_epilogue_emit import head_step, plan_rope_epilogue
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.template import GroupParts, Plan
@@ -64,7 +64,7 @@ class MatmulPlan(Plan):
     ws_elt: Attribute | None  # workspace element type (split chips with an epilogue)
     rows: RowPlan | None
     raw: SSAValue | None
-    rope: RopeColumns | None = None  # a rope epilogue (rope_epilogue.py)
+    rope: RopeEpilogue | None = None  # a rope epilogue (rope_epilogue.py)
     prologue: NormPrologue | None = None  # the A rows' norm statistics (norm_prologue.py)
 
     @property

@@ -7,8 +7,10 @@ QKV's q or k), that range starts on a head boundary, the rotation is rotate-half
 interleaved) and the cos/sin tables are indexed by the row's position ([S, D] broadcast
 over batch and heads). `rope_columns` finds that range or says by name why not;
 `rope_epilogue` is split_cube_group's verdict on a group with ropes: the matmul
-template takes one rope over its whole output (rope_epilogue_emit.py), and names why
-not otherwise.
+template takes ropes on column ranges of its output that read one pair of tables (a
+merged QKV's q and k), and writes each group output from its columns of the rotated or
+the plain product (q and k roped, v as it is: rope_epilogue_emit.py); it names why not
+otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
+from autofusion.dialects.graph_base import FusionKind, fusion_kind
 from autofusion.lowering.value_types import tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 
@@ -85,12 +88,20 @@ def _table_refusal(rope: graph.RopeOp, x_shape: tuple[int, ...]) -> Refusal | No
     return None
 
 
-def rope_columns(root: Operation, rope: graph.RopeOp) -> RopeColumns | Refusal:
-    """The rope's whole-head column range in `root`'s output, or why its rows are not
-    the output's rows."""
-    if graph.Props(rope.properties, rope.name).flag("interleaved"):
+def rope_columns(root_out: SSAValue, rope: graph.RopeOp) -> RopeColumns | Refusal:
+    """The rope's whole-head column range in `root_out` (the product the epilogue
+    rotates), or why its rows are not the product's rows."""
+    props = graph.Props(rope.properties, rope.name)
+    if props.flag("interleaved"):
         return Refusal("an interleaved rope (adjacent pairs) has no cube epilogue")
-    root_out = root.results[0]
+    if (
+        props.has("rotary_dim")
+        and props.integer("rotary_dim") != tensor_shape(rope.operands[0])[-1]
+    ):
+        return Refusal(
+            f"a partial rope (rotary_dim {props.integer('rotary_dim')}) has no cube epilogue: "
+            "it rotates whole heads"
+        )
     out_shape, x = tensor_shape(root_out), rope.operands[0]
     x_shape = tensor_shape(x)
     reshape = x.owner
@@ -115,49 +126,172 @@ def rope_columns(root: Operation, rope: graph.RopeOp) -> RopeColumns | Refusal:
     return RopeColumns(rope, start, heads, head_dim)
 
 
+@dataclass(frozen=True)
+class ColumnOutput:
+    """A group output written from the columns [start, stop) of the root's output view,
+    rotated (a rope's result) or as the product (the output, or a column view of it)."""
+
+    value: SSAValue
+    start: int
+    stop: int
+    roped: bool
+
+
+@dataclass(frozen=True)
+class RopeEpilogue:
+    """The ropes a matmul's epilogue runs on column ranges of its output (a merged QKV's
+    q and k), all with the same cos/sin tables and head dim, and what each group output
+    takes: every output tile is rotated per head, and each output gets its columns of
+    the rotated or of the plain tile."""
+
+    ropes: tuple[RopeColumns, ...]
+    outputs: tuple[ColumnOutput, ...]
+    source: SSAValue  # the product the ropes' column views read (product_chain)
+
+    @property
+    def rope(self) -> graph.RopeOp:
+        """The rope the kernel's emitter stands for (all read the same tables)."""
+        return self.ropes[0].rope
+
+    @property
+    def head_dim(self) -> int:
+        return self.ropes[0].head_dim
+
+    @property
+    def tables(self) -> list[SSAValue]:
+        return list(dict.fromkeys(self.rope.operands[1:]))
+
+
+def _view_columns(root_out: SSAValue, v: SSAValue) -> tuple[int, int] | Refusal:
+    """(start, width) of `v` in `root_out`'s columns when `v` is a column range of it,
+    possibly reshaped into heads (the leading dims kept, the last split)."""
+    owner = v.owner
+    if isinstance(owner, graph.ReshapeOp) and v is not root_out:
+        src = owner.operands[0]
+        lead = tensor_shape(src)[:-1]
+        shape = tensor_shape(v)
+        if tuple(shape[: len(lead)]) != tuple(lead) or si.DYN in shape[len(lead) :]:
+            return Refusal("a reshape of the matmul's columns changes its rows")
+        return _column_range(root_out, src)
+    return _column_range(root_out, v)
+
+
+def product_chain(root: Operation, epilogue: Sequence[Operation]) -> list[Operation]:
+    """The column-preserving ops the epilogue applies to the whole product before the
+    ropes' column views (a norm prologue's row scale, a bias add): each elementwise or
+    broadcast, of the chain's value only as its first operand, with the value's shape, so
+    column c of its result depends on column c of the product alone and a column range
+    of the result is the op on that range."""
+    chain: list[Operation] = []
+    value = root.results[0]
+    ops = set(epilogue)
+    while True:
+        users = [u.operation for u in value.uses]
+        if len(users) != 1 or users[0] not in ops:
+            return chain
+        op = users[0]
+        kind = fusion_kind(op)
+        if (
+            kind not in (FusionKind.ELEMENTWISE, FusionKind.BROADCAST)
+            or len(op.results) != 1
+            or op.operands[0] is not value
+            or any(v is value for v in op.operands[1:])
+            or tensor_shape(op.results[0]) != tensor_shape(value)
+        ):
+            return chain
+        chain.append(op)
+        value = op.results[0]
+
+
+def _epilogue_refusal(root_out: SSAValue, op: Operation) -> Refusal | None:
+    """Why `op` is not a column view of the root's output the rope epilogue reads through
+    (a slice or split of its columns, a reshape of one into heads)."""
+    if isinstance(op, graph.RopeOp):
+        return None
+    if isinstance(op, (graph.SliceOp, graph.SplitOp)) and op.operands[0] is root_out:
+        return None
+    if isinstance(op, graph.ReshapeOp):
+        src = op.operands[0]
+        if src is root_out or isinstance(src.owner, (graph.SliceOp, graph.SplitOp)):
+            return None
+    return Refusal(
+        f"{op.name} with a rope after a cube op: the rope epilogue takes column slices, "
+        "head reshapes and ropes only"
+    )
+
+
+def _tables(rope: graph.RopeOp) -> list[SSAValue]:
+    """The rope's cos and sin before any reshape: two ropes whose tables are reshapes of
+    the same tensors (each rope's own, as RopeTransposeSinkPass makes them) read the same
+    rows, as both are [S, D] tables by position (_table_refusal)."""
+    found = []
+    for table in rope.operands[1:]:
+        source = table
+        while isinstance(source.owner, graph.ReshapeOp):
+            source = source.owner.operands[0]
+        found.append(source)
+    return found
+
+
 def rope_epilogue(
     root: Operation, epilogue: Sequence[Operation], outputs: Sequence[SSAValue]
-) -> RopeColumns | Refusal:
-    """The rope a matmul's epilogue takes, or why the group's ropes cannot be one: the
-    first rope the analysis refuses, or what the epilogue does not take yet (ropes on
-    part of the output's columns: a merged QKV, whose split stays a library op)."""
+) -> RopeEpilogue | Refusal:
+    """The ropes a matmul's epilogue takes on column ranges of its output and where each
+    group output's columns come from, or why not: the first rope the analysis refuses,
+    ropes that read different tables, or an op that is not a column view of the output."""
+    chain = product_chain(root, epilogue)
+    root_out = chain[-1].results[0] if chain else root.results[0]
     ranges: list[RopeColumns] = []
     for op in epilogue:
+        if op in chain:
+            continue
         if isinstance(op, graph.RopeOp):
-            found = rope_columns(root, op)
+            found = rope_columns(root_out, op)
             if isinstance(found, Refusal):
                 return Refusal(f"{op.name} after a cube op: {found.reason}")
             ranges.append(found)
-    rope = ranges[0]
-    width = tensor_shape(root.results[0])[-1]
-    if len(ranges) > 1 or rope.start != 0 or rope.stop != width:
-        cols = ", ".join(f"[{r.start}, {r.stop})" for r in ranges)
-        return Refusal(
-            f"graph.rope after a cube op: its columns {cols} are whole heads of dim "
-            f"{rope.head_dim}, but the epilogue takes one rope over all {width} columns"
-        )
-    view = rope.rope.operands[0].owner
-    others = [op for op in epilogue if op not in (rope.rope, view)]
-    if others:
-        return Refusal(
-            f"{others[0].name} with a rope after a cube op: the rope epilogue takes the "
-            "head reshape and the rope only"
-        )
-    if list(outputs) != [rope.rope.results[0]]:
-        return Refusal(
-            "the matmul's output is also read outside the rope; a rope epilogue writes the rope's result only"
-        )
-    if rope.head_dim % 8:
+        why = _epilogue_refusal(root_out, op)
+        if why is not None:
+            return why
+    first = ranges[0]
+    for r in ranges[1:]:
+        if _tables(r.rope) != _tables(first.rope):
+            return Refusal(
+                "graph.rope after a cube op: the ropes read different cos/sin tables; the "
+                "rope epilogue streams one pair"
+            )
+        if r.head_dim != first.head_dim:
+            return Refusal(
+                f"graph.rope after a cube op: head dims {first.head_dim} and {r.head_dim}; "
+                "the rope epilogue rotates one head dim"
+            )
+    if first.head_dim % 8:
         # a head's halves and the per-head vector ops start 32-byte aligned in UB
         return Refusal(
-            f"a rope epilogue needs a head dim that is a multiple of 8, not {rope.head_dim}"
+            f"a rope epilogue needs a head dim that is a multiple of 8, not {first.head_dim}"
         )
-    return rope
+    roped: dict[SSAValue, RopeColumns] = {r.rope.results[0]: r for r in ranges}
+    columns: list[ColumnOutput] = []
+    for v in outputs:
+        if v in roped:
+            taken = roped[v]
+            columns.append(ColumnOutput(v, taken.start, taken.stop, True))
+            continue
+        span = _view_columns(root_out, v)
+        if isinstance(span, Refusal):
+            what = v.owner.name if isinstance(v.owner, Operation) else "a block argument"
+            return Refusal(
+                f"{what} is read outside a rope epilogue: {span.reason}; the epilogue "
+                "writes ropes and column ranges of the product only"
+            )
+        start, width = span
+        columns.append(ColumnOutput(v, start, start + width, False))
+    return RopeEpilogue(tuple(ranges), tuple(columns), root_out)
 
 
 def group_rope(
     root: Operation, epilogue: Sequence[Operation], outputs: Sequence[SSAValue]
-) -> RopeColumns | None:
+) -> RopeEpilogue | None:
     """The rope of a matmul group split_cube_group took (None: the group has none)."""
     if not any(isinstance(op, graph.RopeOp) for op in epilogue):
         return None

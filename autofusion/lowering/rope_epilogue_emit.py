@@ -18,12 +18,13 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import i32
 from xdsl.ir import Operation, SSAValue
 
+from autofusion.dialects import graph
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.cube_common import FRACTAL
 from autofusion.lowering.cube_epilogue import CubeEpilogue, EpilogueRoom, plan_epilogue
 from autofusion.lowering.kernel_builder import mapped_index
-from autofusion.lowering.rope_epilogue import RopeColumns
+from autofusion.lowering.rope_epilogue import RopeEpilogue
 from autofusion.lowering.row_kernel import RowKernel, TileCopy
 from autofusion.lowering.row_ops import Emitter
 from autofusion.lowering.row_plan import RowPlan, ValueInfo, size_tiles_to_ub
@@ -35,16 +36,31 @@ from autofusion.lowering.value_types import element_type, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
 from autofusion.passes.matching import splat_value
 
+# the ops through which the ropes read the product's columns, and the ropes
+VIEW_OR_ROPE = (graph.SliceOp, graph.SplitOp, graph.ReshapeOp, graph.RopeOp)
+
 
 def plan_rope_epilogue(
-    ep: CubeEpilogue, rope: RopeColumns, room: EpilogueRoom, chip: ChipSpec
+    ep: CubeEpilogue, rope: RopeEpilogue, room: EpilogueRoom, chip: ChipSpec
 ) -> RowPlan | Refusal:
-    """The root's row plan with the rope after it: its tables as per-row tiles, its
-    result the one output."""
+    """The root's row plan with the rope after it: its tables as per-row tiles, the
+    group's outputs (ropes' results and column views of the product) full tiles of the
+    view, each written from its own columns."""
     root, op = ep.root, rope.rope
-    out = root.results[0]
-    body = GroupParts([root], list(ep.parts.inputs), [out])
-    plan = plan_epilogue(replace(ep, ops=[], parts=body), room, chip)
+    out = rope.source
+    # the ops before the ropes' column views: the product chain (a norm prologue's row
+    # scale, a bias add: rope_epilogue.product_chain) and the constants they read
+    before = [o for o in ep.ops if not isinstance(o, VIEW_OR_ROPE)]
+    for o in rope.outputs:
+        for edge in (o.start, o.stop):
+            if (edge * byte_width(element_type(o.value))) % 32:
+                # an output's columns start 32-byte aligned in the UB tile and in GM
+                return Refusal(
+                    f"an output's columns [{o.start}, {o.stop}) of the rope epilogue do "
+                    "not start and end on 32-byte boundaries"
+                )
+    body = GroupParts([root, *before], list(ep.parts.inputs), [out])
+    plan = plan_epilogue(replace(ep, ops=before, parts=body), room, chip)
     if isinstance(plan, Refusal):
         return plan
     rank = len(tensor_shape(op.operands[0]))
@@ -60,10 +76,10 @@ def plan_rope_epilogue(
             )
         padded = (1,) * (rank - len(tensor_shape(t))) + tensor_shape(t)
         plan.values[t] = ValueInfo(t, "mapped_rows", padded[:-2], is_input=True)
-    result = op.results[0]
     plan.values[out].is_output = False
-    plan.values[result] = ValueInfo(result, "full", plan.anchor[: plan.split], is_output=True)
-    plan.ops, plan.outputs = [root, op], [result]
+    for o in rope.outputs:
+        plan.values[o.value] = ValueInfo(o.value, "full", plan.anchor[: plan.split], is_output=True)
+    plan.ops, plan.outputs = [root, *before, op], [o.value for o in rope.outputs]
     plan.inputs = [*plan.inputs, *tables]
     streamed = [v for v in plan.inputs if plan.values[v].constant is None]
     slots = queue_slots(chip) if room.slots is None else room.slots
@@ -77,19 +93,30 @@ def plan_rope_epilogue(
     return plan
 
 
-def table_overcount(rope: RopeColumns | None, rows: int, cols: int, col_tiles: int) -> int:
-    """GM bytes epilogue_io counts for the rope's tables beyond what moves: it counts a
-    per-row tile (rows x cols) each, the copy moves each row's D values once per column
-    tile (table_copy)."""
+def rope_overcount(
+    rope: RopeEpilogue | None, rows: int, cols: int, col_tiles: int
+) -> tuple[int, int]:
+    """GM bytes (read, write) epilogue_io counts for a rope epilogue beyond what moves:
+    it counts a per-row tile (rows x cols) for each table, the copy moves each row's D
+    values once per column tile (table_copy); and a full tile for each output, which
+    takes only its own columns."""
     if rope is None:
-        return 0
-    return sum(
-        rows * (cols - col_tiles * rope.head_dim) * byte_width(element_type(t))
-        for t in dict.fromkeys(rope.rope.operands[1:])
+        return 0, 0
+    read = sum(
+        rows * (cols - col_tiles * rope.head_dim) * byte_width(element_type(t)) for t in rope.tables
     )
+    write = sum(
+        rows * (cols - (o.stop - o.start)) * byte_width(element_type(o.value)) for o in rope.outputs
+    )
+    return read, write
 
 
-def head_step(rope: RopeColumns | None) -> int:
+def ranged_outputs(rope: RopeEpilogue, cols: int) -> dict[SSAValue, tuple[int, int]]:
+    """The outputs that take part of the view's `cols` columns: [start, stop) each."""
+    return {o.value: (o.start, o.stop) for o in rope.outputs if (o.start, o.stop) != (0, cols)}
+
+
+def head_step(rope: RopeEpilogue | None) -> int:
     """What the N tile is a multiple of: a fractal, and whole heads under a rope."""
     return FRACTAL if rope is None else math.lcm(FRACTAL, rope.head_dim)
 
@@ -119,13 +146,18 @@ def _repeat_heads(k: RowVectorMath, table: Loc, d: SSAValue) -> None:
         kb.copy(buf, kb.view(buf, idx.mul(h, d)), k.nrows, d, stride, stride)
 
 
-def rope_heads(source: SSAValue, head_dim: int) -> Emitter:
-    """The rope on the tile of `source` (the root's result, which the rope reads through
-    its head reshape): x * cos + rotate_half(x) * sin per head of `head_dim` columns."""
+def rope_heads(source: SSAValue, rope: RopeEpilogue) -> Emitter:
+    """The rope on the tile of `source` (the root's result, which the ropes read through
+    their column views): x * cos + rotate_half(x) * sin per head, the result every
+    rope's; the outputs that take the plain product keep `source`'s tile."""
+    head_dim = rope.head_dim
+    plain = [o.value for o in rope.outputs if not o.roped]
 
     def emit(k: RowVectorMath, op: Operation) -> None:
         kb, idx, t = k.kb, k.kb.idx, k.t
         x = k._as_layout(k.locs[source], "tile")
+        for v in plain:
+            k.locs[v] = x
         d, half = idx.const(head_dim), idx.const(head_dim // 2)
         # table[c] = 4 * (c - j + (j + D/2) mod D), j = c mod D: each head's halves swapped
         table = k._narrow_buffer("row", i32)
@@ -146,10 +178,13 @@ def rope_heads(source: SSAValue, head_dim: int) -> Emitter:
         a = k.binary("mul", x, k.locs[op.operands[1]])
         b = k.binary("mul", Loc("tile", buf=rot), k.locs[op.operands[2]])
         k.pool.release(rot)
-        k.pool.release(x.buf)
+        if not plain:
+            k.pool.release(x.buf)
         y = k.binary("add", a, b)
         k.pool.release(a.buf)
         k.pool.release(b.buf)
-        k.locs[op.results[0]] = k.round_to(y, element_type(op.results[0]))
+        rotated = k.round_to(y, element_type(op.results[0]))
+        for taken in rope.ropes:
+            k.locs[taken.rope.results[0]] = rotated
 
     return emit

@@ -44,6 +44,9 @@ class HostFeeds:
     emitters: dict[Operation, Emitter] | None = None
     # inputs whose tile the host copies in itself (a rope's [S, D] table per head)
     copy_ins: dict[SSAValue, TileCopy] | None = None
+    # outputs that take only the columns [start, stop) of the view, their GM rows that
+    # wide (a merged QKV's q, k and v: rope_epilogue.py)
+    out_columns: dict[SSAValue, tuple[int, int]] | None = None
 
 
 class RowKernel(RowVectorMath):
@@ -88,6 +91,7 @@ class RowKernel(RowVectorMath):
         self.preset = list(preset)
         self.emitters: dict[Operation, Emitter] = dict(emitters or {})
         self.copy_ins: dict[SSAValue, TileCopy] = dict(feeds.copy_ins or {})
+        self.out_columns: dict[SSAValue, tuple[int, int]] = dict(feeds.out_columns or {})
         self.source_views: dict[SSAValue, tuple[SSAValue, SSAValue]] = {}
         self.preset_locs: dict[SSAValue, Loc] = {}
 
@@ -387,21 +391,41 @@ class RowKernel(RowVectorMath):
                     self.pool.release(self.locs[v].buf)
         self.stored: list[tuple[SSAValue, SSAValue]] = []
         for v in plan.outputs:
-            q = self.out_queues[v]
-            slot = kb.insert(buffer.QueueAllocOp(q, element_type(v)), "y").results[0]
-            loc = self._as_layout(self.locs[v], "tile" if plan.values[v].kind == "full" else "col")
-            count = self._count(loc.kind)
-            if element_type(v) == f32:
-                kb.copy_1d(cast(SSAValue, loc.buf), slot, count)
-            else:
-                kb.cast(slot, cast(SSAValue, loc.buf), count, "rint")
-            kb.insert(buffer.EnqueOp(q, slot))
+            with self._when_written(v):
+                q = self.out_queues[v]
+                slot = kb.insert(buffer.QueueAllocOp(q, element_type(v)), "y").results[0]
+                kind = "tile" if plan.values[v].kind == "full" else "col"
+                loc = self._as_layout(self.locs[v], kind)
+                count = self._count(loc.kind)
+                if element_type(v) == f32:
+                    kb.copy_1d(cast(SSAValue, loc.buf), slot, count)
+                else:
+                    kb.cast(slot, cast(SSAValue, loc.buf), count, "rint")
+                kb.insert(buffer.EnqueOp(q, slot))
         for q, held in dequeued:
             kb.insert(buffer.QueueFreeOp(q, held))
+
+    def _column_span(self, v: SSAValue) -> tuple[SSAValue, SSAValue]:
+        """The first and end column of the tile that output `v` (out_columns) takes."""
+        idx = self.kb.idx
+        start, stop = self.out_columns[v]
+        lo = idx.max(self.c0, idx.const(start))
+        return lo, idx.min(idx.add(self.c0, self.ncols), idx.const(stop))
+
+    def _when_written(self, v: SSAValue) -> contextlib.AbstractContextManager[None]:
+        """Output `v`'s stores run only for tiles that hold some of its columns."""
+        if v not in self.out_columns:
+            return contextlib.nullcontext()
+        lo, hi = self._column_span(v)
+        return self.kb.when(self.kb.less(lo, hi))
 
     def _copy_out(self) -> None:
         kb, idx, t, plan = self.kb, self.kb.idx, self.t, self.plan
         for v in plan.outputs:
+            if v in self.out_columns:
+                with self._when_written(v):
+                    self._copy_out_columns(v)
+                continue
             q = self.out_queues[v]
             slot = kb.insert(buffer.DequeOp(q, element_type(v)), "y").results[0]
             if plan.values[v].kind == "full":
@@ -429,6 +453,19 @@ class RowKernel(RowVectorMath):
                 row = mapped_index(kb, idx.add(self.r0, r), outer, info.outer_shape)
                 src = kb.view(src, idx.mul(row, width))
             kb.copy_1d(src, kb.view(slot, idx.mul(r, stride)), width)
+
+    def _copy_out_columns(self, v: SSAValue) -> None:
+        """Write the tile's columns of output `v`, whose GM rows hold its columns only."""
+        kb, idx, t = self.kb, self.kb.idx, self.t
+        start, stop = self.out_columns[v]
+        q = self.out_queues[v]
+        slot = kb.insert(buffer.DequeOp(q, element_type(v)), "y").results[0]
+        lo, hi = self._column_span(v)
+        width = idx.const(stop - start)
+        dst = kb.view(self.gm[v], idx.add(idx.mul(self.r0, width), idx.sub(lo, idx.const(start))))
+        src = kb.view(slot, idx.sub(lo, self.c0))
+        kb.copy(src, dst, self.nrows, idx.sub(hi, lo), t["tile_stride"], width)
+        kb.insert(buffer.QueueFreeOp(q, slot))
 
     def _copy_view(self, view: InputView, slot: SSAValue) -> None:
         """The tile of a strided input view (row_plan.InputView): one strided copy, or

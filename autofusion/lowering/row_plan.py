@@ -171,8 +171,12 @@ class RowPlan(Plan):
     @property
     def whole_rows(self) -> bool:
         """Whether every tile holds whole rows: the plan reduces them, or a rope rotates
-        them (its halves or pairs, or its first rotary_dim columns, are within a row)."""
-        return self.has_reduction or any(isinstance(op, graph.RopeOp) for op in self.ops)
+        them (its halves or pairs, or its first rotary_dim columns, are within a row). A
+        cube kernel's rope epilogue rotates heads of the product's columns, which are not
+        a plan value (rope_epilogue_emit.py: column tiles of whole heads, head_step)."""
+        return self.has_reduction or any(
+            isinstance(op, graph.RopeOp) and op.operands[0] in self.values for op in self.ops
+        )
 
     @property
     def max_tile_rows(self) -> int:

@@ -188,6 +188,21 @@ def in_source_layout(v: SSAValue, perm: tuple[int, ...]) -> list[int] | None:
     return [-1 if d == si.DYN else d for d in moved]
 
 
+def _earlier_reshape(v: SSAValue, shape: list[int], before: Operation) -> SSAValue | None:
+    """A reshape of `v` to `shape` earlier in `before`'s block: the ropes of q and k then
+    read one table value, which a matmul's rope epilogue streams once for both."""
+    for use in v.uses:
+        r = use.operation
+        if (
+            isinstance(r, graph.ReshapeOp)
+            and r.parent is before.parent
+            and r.is_before_in_block(before)
+            and list(graph.Props(r.properties, r.name).integers("shape")) == shape
+        ):
+            return r.results[0]
+    return None
+
+
 class SinkTransposeThroughRope(FusionRule[TransposedRope]):
     rule_name = "RopeTransposeSinkPass"
     pattern = "Transpose(last axis kept)->Rope"
@@ -218,6 +233,10 @@ class SinkTransposeThroughRope(FusionRule[TransposedRope]):
         for v, shape in zip((op.cos, op.sin), match.shapes):
             if [-1 if d == si.DYN else d for d in m.shape(v)] == shape:
                 tables.append(v)
+                continue
+            shared = _earlier_reshape(v, shape, op)
+            if shared is not None:
+                tables.append(shared)
                 continue
             r = graph.ReshapeOp.make([v], {"shape": shape})
             if v.name_hint is not None:

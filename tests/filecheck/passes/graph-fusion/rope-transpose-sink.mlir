@@ -12,6 +12,10 @@
 // CHECK-NEXT:    %[[S:.*]] = graph.reshape %sin {shape = [1, 6, 1, 8]} : tensor<6x8xf32> -> tensor<1x6x1x8xf32>
 // CHECK-NEXT:    %[[R:.*]] = graph.rope %[[Q4]], %[[C]], %[[S]] {interleaved = false} : (tensor<2x6x4x8xf32>, tensor<1x6x1x8xf32>, tensor<1x6x1x8xf32>) -> tensor<2x6x4x8xf32>
 // CHECK-NEXT:    %{{.*}} = graph.transpose %[[R]] {perm = [0, 2, 1, 3]} : tensor<2x6x4x8xf32> -> tensor<2x4x6x8xf32>
+// k's rope reads q's table views (one pair, as a QKV matmul's rope epilogue streams it)
+// CHECK-NEXT:    %[[K4:.*]] = graph.reshape %k
+// CHECK-NEXT:    graph.rope %[[K4]], %[[C]], %[[S]]
+// CHECK-NOT:     graph.reshape %cos
 // ATTN-LABEL: func.func @rope_then_attention
 // ATTN-NOT:     graph.transpose
 // ATTN:         graph.flash_attention {{.*}} {causal = false, layout = "BSND", scale = 0.35355338454246521} : tensor<2x6x4x8xf32>

@@ -2,21 +2,21 @@
 // RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},split-fusion{only=SplitSliceFusionPass},ub-fusion' | filecheck %s
 // RUN: afc-opt %s --split-input-file -p 'set-target{chip=Ascend910B1},split-fusion{only=SplitSliceFusionPass},ub-fusion{remarks}' 2>&1 >/dev/null | filecheck %s --check-prefix=REMARKS
 
-// The q/k/v split of a merged QKV projection folds into its readers: the rope kernels
-// read q's and k's columns of the projection's output, and the BSND attention reads v's
-// (attention_views.py: token rows 768 elements apart, the heads 64 apart from column
-// 640). No split and no copy kernel is left between the matmul and its readers.
+// The q/k/v split of a merged QKV projection folds into its readers: the projection
+// takes the ropes of q's and k's columns as its epilogue and writes q, k and v each to
+// its own tensor (rope_epilogue.py; the v slice moves to it from the attention,
+// fusion/view_placement.py), which the BSND attention reads. No split and no copy
+// kernel is left between the matmul and its readers.
 // CHECK-LABEL: func.func @qkv_rope_attention
-// CHECK:       %qr = graph.fusion_group (%qkv_1 = %qkv
-// CHECK:         graph.slice %qkv_1 {axes = [2], ends = [512], starts = [0], steps = [1]}
+// CHECK:       %qr, %kr, %v4 = graph.fusion_group ({{.*}}template = "matmul"
+// CHECK:         graph.slice %qkv {axes = [2], ends = [512], starts = [0], steps = [1]}
+// CHECK:         graph.slice %qkv {axes = [2], ends = [640], starts = [512], steps = [1]}
+// CHECK:         graph.slice %qkv {axes = [2], ends = [768], starts = [640], steps = [1]}
 // CHECK:         graph.rope
-// CHECK:       %kr = graph.fusion_group (%qkv_1 = %qkv
-// CHECK:         graph.slice %qkv_1 {axes = [2], ends = [640], starts = [512], steps = [1]}
 // CHECK:         graph.rope
-// CHECK:       %o = graph.fusion_group (%qkv_1 = %qkv : tensor<1x256x768xf16>, %qr_1 = %qr : tensor<1x256x8x64xf16>, %kr_1 = %kr : tensor<1x256x2x64xf16>) -> tensor<1x256x8x64xf16> plan {{.*}}template = "attention"
-// CHECK-NEXT:    %v = graph.slice %qkv_1 {axes = [2], ends = [768], starts = [640], steps = [1]}
-// CHECK-NEXT:    %v4 = graph.reshape %v
-// CHECK-NEXT:    graph.flash_attention %qr_1, %kr_1, %v4
+// CHECK:         graph.yield %qr_1, %kr_1, %v4_1
+// CHECK:       %o = graph.fusion_group (%qr_1 = %qr : tensor<1x256x8x64xf16>, %kr_1 = %kr : tensor<1x256x2x64xf16>, %v4_1 = %v4 : tensor<1x256x2x64xf16>) -> tensor<1x256x8x64xf16> plan {{.*}}template = "attention"
+// CHECK-NEXT:    graph.flash_attention %qr_1, %kr_1, %v4_1
 // CHECK-NOT:   graph.split
 func.func @qkv_rope_attention(%x: tensor<1x256x512xf16>, %w: tensor<512x768xf16>, %cos: tensor<256x1x64xf16>, %sin: tensor<256x1x64xf16>) -> tensor<1x256x512xf16> {
   %qkv = graph.matmul %x, %w : (tensor<1x256x512xf16>, tensor<512x768xf16>) -> tensor<1x256x768xf16>
