@@ -41,6 +41,7 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.shape_inference import DYN
+from autofusion.lowering.row_transpose import ChannelMajor, find_layout_transposes
 from autofusion.lowering.row_views import InputView, Strided, input_view
 from autofusion.lowering.template import GroupParts, Plan
 from autofusion.passes.fusion_rule import Refusal
@@ -139,17 +140,29 @@ class RowPlan(Plan):
     # inputs read through view ops: the view value -> where its rows are in GM
     views: dict[SSAValue, InputView] = field(default_factory=dict)
     view_ops: list[Operation] = field(default_factory=list)
+    # channel-major transposes folded into the kernel (row_transpose.py): the layout of
+    # each transposed value, the input each transposed input reads, the value each
+    # transposed output writes, and the rows per image its tiles do not straddle
+    channel_major: dict[SSAValue, ChannelMajor] = field(default_factory=dict)
+    transposed_sources: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    transposed_outputs: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    image_rows: int = 0
 
     @property
     def gm_inputs(self) -> list[SSAValue]:
         """The kernel's GM input tensors: each input, or the source of each view, once
         (splat constants are scalars, not GM inputs)."""
         out = [
-            self.views[v].source if v in self.views else v
+            self.views[v].source if v in self.views else self.transposed_sources.get(v, v)
             for v in self.inputs
             if self.values[v].constant is None
         ]
         return list(dict.fromkeys(out))
+
+    @property
+    def whole_rows(self) -> bool:
+        """Whether tiles hold whole rows: the plan reduces them, or transposes them."""
+        return self.has_reduction or bool(self.channel_major)
 
     @property
     def ub_bytes(self) -> int:
@@ -266,6 +279,13 @@ def plan_rows(
     """
     ops, inputs, outputs = group.ops, group.inputs, group.outputs
     wanted = split
+    transposes = find_layout_transposes(ops, inputs, outputs)
+    if isinstance(transposes, Refusal):
+        return transposes
+    if transposes.ops:
+        if not data_copy_pad:
+            return Refusal("channel-major transposes need DataCopyPad, which the chip lacks")
+        ops, inputs, outputs = transposes.body(ops, inputs, outputs)
     found_views = _view_chains(ops, inputs, outputs)
     if isinstance(found_views, Refusal):
         return found_views
@@ -314,6 +334,8 @@ def plan_rows(
             plan = aligned_transfers(plan)
         if isinstance(plan, RowPlan) and view_ops:
             plan = _attach_views(plan, strided, view_ops)
+        if isinstance(plan, RowPlan) and transposes.ops:
+            plan = transposes.attach(plan, group.outputs)
         if isinstance(plan, RowPlan):
             return plan
         last = plan
@@ -473,9 +495,9 @@ def plan_for_split(
 
 def whole_row_elems(plan: RowPlan) -> int | None:
     """The padded length of the plan's rows when its tiles hold whole rows of a static
-    length (it reduces them), else None: its tiles are then whole multiples of it."""
+    length (it reduces or transposes them), else None: its tiles are then whole multiples of it."""
     cols = si.num_elements(plan.inner)
-    if not plan.has_reduction or cols is None:
+    if not plan.whole_rows or cols is None:
         return None
     return -(-cols // plan.align_elems) * plan.align_elems
 

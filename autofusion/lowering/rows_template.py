@@ -43,7 +43,7 @@ def queue_slots(chip: ChipSpec) -> int:
 
 def tile_budget(p: RowPlan) -> TileBudget:
     """The bound the plan puts on its runtime tiles."""
-    return TileBudget(p.max_tile_elems, p.align_elems, p.has_reduction)
+    return TileBudget(p.max_tile_elems, p.align_elems, p.whole_rows, p.image_rows)
 
 
 class RowsTemplate(KernelTemplate[RowPlan]):
