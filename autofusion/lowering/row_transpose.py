@@ -187,6 +187,9 @@ class ChannelMajorIO:
         ts = t["tile_stride"]
         self.len = idx.min(t["tile_rows"], c(pixels))
         self.stride = idx.round_up(self.len, plan.align_elems)
+        for v, hint in ((self.len, "run_len"), (self.stride, "run_stride")):
+            if idx.constant_value(v) is None:
+                v.name_hint = hint
         runs = idx.floordiv(t["tile_rows"], self.len)
         self.bound = staged_bound(plan)
         max_len = min(max_rows(plan), pixels)

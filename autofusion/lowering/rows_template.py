@@ -145,10 +145,12 @@ class RowsTemplate(KernelTemplate[RowPlan]):
                 cast(TensorType, op.results[0].type).get_shape(), dims
             )
             work += weight * (si.num_elements(result_shape) or 0)
-        # widening and narrowing casts at the kernel's edges
+        # widening and narrowing casts at the kernel's edges, and the Gathers that
+        # transpose channel-major values (row_transpose.py)
         for v in (*p.inputs, *p.outputs):
             if dtypes.type_name(cast(TensorType, v.type).element_type) != "f32":
                 work += rows * cols
+        work += len(p.channel_major) * rows * cols
         main_width = max(
             (dtypes.byte_width(cast(TensorType, v.type).element_type) for v in p.inputs), default=4
         )
