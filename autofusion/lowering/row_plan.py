@@ -26,6 +26,10 @@ contiguous in the input, with at most two strides over its rows after merging
 contiguous outer dims: row r is at offset + (r // run) * run_stride + (r % run) *
 row_stride (`InputView`). Views need DataCopyPad (no 910/310P); a view op inside a
 kernel must read an input or another view op. A kernel of view ops alone is a copy.
+
+Channel-major values. A transpose of an input that moves one axis innermost, or one of
+an output that moves it back, is addressing too (row_transpose.py): the kernel reads or
+writes the [images x C x pixels] tensor in runs of one image's pixels.
 """
 
 from __future__ import annotations
@@ -336,6 +340,8 @@ def plan_rows(
             plan = _attach_views(plan, strided, view_ops)
         if isinstance(plan, RowPlan) and transposes.ops:
             plan = transposes.attach(plan, group.outputs)
+            if isinstance(plan, RowPlan):
+                size_tiles_to_ub(plan, ub_bytes)
         if isinstance(plan, RowPlan):
             return plan
         last = plan
@@ -561,6 +567,15 @@ def size_tiles_to_ub(plan: RowPlan, ub_bytes: int) -> None:
     # a reduction's scratch (ReduceSum's sharedTmpBuffer): one float per 8 columns, rounded
     if plan.has_reduction:
         per_elem += 1
+    # channel-major values (row_transpose.py): the float32 staging of their runs, the
+    # i32 gather tables, each about a tile, and the output queue of a value the kernel
+    # reads in one layout and writes in the other
+    if plan.channel_major:
+        per_elem += F32 + F32 * (bool(plan.transposed_sources) + bool(plan.transposed_outputs))
+        for info in plan.values.values():
+            if info.is_input and info.is_output:
+                width = dtypes.byte_width(cast(TensorType, info.value.type).element_type)
+                per_elem += plan.out_depth * width
     plan.tile_bytes_per_elem = per_elem
     plan.column_bytes_per_row = per_row
     resident = sum(

@@ -18,6 +18,7 @@ static bound and the kernel reports it when it starts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -88,8 +89,13 @@ def _whole_runs(ops: IndexOps[V], tr: V, run: int) -> V:
     """The most rows at most tr that divide `run` or are a multiple of it:
     max(run * (tr // run), max over divisors d of run of d * min(1, tr // d))."""
     best = ops.mul(ops.const(run), ops.floordiv(tr, ops.const(run)))
-    for d in range(1, run):
-        if run % d == 0:
-            fits = ops.min(ops.const(1), ops.floordiv(tr, ops.const(d)))
-            best = ops.max(best, ops.mul(ops.const(d), fits))
+    for d in divisors(run)[:-1]:
+        fits = ops.min(ops.const(1), ops.floordiv(tr, ops.const(d)))
+        best = ops.max(best, ops.mul(ops.const(d), fits))
     return best
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of n > 0, ascending."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]

@@ -29,9 +29,11 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import TensorType, f32, i32
 from xdsl.ir import Operation, SSAValue
 
+from autofusion import dtypes
 from autofusion.dialects import buffer, graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.shape_inference import DYN
+from autofusion.lowering.row_tiling import divisors
 from autofusion.lowering.value_types import element_type
 from autofusion.passes.fusion_rule import Refusal
 
@@ -151,6 +153,9 @@ def find_layout_transposes(
     for op in ops:
         if not isinstance(op, graph.TransposeOp):
             continue
+        elt = dtypes.type_name(cast(TensorType, op.input.type).element_type)
+        if elt not in ("f32", "f16", "bf16"):
+            return Refusal(f"{op.name} works on {elt}; vector kernels compute floats")
         layout = input_layout(op) if op.input in inputs else None
         if layout is not None:
             found.inputs[op.output] = op.input
@@ -308,10 +313,6 @@ def max_rows(plan: RowPlan) -> int:
     return max(1, plan.max_tile_elems // _padded_cols(plan))
 
 
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 def staged_bound(plan: RowPlan) -> int:
     """The most elements `runs x [C x S]` can take at any tile the plan allows: L is a
     divisor of `pixels` (one run) or `pixels` itself (tile_rows // pixels runs)."""
@@ -335,7 +336,6 @@ __all__ = [
     "ChannelMajor",
     "ChannelMajorIO",
     "LayoutTransposes",
-    "divisors",
     "find_layout_transposes",
     "staged_bound",
 ]
