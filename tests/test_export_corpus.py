@@ -98,11 +98,12 @@ GAPS: dict[tuple[str, str], tuple[dict[str, int], str]] = {}
 FAILS: dict[tuple[str, str], str] = {}
 
 # model -> the transposes left as library ops after fusion, both exporters (a regression
-# and a fix both fail: update it then). ConvNeXt's goal is 0 (issue 15); the 6 left move
-# the innermost axis next to a conv or a norm (docs/graph-fusion.md, "Known limits"),
-# the 2 that cancelled across the residual add are gone (ElementwiseTransposeSinkPass).
-# Phi's head transposes sink through its partial rotary (PartialRotaryFusionPass)
-LIBRARY_TRANSPOSES = {"convnext": 6, "phi": 0}
+# and a fix both fail: update it then). ConvNeXt's are all gone (issue 15): 2 cancel
+# across the residual add (ElementwiseTransposeSinkPass), the 6 that move the innermost
+# axis next to a conv or a norm are the rows kernels' channel-major addressing
+# (lowering/row_transpose.py). Phi's head transposes sink through its partial rotary
+# (PartialRotaryFusionPass)
+LIBRARY_TRANSPOSES = {"convnext": 0, "phi": 0}
 
 # model -> ops none of its kernels leaves to the library: Phi's partial ropes are rows
 # kernels (lowering/row_rope.py) that read the merged QKV through views (no split)

@@ -94,5 +94,8 @@ def full_row_inputs(rows: RowPlan) -> list[SSAValue]:
     return [
         v
         for v in rows.inputs
-        if rows.values[v].kind == "full" and v not in rows.views and rows.values[v].constant is None
+        if rows.values[v].kind == "full"
+        and v not in rows.views
+        and v not in rows.transposed_sources
+        and rows.values[v].constant is None
     ]

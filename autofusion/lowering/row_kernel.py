@@ -25,6 +25,7 @@ from autofusion.lowering.kernel_builder import KernelBuilder, mapped_index
 from autofusion.lowering.row_ops import OP_EMITTERS, Emitter
 from autofusion.lowering.row_plan import F32, RowPlan
 from autofusion.lowering.row_tiling import ROW_TILING_PARAMS
+from autofusion.lowering.row_transpose import ChannelMajorIO
 from autofusion.lowering.row_vector_math import Loc, Pool, RowVectorMath, widening_round
 from autofusion.lowering.row_views import InputView
 from autofusion.lowering.value_types import element_bytes, element_type
@@ -226,6 +227,9 @@ class RowKernel(RowVectorMath):
         def nbytes(elems: SSAValue, width: int) -> SSAValue:
             return idx.round_up(idx.mul(elems, idx.const(width)), 32)
 
+        # channel-major values (row_transpose.py) queue runs of [C x S] blocks
+        self.cm = ChannelMajorIO(self) if plan.channel_major else None
+
         # queues for GM traffic, sized by the runtime tile, bounded by the plan's tile
         self.in_queues: dict[SSAValue, SSAValue] = {}
         for v in self.streamed:
@@ -244,11 +248,14 @@ class RowKernel(RowVectorMath):
                 self.in_queues[v] = q
             elif info.kind in ("full", "mapped_rows", "rowvec"):
                 elems = tile_elems if info.kind != "rowvec" else t["tile_stride"]
+                bound = max_tile
+                if self.cm is not None and v in plan.transposed_sources:
+                    elems, bound = self.cm.staged_elems, self.cm.bound
                 q = kb.queue(
                     "vecin",
                     plan.in_depth,
                     nbytes(elems, w),
-                    max_tile * w,
+                    bound * w,
                     element_type(v),
                     f"q_in{len(self.in_queues)}",
                 )
@@ -269,6 +276,8 @@ class RowKernel(RowVectorMath):
             elems, bound = (
                 (tile_elems, max_tile) if plan.values[v].kind == "full" else (col_elems, max_col)
             )
+            if self.cm is not None and v in plan.transposed_outputs:
+                elems, bound = self.cm.staged_elems, self.cm.bound
             self.out_queues[v] = kb.queue(
                 "vecout", plan.out_depth, nbytes(elems, w), bound * w, element_type(v), f"q_out{i}"
             )
@@ -340,6 +349,8 @@ class RowKernel(RowVectorMath):
                 kb.copy(src, slot, self.nrows, self.ncols, stride, t["tile_stride"])
             elif v in plan.views:
                 self._copy_view(plan.views[v], slot)
+            elif self.cm is not None and v in plan.transposed_sources:
+                self.cm.copy_in(v, slot)
             elif info.kind == "full":
                 src = kb.view(self.gm[v], idx.add(self.row_base, self.c0))
                 kb.copy(src, slot, self.nrows, self.ncols, self.row_stride, t["tile_stride"])
@@ -362,7 +373,10 @@ class RowKernel(RowVectorMath):
         for v, q in self.in_queues.items():
             slot = kb.insert(buffer.DequeOp(q, element_type(v)), "x").results[0]
             dequeued.append((q, slot))
-            self.locs[v] = self._widen(v, slot)
+            if self.cm is not None and v in plan.transposed_sources:
+                self.locs[v] = self.cm.widen(v, slot)
+            else:
+                self.locs[v] = self._widen(v, slot)
         for v in plan.inputs:
             info = plan.values[v]
             if v in self.preset_locs:
@@ -377,23 +391,27 @@ class RowKernel(RowVectorMath):
             elif info.kind == "mapped_column":
                 self.locs[v] = Loc("mcol", buf=self.residents[v], operand_outer=info.outer_shape)
         last_use = self._last_uses()
+        kept = {*plan.outputs, *plan.transposed_outputs.values()}  # written at the end
         for i, op in enumerate(plan.ops):
             emit = self.emitters.get(op) or OP_EMITTERS.get(type(op))
             assert emit is not None, f"no vector emitter for {op.name}"
-            self.dying = frozenset(
-                v for v in op.operands if last_use.get(v) == i and v not in plan.outputs
-            )
+            self.dying = frozenset(v for v in op.operands if last_use.get(v) == i and v not in kept)
             with kb.origin_of(op):
                 emit(self, op)
             self.dying = frozenset()
             for v in op.operands:
-                if last_use.get(v) == i and v not in plan.outputs and v in self.locs:
+                if last_use.get(v) == i and v not in kept and v in self.locs:
                     self.pool.release(self.locs[v].buf)
         self.stored: list[tuple[SSAValue, SSAValue]] = []
         for v in plan.outputs:
             with self._when_written(v):
                 q = self.out_queues[v]
                 slot = kb.insert(buffer.QueueAllocOp(q, element_type(v)), "y").results[0]
+                if self.cm is not None and v in plan.transposed_outputs:
+                    rows = self._as_layout(self.locs[plan.transposed_outputs[v]], "tile")
+                    self.cm.store(v, cast(SSAValue, rows.buf), slot)
+                    kb.insert(buffer.EnqueOp(q, slot))
+                    continue
                 kind = "tile" if plan.values[v].kind == "full" else "col"
                 loc = self._as_layout(self.locs[v], kind)
                 count = self._count(loc.kind)
@@ -428,7 +446,9 @@ class RowKernel(RowVectorMath):
                 continue
             q = self.out_queues[v]
             slot = kb.insert(buffer.DequeOp(q, element_type(v)), "y").results[0]
-            if plan.values[v].kind == "full":
+            if self.cm is not None and v in plan.transposed_outputs:
+                self.cm.copy_out(v, slot)
+            elif plan.values[v].kind == "full":
                 dst = kb.view(self.gm[v], idx.add(self.row_base, self.c0))
                 kb.copy(slot, dst, self.nrows, self.ncols, t["tile_stride"], self.row_stride)
             else:

@@ -26,6 +26,10 @@ contiguous in the input, with at most two strides over its rows after merging
 contiguous outer dims: row r is at offset + (r // run) * run_stride + (r % run) *
 row_stride (`InputView`). Views need DataCopyPad (no 910/310P); a view op inside a
 kernel must read an input or another view op. A kernel of view ops alone is a copy.
+
+Channel-major values. A transpose of an input that moves one axis innermost, or one of
+an output that moves it back, is addressing too (row_transpose.py): the kernel reads or
+writes the [images x C x pixels] tensor in runs of one image's pixels.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.shape_inference import DYN
+from autofusion.lowering.row_transpose import ChannelMajor, find_layout_transposes
 from autofusion.lowering.row_views import InputView, Strided, input_view
 from autofusion.lowering.template import GroupParts, Plan
 from autofusion.passes.fusion_rule import Refusal
@@ -147,13 +152,20 @@ class RowPlan(Plan):
     # inputs read through view ops: the view value -> where its rows are in GM
     views: dict[SSAValue, InputView] = field(default_factory=dict)
     view_ops: list[Operation] = field(default_factory=list)
+    # channel-major transposes folded into the kernel (row_transpose.py): the layout of
+    # each transposed value, the input each transposed input reads, the value each
+    # transposed output writes, and the rows per image its tiles do not straddle
+    channel_major: dict[SSAValue, ChannelMajor] = field(default_factory=dict)
+    transposed_sources: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    transposed_outputs: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    image_rows: int = 0
 
     @property
     def gm_inputs(self) -> list[SSAValue]:
         """The kernel's GM input tensors: each input, or the source of each view, once
         (splat constants are scalars, not GM inputs)."""
         out = [
-            self.views[v].source if v in self.views else v
+            self.views[v].source if v in self.views else self.transposed_sources.get(v, v)
             for v in self.inputs
             if self.values[v].constant is None
         ]
@@ -170,12 +182,17 @@ class RowPlan(Plan):
 
     @property
     def whole_rows(self) -> bool:
-        """Whether every tile holds whole rows: the plan reduces them, or a rope rotates
-        them (its halves or pairs, or its first rotary_dim columns, are within a row). A
-        cube kernel's rope epilogue rotates heads of the product's columns, which are not
-        a plan value (rope_epilogue_emit.py: column tiles of whole heads, head_step)."""
-        return self.has_reduction or any(
-            isinstance(op, graph.RopeOp) and op.operands[0] in self.values for op in self.ops
+        """Whether every tile holds whole rows: the plan reduces them, transposes them
+        (channel-major values), or a rope rotates them (its halves or pairs, or its first
+        rotary_dim columns, are within a row). A cube kernel's rope epilogue rotates heads
+        of the product's columns, which are not a plan value (rope_epilogue_emit.py: column
+        tiles of whole heads, head_step)."""
+        return (
+            self.has_reduction
+            or bool(self.channel_major)
+            or any(
+                isinstance(op, graph.RopeOp) and op.operands[0] in self.values for op in self.ops
+            )
         )
 
     @property
@@ -307,6 +324,13 @@ def plan_rows(
     """
     ops, inputs, outputs = group.ops, group.inputs, group.outputs
     wanted = split
+    transposes = find_layout_transposes(ops, inputs, outputs)
+    if isinstance(transposes, Refusal):
+        return transposes
+    if transposes.ops:
+        if not data_copy_pad:
+            return Refusal("channel-major transposes need DataCopyPad, which the chip lacks")
+        ops, inputs, outputs = transposes.body(ops, inputs, outputs)
     found_views = _view_chains(ops, inputs, outputs)
     if isinstance(found_views, Refusal):
         return found_views
@@ -355,6 +379,10 @@ def plan_rows(
             plan = aligned_transfers(plan)
         if isinstance(plan, RowPlan) and view_ops:
             plan = _attach_views(plan, strided, view_ops)
+        if isinstance(plan, RowPlan) and transposes.ops:
+            plan = transposes.attach(plan, group.outputs)
+            if isinstance(plan, RowPlan):
+                size_tiles_to_ub(plan, ub_bytes)
         if isinstance(plan, RowPlan):
             return plan
         last = plan
@@ -562,7 +590,8 @@ def plan_for_split(
 
 def whole_row_elems(plan: RowPlan) -> int | None:
     """The padded length of the plan's rows when its tiles hold whole rows of a static
-    length (`RowPlan.whole_rows`), else None: its tiles are then whole multiples of it."""
+    length (`RowPlan.whole_rows`: it reduces, rotates or transposes them), else None: its
+    tiles are then whole multiples of it."""
     cols = si.num_elements(plan.inner)
     if not plan.whole_rows or cols is None:
         return None
@@ -639,6 +668,15 @@ def size_tiles_to_ub(plan: RowPlan, ub_bytes: int) -> None:
     # a reduction's scratch (ReduceSum's sharedTmpBuffer): one float per 8 columns, rounded
     if plan.has_reduction:
         per_elem += 1
+    # channel-major values (row_transpose.py): the float32 staging of their runs, the
+    # i32 gather tables, each about a tile, and the output queue of a value the kernel
+    # reads in one layout and writes in the other
+    if plan.channel_major:
+        per_elem += F32 + F32 * (bool(plan.transposed_sources) + bool(plan.transposed_outputs))
+        for info in plan.values.values():
+            if info.is_input and info.is_output:
+                width = dtypes.byte_width(cast(TensorType, info.value.type).element_type)
+                per_elem += plan.out_depth * width
     plan.tile_bytes_per_elem = per_elem
     plan.column_bytes_per_row = per_row
     plan.narrow_bytes_per_row = narrow

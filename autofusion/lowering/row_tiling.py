@@ -10,12 +10,15 @@ padding A (elements in 32 bytes of the narrowest type) and K cores:
     tiles = ceil(R / tr) * ceil(C / tc);  blocks = min(tiles, K);  per_core = ceil(tiles / blocks)
 
 Each core takes `per_core` consecutive tiles; the last row and column tiles are shorter
-(tails). When a reduced row does not fit (T // tcp == 0), the buffers would exceed their
+(tails). A kernel with channel-major values (row_transpose.py) tiles whole runs of P
+rows (an image's pixels): tr becomes the largest divisor of P at most tr, or a multiple
+of P, so no tile straddles two images. When a reduced row does not fit (T // tcp == 0), the buffers would exceed their
 static bound and the kernel reports it when it starts.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -60,6 +63,7 @@ class TileBudget:
     max_tile_elems: int
     align: int
     whole_rows: bool
+    run: int = 0  # rows per image of a channel-major kernel (0: none)
 
 
 def rows_tiling(ops: IndexOps[V], rows: V, cols: V, budget: TileBudget, cores: int) -> RowTiling[V]:
@@ -72,8 +76,26 @@ def rows_tiling(ops: IndexOps[V], rows: V, cols: V, budget: TileBudget, cores: i
     fit = ops.floordiv(t, tcp)
     balanced = ops.ceildiv(rows, ops.const(cores))
     tr = ops.max(ops.const(1), ops.min(fit, balanced))
+    if budget.run:
+        tr = _whole_runs(ops, tr, budget.run)
     col_tiles = ops.ceildiv(cols, tc)
     tiles = ops.mul(ops.ceildiv(rows, tr), col_tiles)
     blocks = ops.max(ops.const(1), ops.min(tiles, ops.const(cores)))
     per_core = ops.ceildiv(tiles, blocks)
     return RowTiling(rows, cols, tr, tc, tcp, col_tiles, tiles, per_core, blocks)
+
+
+def _whole_runs(ops: IndexOps[V], tr: V, run: int) -> V:
+    """The most rows at most tr that divide `run` or are a multiple of it:
+    max(run * (tr // run), max over divisors d of run of d * min(1, tr // d))."""
+    best = ops.mul(ops.const(run), ops.floordiv(tr, ops.const(run)))
+    for d in divisors(run)[:-1]:
+        fits = ops.min(ops.const(1), ops.floordiv(tr, ops.const(d)))
+        best = ops.max(best, ops.mul(ops.const(d), fits))
+    return best
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of n > 0, ascending."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]

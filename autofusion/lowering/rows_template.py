@@ -44,7 +44,7 @@ def queue_slots(chip: ChipSpec) -> int:
 
 def tile_budget(p: RowPlan) -> TileBudget:
     """The bound the plan puts on its runtime tiles."""
-    return TileBudget(p.max_tile_elems, p.align_elems, p.whole_rows)
+    return TileBudget(p.max_tile_elems, p.align_elems, p.whole_rows, p.image_rows)
 
 
 class RowsTemplate(KernelTemplate[RowPlan]):
@@ -149,10 +149,12 @@ class RowsTemplate(KernelTemplate[RowPlan]):
                 cast(TensorType, op.results[0].type).get_shape(), dims
             )
             work += weight * (si.num_elements(result_shape) or 0)
-        # widening and narrowing casts at the kernel's edges
+        # widening and narrowing casts at the kernel's edges, and the Gathers that
+        # transpose channel-major values (row_transpose.py)
         for v in (*p.inputs, *p.outputs):
             if dtypes.type_name(cast(TensorType, v.type).element_type) != "f32":
                 work += rows * (p.values[v].narrow or cols)
+        work += len(p.channel_major) * rows * cols
         main_width = max(
             (dtypes.byte_width(cast(TensorType, v.type).element_type) for v in p.inputs), default=4
         )

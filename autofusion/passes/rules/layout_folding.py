@@ -40,9 +40,9 @@ left), and the add joins the NHWC rows kernel of the layer scale and that norm
 (graph.add_layer_norm). Only a sink that removes transposes is done (a moved transpose
 is never cheaper by itself); ElementwiseTransposeSinkPass is afc's name in the style of
 GE's TransOpSymmetryEliminationPass, which removes inverse pairs that meet. The
-transposes left at a conv's input or output move data across the innermost axis, which
-the conv template (NCHW in and out) and the rows template (contiguous rows) do not
-address; docs/graph-fusion.md ("Known limits") says what would fold them.
+transposes left at a conv's input or output move data across the innermost axis: the
+rows kernel next to them reads or writes that channel-major layout itself
+(lowering/row_transpose.py), so ub-fusion folds them into its addressing.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 // ops around them still get their kernels.
 // CHECK-DAG: ub-fusion: library op graph.cast %a: graph.cast works on f8E4M3FN; vector kernels compute floats
 // CHECK-DAG: ub-fusion: library op graph.cast %b: graph.cast works on f8E4M3FN; vector kernels compute floats
-// CHECK-DAG: ub-fusion: library op graph.transpose %t: graph.transpose has no vector kernel
+// CHECK-DAG: ub-fusion: library op graph.transpose %t: graph.transpose works on f8E4M3FN; vector kernels compute floats
 // CHECK-DAG: ub-fusion: library op graph.cast %q: graph.cast works on i4; vector kernels compute floats
 // CHECK-LABEL: func.func @narrow
 // CHECK:         %y = graph.fusion_group
