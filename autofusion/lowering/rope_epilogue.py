@@ -192,7 +192,8 @@ def product_chain(root: Operation, epilogue: Sequence[Operation]) -> list[Operat
         op = users[0]
         kind = fusion_kind(op)
         if (
-            kind not in (FusionKind.ELEMENTWISE, FusionKind.BROADCAST)
+            isinstance(op, graph.RopeOp)
+            or kind not in (FusionKind.ELEMENTWISE, FusionKind.BROADCAST)
             or len(op.results) != 1
             or op.operands[0] is not value
             or any(v is value for v in op.operands[1:])

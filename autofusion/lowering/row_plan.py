@@ -44,6 +44,7 @@ from xdsl.ir import Operation, SSAValue
 from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
+from autofusion.dialects.graph_base import FusionKind, fusion_kind
 from autofusion.dialects.shape_inference import DYN
 from autofusion.lowering.row_transpose import ChannelMajor, find_layout_transposes
 from autofusion.lowering.row_views import InputView, Strided, input_view
@@ -184,16 +185,12 @@ class RowPlan(Plan):
     def whole_rows(self) -> bool:
         """Whether every tile holds whole rows: the plan reduces them, transposes them
         (channel-major values), or a rope rotates them (its halves or pairs, or its first
-        rotary_dim columns, are within a row). A cube kernel's rope epilogue rotates heads
-        of the product's columns, which are not a plan value (rope_epilogue_emit.py: column
-        tiles of whole heads, head_step)."""
-        return (
-            self.has_reduction
-            or bool(self.channel_major)
-            or any(
-                isinstance(op, graph.RopeOp) and op.operands[0] in self.values for op in self.ops
-            )
-        )
+        rotary_dim columns, are within a row). A cube kernel's rope epilogue (a plan that
+        starts at the cube op) rotates heads of the product's columns instead
+        (rope_epilogue_emit.py: column tiles of whole heads, head_step)."""
+        rope = any(isinstance(op, graph.RopeOp) for op in self.ops)
+        cube = any(fusion_kind(op) == FusionKind.CUBE for op in self.ops)
+        return self.has_reduction or bool(self.channel_major) or (rope and not cube)
 
     @property
     def max_tile_rows(self) -> int:
