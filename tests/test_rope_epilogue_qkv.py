@@ -26,10 +26,12 @@ def T(shape: tuple[int, ...], elt: str) -> str:
 
 
 def merged_qkv(
-    rows: tuple[int, int], k: int, heads: tuple[int, int], d: int, elt: str, bias: bool
+    rows: tuple[int, int], k: int, heads: tuple[int, int], d: int, elt: str, bias: bool | str
 ) -> str:
     """x[B, S, k] @ w[k, (hq + 2 hkv) d] (+ bias), sliced into q, k and v, reshaped to
-    heads; q and k roped with [S, D] tables, v returned as it is."""
+    heads; q and k roped with [S, D] tables, v returned as it is. bias = "add": the bias
+    is a graph.add after the matmul (as the norm prologue's rewrite leaves it), which
+    the ropes read their columns through (rope_epilogue.product_chain)."""
     hq, hkv = heads
     n = (hq + 2 * hkv) * d
     b, s = rows
@@ -37,8 +39,9 @@ def merged_qkv(
     tab, tab4 = T((s, d), elt), T((1, s, 1, d), elt)
     qs, ks = T((b, s, hq * d), elt), T((b, s, hkv * d), elt)
     q4, k4 = T((b, s, hq, d), elt), T((b, s, hkv, d), elt)
-    operands = "%x, %w, %b" if bias else "%x, %w"
-    types = f"{x}, {w}, {T((n,), elt)}" if bias else f"{x}, {w}"
+    fold = bias is True
+    operands = "%x, %w, %b" if fold else "%x, %w"
+    types = f"{x}, {w}, {T((n,), elt)}" if fold else f"{x}, {w}"
     bias_arg = f", %b: {T((n,), elt)}" if bias else ""
 
     def cut(name: str, start: int, stop: int, t: str) -> str:
@@ -48,9 +51,15 @@ def merged_qkv(
         )
 
     qn, kn = hq * d, hkv * d
+    product = f"%y = graph.matmul {operands} : ({types}) -> {y}"
+    if bias == "add":
+        product = (
+            f"%p = graph.matmul {operands} : ({types}) -> {y}\n"
+            f"  %y = graph.add %p, %b : ({y}, {T((n,), elt)}) -> {y}"
+        )
     return f"""
 func.func @main(%x: {x}, %w: {w}{bias_arg}, %cos: {tab}, %sin: {tab}) -> ({q4}, {k4}, {k4}) {{
-  %y = graph.matmul {operands} : ({types}) -> {y}
+  {product}
   {cut("q", 0, qn, qs)}
   {cut("k", qn, qn + kn, ks)}
   {cut("v", qn + kn, n, ks)}
@@ -67,10 +76,10 @@ func.func @main(%x: {x}, %w: {w}{bias_arg}, %cos: {tab}, %sin: {tab}) -> ({q4}, 
 
 @pytest.mark.usefixtures("small_tiles")
 @pytest.mark.parametrize(("chip", "elt"), [("Ascend910B1", "f16"), ("Ascend910B1", "f32")])
-@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("bias", [False, True, "add"])
 @pytest.mark.parametrize(("heads", "d"), [((4, 2), 16), ((2, 1), 32), ((3, 1), 16)])
 def test_merged_qkv_ropes_run_in_one_kernel(
-    chip: str, elt: str, bias: bool, heads: tuple[int, int], d: int
+    chip: str, elt: str, bias: bool | str, heads: tuple[int, int], d: int
 ) -> None:
     ir = fused_matches(merged_qkv((2, 20), 32, heads, d, elt, bias), chip, elt)
     # the product's columns go to three outputs, each taking its own range of a tile
@@ -93,9 +102,11 @@ def test_merged_qkv_with_the_chips_own_tiles() -> None:
 @pytest.mark.usefixtures("small_tiles")
 @pytest.mark.skipif(shutil.which("g++") is None, reason="the emulation needs g++")
 @pytest.mark.parametrize("chip", ["Ascend910B1"])
-def test_merged_qkv_ascendc_matches_the_graph(chip: str) -> None:
-    """The kernel's Ascend C, emulated, with a bias (applied before the rope)."""
-    text = merged_qkv((2, 20), 32, (4, 2), 16, "f16", True)
+@pytest.mark.parametrize("bias", [True, "add"])
+def test_merged_qkv_ascendc_matches_the_graph(chip: str, bias: bool | str) -> None:
+    """The kernel's Ascend C, emulated, with a bias (applied before the rope), in the
+    matmul or as an add the ropes read through."""
+    text = merged_qkv((2, 20), 32, (4, 2), 16, "f16", bias)
     emulated_matches(text, chip, [(2, 20, 32), (32, 128), (128,), (20, 16), (20, 16)], 5)
 
 

@@ -121,6 +121,34 @@ func.func @merged_qkv(%x: tensor<2x16x32xf16>, %w: tensor<32x128xf16>, %cos: ten
 
 // -----
 
+// a row scale and a bias after the product (what the norm prologue's rewrite leaves,
+// rope_epilogue.product_chain): the ropes read their columns of the scaled, biased
+// product, all in the matmul kernel
+// CHECK-LABEL: func.func @merged_qkv_chain
+// CHECK:       %qr, %kr = graph.fusion_group {{.*}} template = "matmul"
+// CHECK-NEXT:    graph.matmul %x_1, %w_1 :
+// CHECK-NEXT:    graph.rms_norm_apply
+// CHECK-NEXT:    graph.add
+// CHECK-COUNT-2: graph.rope
+// CHECK-NOT:   graph.fusion_group
+// LOWERED:     buffer.launch @merged_qkv_chain_kernel0
+// LOWERED-NOT: buffer.launch
+// LOWERED:     buffer.kernel @merged_qkv_chain_kernel0
+func.func @merged_qkv_chain(%x: tensor<2x16x32xf16>, %w: tensor<32x96xf16>, %r: tensor<2x16x1xf32>, %g: tensor<96xf16>, %b: tensor<96xf16>, %cos: tensor<1x16x1x16xf16>, %sin: tensor<1x16x1x16xf16>) -> (tensor<2x16x4x16xf16>, tensor<2x16x2x16xf16>) {
+  %p = graph.matmul %x, %w : (tensor<2x16x32xf16>, tensor<32x96xf16>) -> tensor<2x16x96xf16>
+  %s = graph.rms_norm_apply %p, %r, %g {axis = 2} : (tensor<2x16x96xf16>, tensor<2x16x1xf32>, tensor<96xf16>) -> tensor<2x16x96xf16>
+  %y = graph.add %s, %b : (tensor<2x16x96xf16>, tensor<96xf16>) -> tensor<2x16x96xf16>
+  %q = graph.slice %y {starts = [0], ends = [64], axes = [-1], steps = [1]} : tensor<2x16x96xf16> -> tensor<2x16x64xf16>
+  %k = graph.slice %y {starts = [64], ends = [96], axes = [-1], steps = [1]} : tensor<2x16x96xf16> -> tensor<2x16x32xf16>
+  %q4 = graph.reshape %q {shape = [0, 0, 4, 16]} : tensor<2x16x64xf16> -> tensor<2x16x4x16xf16>
+  %k4 = graph.reshape %k {shape = [0, 0, 2, 16]} : tensor<2x16x32xf16> -> tensor<2x16x2x16xf16>
+  %qr = graph.rope %q4, %cos, %sin {interleaved = false} : (tensor<2x16x4x16xf16>, tensor<1x16x1x16xf16>, tensor<1x16x1x16xf16>) -> tensor<2x16x4x16xf16>
+  %kr = graph.rope %k4, %cos, %sin {interleaved = false} : (tensor<2x16x2x16xf16>, tensor<1x16x1x16xf16>, tensor<1x16x1x16xf16>) -> tensor<2x16x2x16xf16>
+  func.return %qr, %kr : tensor<2x16x4x16xf16>, tensor<2x16x2x16xf16>
+}
+
+// -----
+
 // the same with Qwen's bias, added before the rope (the root's own epilogue); v is read
 // as its columns, not split into heads
 // CHECK-LABEL: func.func @merged_qkv_bias
