@@ -261,16 +261,19 @@ def plan_ffn(
     gu_elt = element_type(root.input) if plain else f32
     # UB: half for the activation, a quarter for each of the first and the final pass
     # (the zeros a first pass without a residual writes come out of its quarter); queue
-    # buffers per position likewise
+    # buffers per position likewise; a norm prologue takes half the activation's share
     quarter = chip.ub_bytes // 4
     slots = queue_slots(chip) // 4
     prologue = None
-    if root.norm_epsilon is not None:  # the statistics take half the first pass's share
-        prologue = _norm_prologue(root, m, quarter // 2, max(1, slots // 2))
+    act_share = (2 * quarter, 2 * slots)
+    if root.norm_epsilon is not None:  # the statistics take half the activation's share
+        # (and one queue buffer per position: it streams x alone)
+        prologue = _norm_prologue(root, m, quarter, 1)
         if isinstance(prologue, Refusal):
             return prologue
+        act_share = (quarter, 2 * slots - 1)
     rstd = prologue.rstd if prologue is not None else None
-    act = _activation_plan(root, m, gu_elt, 2 * quarter, 2 * slots, rstd)
+    act = _activation_plan(root, m, gu_elt, *act_share, rstd)
     if isinstance(act, Refusal):
         return Refusal(f"the activation does not fit UB: {act.reason}")
     out = _output_plan(root, m, n2, quarter, slots)
@@ -278,8 +281,7 @@ def plan_ffn(
         return Refusal(f"the output pass does not fit UB: {out.reason}")
     init: tuple[RowPlan, SSAValue, SSAValue] | None = None
     if root.residual is not None:
-        share = (quarter, slots) if prologue is None else (quarter // 2, max(1, slots // 2))
-        planned = _init_plan(root, m, n2, *share)
+        planned = _init_plan(root, m, n2, quarter, slots)
         if isinstance(planned, Refusal):
             return Refusal(f"the residual pass does not fit UB: {planned.reason}")
         init = planned
