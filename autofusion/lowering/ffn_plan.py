@@ -264,13 +264,14 @@ def plan_ffn(
     # buffers per position likewise; a norm prologue takes half the activation's share
     quarter = chip.ub_bytes // 4
     slots = queue_slots(chip) // 4
-    prologue = None
+    prologue: NormPrologue | None = None
     act_share = (2 * quarter, 2 * slots)
     if root.norm_epsilon is not None:  # the statistics take half the activation's share
         # (and one queue buffer per position: it streams x alone)
-        prologue = _norm_prologue(root, m, quarter, 1)
-        if isinstance(prologue, Refusal):
-            return prologue
+        planned_stats = _norm_prologue(root, m, quarter, 1)
+        if isinstance(planned_stats, Refusal):
+            return planned_stats
+        prologue = planned_stats
         act_share = (quarter, 2 * slots - 1)
     rstd = prologue.rstd if prologue is not None else None
     act = _activation_plan(root, m, gu_elt, *act_share, rstd)
