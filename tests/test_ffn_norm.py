@@ -140,6 +140,8 @@ def test_cost_charges_the_statistics_pass() -> None:
     assert with_stats.gm_write_bytes - without.gm_write_bytes == m * 4
     assert with_stats.gm_read_bytes - without.gm_read_bytes >= m * k * 2 + m * 4
     assert with_stats.vector_work - without.vector_work == 3 * m * k
+    # HBM: the residual is x itself, read once; the statistics re-read it from L2
+    assert with_stats.hbm_read_bytes == without.hbm_read_bytes == (m * k + 3 * k * 1024) * 2
 
 
 def biased(e: str, m: int = 6, k: int = 8, f: int = 16, n: int = 8) -> str:

@@ -43,6 +43,8 @@ def ffn_cost(p: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> K
         for v in (*p.root.bias1, *(x for x in (p.root.bias2,) if x is not None))
     )
     res = y_bytes if p.root.residual is not None else 0
+    # a residual that is x itself (a normalising ffn's h) comes from HBM once, as x
+    res_hbm = 0 if p.root.residual is p.root.input else res
     # a norm prologue re-reads x (from L2: every band reads it) and writes rstd, which
     # the activation reads once per column chunk
     pro = prologue_cost(p.prologue, m, -(-f // t["ec"]))
@@ -70,7 +72,7 @@ def ffn_cost(p: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> K
     return KernelCost(
         gm_read_bytes=read,
         gm_write_bytes=write,
-        hbm_read_bytes=x_once + w1_once + w2_once + res + side + spill // 2,
+        hbm_read_bytes=x_once + w1_once + w2_once + res_hbm + side + spill // 2,
         hbm_write_bytes=y_bytes + spill // 2,
         vector_work=work,
         cube_flops=flops,

@@ -48,6 +48,10 @@ Tiling (static bounds `choose_ffn_tiles`, runtime values `ffn_tiling`):
     workspaces: blocks * 2 * parts * tm * bf * w_gu (gate/up), blocks * 2 * tm * bf * w
     (g), M * N2 * 4 (the accumulator)
 
+With graph.ffn's norm_epsilon (RmsNormFfnFusionPass) the AIVs first compute rstd of
+every x row into a float32 workspace (lowering/norm_prologue.py's pass, before the
+accumulator's first pass and its SyncAll), and step 2 scales gate and up by it.
+
 Chips: split chips only (the ffn needs SyncAll<false> and the L0C -> GM atomic add);
 elsewhere graph.ffn stays a library op (CANN's FFN is an Atlas A2/A3 op too).
 """

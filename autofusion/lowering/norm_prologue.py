@@ -12,6 +12,9 @@ then streams rstd in per chunk as its per-row operand, from the workspace instea
 kernel input. The cost over the plain matmul: one more read of A (the norm's own kernel
 read it too), rows x 4 bytes written, and the AICs wait for the pass at the SyncAll.
 
+The ffn kernel runs the same pass over its x for graph.ffn's norm_epsilon (ffn_plan.py
+plans it with `plan_stats`, ffn_emit.py emits it before its own first SyncAll).
+
 UB: the statistics take a third of it and a quarter of the queue buffers; the epilogue
 the rest.
 """
