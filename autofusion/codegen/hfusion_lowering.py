@@ -367,6 +367,8 @@ def _ffn(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) ->
     b2 = of[ffn.bias2] if ffn.bias2 is not None else None
     residual = of[ffn.residual] if ffn.residual is not None else None
     act = ffn.activation.data
+    if ffn.norm_epsilon is not None:
+        raise Refusal("graph.ffn with norm_epsilon has no HFusion form", op)
     dtype = rs[0].dtype
     if len(w1) == 1 and ffn.gated:  # one [K, 2F] weight: gate columns first, then up
         w1 = [b.columns(w1[0], half) for half in (0, 1)]

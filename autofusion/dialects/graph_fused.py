@@ -531,6 +531,12 @@ class FfnOp(GraphOp, OpFacts):
     The residual joins the down projection's float32 sum before its one rounding (the
     decomposed graph rounds the projection, then the add): the ffn kernel starts its
     accumulator from the residual (docs/ub-fusion.md).
+
+    `norm_epsilon` (optional): x is RMS-normalised over its last axis first, the norm's
+    scale g already folded into W1 (W1 = diag(g) W1, as the matmul norm prologue folds
+    it: passes/rules/norm_prologue.py). With rstd = 1 / sqrt(mean(x^2) + norm_epsilon)
+    per row in float32, each projection is round(x @ W1) * rstd [+ b1] before the
+    rounding above: rms_norm(x, g) @ W1 = diag(rstd) (x @ diag(g) W1).
     """
 
     name = "graph.ffn"
@@ -542,6 +548,7 @@ class FfnOp(GraphOp, OpFacts):
     residual = opt_operand_def(TensorType)
     output = result_def(TensorType)
     activation = prop_def(StringAttr)
+    norm_epsilon = opt_prop_def(FloatAttr)  # x is RMS-normalised first (docstring)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(Pure(), Fusible(FusionKind.CUBE))
     FLOAT_ONLY: ClassVar[bool] = True
@@ -574,6 +581,9 @@ class FfnOp(GraphOp, OpFacts):
         act = p.text("activation")
         if act not in FFN_ACTIVATIONS:
             raise ShapeError(f"activation must be one of {FFN_ACTIVATIONS}, got {act!r}")
+        eps = p.opt_real("norm_epsilon")
+        if eps is not None and not eps > 0:
+            raise ShapeError(f"norm_epsilon must be > 0, got {eps}")
         sizes = p.integers(SEGMENTS)
         if len(sizes) != 6 or sum(sizes) != len(types) or sizes[0] != 1 or sizes[2] != 1:
             raise ShapeError(f"{SEGMENTS} {list(sizes)} does not describe {len(types)} operands")

@@ -97,7 +97,12 @@ def ffn(op: graph.FfnOp, args: PythonValues) -> Array:
         f = w1[0].shape[1] // 2
         w1 = [w1[0][:, :f], w1[0][:, f:]]
         b1 = [b1[0][:f], b1[0][f:]] if b1 else []
-    h = [np.matmul(x, w) + (b1[i] if b1 else 0) for i, w in enumerate(w1)]
+    h = [np.matmul(x, w) for w in w1]
+    eps = _props(op).opt_real("norm_epsilon")
+    if eps is not None:  # x is RMS-normalised first, g folded into W1 (graph.ffn's docstring)
+        rstd = 1 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + np.float32(eps))
+        h = [rounded(v) * rstd for v in h]
+    h = [v + (b1[i] if b1 else 0) for i, v in enumerate(h)]
     if act in FFN_GATED:
         gate, up = rounded(h[0]), rounded(h[1])
         if act == "swiglu":

@@ -13,6 +13,7 @@ from autofusion.lowering.ffn_host import ffn_tiling
 from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import ZERO_ELEMS
 from autofusion.lowering.index_expr import IntOps
+from autofusion.lowering.norm_prologue import prologue_cost
 from autofusion.lowering.template import KernelCost
 from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 
@@ -42,8 +43,13 @@ def ffn_cost(p: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> K
         for v in (*p.root.bias1, *(x for x in (p.root.bias2,) if x is not None))
     )
     res = y_bytes if p.root.residual is not None else 0
-    read = x_read + w_read + gu + g + rmw + acc + res + side * t["mt"]
-    write = gu + g + acc + rmw + y_bytes
+    # a residual that is x itself (a normalising ffn's h) comes from HBM once, as x
+    res_hbm = 0 if p.root.residual is p.root.input else res
+    # a norm prologue re-reads x (from L2: every band reads it) and writes rstd, which
+    # the activation reads once per column chunk
+    pro = prologue_cost(p.prologue, m, -(-f // t["ec"]))
+    read = x_read + w_read + gu + g + rmw + acc + res + side * t["mt"] + pro.gm_read
+    write = gu + g + acc + rmw + y_bytes + pro.gm_write
     # HBM: x, the weights and the residual once (round-robin items keep the bands of
     # one or two bands in L2, x is re-read by every band); the accumulator and the
     # workspace slots stay in L2 while they fit beside x and the bands in flight
@@ -55,17 +61,18 @@ def ffn_cost(p: FfnPlan, chip: ChipSpec, dims: Sequence[int] | None = None) -> K
             (w_read, t["kl1"] * t["tn"] * w),
             (gu + g + 2 * rmw, min(t["tm"], m) * t["tn"] * 4),
             (acc + res + y_bytes, min(t["fr"], m) * t["fc"] * 4),
+            (pro.gm_read, pro.transfer),
         ]
     )
     flops = 2.0 * m * k1 * f * parts + 2.0 * m * f * n2
     work = epilogue_work(p.act_rows, p.gate_mm, m * f) + epilogue_work(
         p.out_rows, p.down_mm, m * n2
     )
-    work += m * n2  # zeroing the accumulator
+    work += m * n2 + pro.vector_work  # zeroing the accumulator; the statistics
     return KernelCost(
         gm_read_bytes=read,
         gm_write_bytes=write,
-        hbm_read_bytes=x_once + w1_once + w2_once + res + side + spill // 2,
+        hbm_read_bytes=x_once + w1_once + w2_once + res_hbm + side + spill // 2,
         hbm_write_bytes=y_bytes + spill // 2,
         vector_work=work,
         cube_flops=flops,

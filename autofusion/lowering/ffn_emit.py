@@ -24,9 +24,10 @@ from autofusion.lowering.cube_common import (
     sub_block_chunk_loop,
 )
 from autofusion.lowering.cube_epilogue import root_emitter
-from autofusion.lowering.ffn_host import PARAMS
+from autofusion.lowering.ffn_host import ffn_params
 from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import G_READY, READY, SLOTS, ZERO_ELEMS
+from autofusion.lowering.norm_prologue import RSTD_BYTES, PrologueEmitter
 from autofusion.lowering.row_kernel import HostFeeds, RowKernel
 
 
@@ -72,6 +73,9 @@ class FfnKernel(CubeKernel):
                 },
             ),
         )
+        self.pro = None
+        if plan.prologue is not None:
+            self.pro = PrologueEmitter(plan.prologue, name, chip)
         self.init = None
         if plan.init_rows is not None:
             self.init = RowKernel(plan.init_rows, name, chip.name, chip.cube_cores)
@@ -83,7 +87,7 @@ class FfnKernel(CubeKernel):
         return [self.p.root.output]
 
     def params(self) -> Sequence[str]:
-        return PARAMS
+        return ffn_params(self.p)
 
     # ---- the kernel ------------------------------------------------------------------
 
@@ -94,6 +98,8 @@ class FfnKernel(CubeKernel):
         self.ws_gu = kb.insert(buffer.WorkspaceOp(t["gu_bytes"], p.gu_elt), "ws_gu").results[0]
         self.ws_g = kb.insert(buffer.WorkspaceOp(t["g_bytes"], p.in_elt), "ws_g").results[0]
         self.acc = kb.insert(buffer.WorkspaceOp(t["acc_bytes"], f32), "acc").results[0]
+        if self.pro is not None:  # the x rows' RMS statistics (graph.ffn's norm_epsilon)
+            self.pro.attach(kb, self.gm[self.p.root.input], t[RSTD_BYTES])
         self._queues()
         zeros = None
         if self.init is None:
@@ -102,6 +108,8 @@ class FfnKernel(CubeKernel):
         sub = kb.insert(buffer.SubBlockIdxOp(), "sub").results[0]
         aiv = idx.add(idx.mul(bid, idx.const(2)), sub)
         aivs = idx.mul(blocks, idx.const(2))
+        if self.pro is not None:  # rstd: the SyncAll after the first pass publishes it
+            self.pro.emit_pass(bid, t["M"], sync=False)
         if self.init is not None:  # acc = float32(residual): the residual is read first
             names = ("ir", "ic", "i_col_tiles", "i_row_blocks")
             self._pass(self.init, [t[n] for n in names], aiv, aivs)
@@ -145,6 +153,8 @@ class FfnKernel(CubeKernel):
         kb, idx, t, p = self.kb, self.kb.idx, self.t, self.p
         r = p.root
         gm: dict[SSAValue, SSAValue] = {p.g_ps: self.ws_g}
+        if self.pro is not None:
+            gm[cast(SSAValue, p.rstd_ps)] = self.pro.ws
         if p.merged and r.bias1:  # one [2F] bias: the up half at column F
             gm[p.bias_ps[0]] = self.gm[r.bias1[0]]
             gm[p.bias_ps[1]] = kb.view(self.gm[r.bias1[0]], t["F"])

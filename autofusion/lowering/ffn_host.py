@@ -21,6 +21,7 @@ from autofusion.lowering.ffn_plan import FfnPlan
 from autofusion.lowering.ffn_tiles import SLOTS, ZERO_ELEMS
 from autofusion.lowering.index_expr import IndexOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
+from autofusion.lowering.norm_prologue import RSTD_BYTES, rstd_bytes
 from autofusion.lowering.row_plan import RowPlan
 from autofusion.lowering.template import HostLaunch
 from autofusion.lowering.value_types import tensor_shape
@@ -61,6 +62,11 @@ PARAMS = (
     "g_bytes",
     "acc_bytes",
 )
+
+
+def ffn_params(p: FfnPlan) -> tuple[str, ...]:
+    """The tiling's values in order: PARAMS, then the rstd workspace of a norm prologue."""
+    return PARAMS + ((RSTD_BYTES,) if p.prologue is not None else ())
 
 
 @dataclass
@@ -123,7 +129,9 @@ def ffn_tiling(
     acc = ops.mul(ops.mul(m, n2), c(4))
     ordered = [m, k1, f, n2, tm, tn, tk, kl1, bf, mt, ft, nt, items, k_stages, er, ec]
     ordered += [a_stride, fr, fc, f_stride, f_col_tiles, f_tiles, *first, z_pieces, gu, g, acc]
-    values = dict(zip(PARAMS, ordered))
+    if p.prologue is not None:
+        ordered.append(rstd_bytes(ops, m))
+    values = dict(zip(ffn_params(p), ordered))
     return FfnTiling(values, blocks)
 
 

@@ -48,6 +48,10 @@ Tiling (static bounds `choose_ffn_tiles`, runtime values `ffn_tiling`):
     workspaces: blocks * 2 * parts * tm * bf * w_gu (gate/up), blocks * 2 * tm * bf * w
     (g), M * N2 * 4 (the accumulator)
 
+With graph.ffn's norm_epsilon (RmsNormFfnFusionPass) the AIVs first compute rstd of
+every x row into a float32 workspace (lowering/norm_prologue.py's pass, before the
+accumulator's first pass and its SyncAll), and step 2 scales gate and up by it.
+
 Chips: split chips only (the ffn needs SyncAll<false> and the L0C -> GM atomic add);
 elsewhere graph.ffn stays a library op (CANN's FFN is an Atlas A2/A3 op too).
 """
@@ -69,6 +73,7 @@ from autofusion.lowering.ffn_host import ffn_launch, ffn_tiling, ffn_tiling_func
 from autofusion.lowering.ffn_plan import FfnPlan, plan_ffn
 from autofusion.lowering.ffn_tiles import ACT_TILE, INIT_TILE, OUT_TILE, ffn_footprint
 from autofusion.lowering.index_expr import IntOps, IrOps
+from autofusion.lowering.norm_prologue import RSTD_BYTES
 from autofusion.lowering.template import GroupParts, HostLaunch, KernelCost, KernelTemplate, Lowered
 from autofusion.passes.fusion_rule import Refusal
 
@@ -108,7 +113,7 @@ class FfnTemplate(KernelTemplate[FfnPlan]):
         """GM bytes of the kernel's own tensors that live through the whole kernel: the
         accumulator and the workspace slots (the traffic model's scratch)."""
         t = ffn_tiling(IntOps(), plan.sizes(dims), plan, chip).values
-        return t["acc_bytes"] + t["gu_bytes"] + t["g_bytes"]
+        return t["acc_bytes"] + t["gu_bytes"] + t["g_bytes"] + t.get(RSTD_BYTES, 0)
 
     def lower(self, plan: FfnPlan, name: str, chip: ChipSpec) -> Lowered:
         kernel, emitter = emit_ffn_kernel(plan, name, chip)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, cast
 
-from xdsl.dialects.builtin import f32
+import numpy as np
+from xdsl.dialects.builtin import FloatAttr, f32
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from autofusion import dtypes
@@ -29,12 +30,14 @@ from autofusion.lowering.ffn_tiles import (
     choose_ffn_tiles,
     ffn_footprint,
 )
+from autofusion.lowering.norm_prologue import NormPrologue, plan_stats
 from autofusion.lowering.recorded_tiling import fractal_refusal, overflow, take_row_tile, take_tiles
 from autofusion.lowering.row_plan import RowPlan, plan_for_split
 from autofusion.lowering.rows_template import queue_slots
 from autofusion.lowering.template import GroupParts, NotApplicable, Plan
 from autofusion.lowering.value_types import element_type, resolve_dynamic_dims, tensor_shape
 from autofusion.passes.fusion_rule import Refusal
+from autofusion.passes.matching import make_constant
 
 
 @dataclass
@@ -59,6 +62,9 @@ class FfnPlan(Plan):
     y_ps: SSAValue
     res_ps: SSAValue | None  # the first pass's residual and float32 result
     init_ps: SSAValue | None
+    # graph.ffn's norm_epsilon: the statistics pass over x and the activation's rstd
+    prologue: NormPrologue | None = None
+    rstd_ps: SSAValue | None = None
 
     @property
     def ffn(self) -> graph.FfnOp:
@@ -66,7 +72,8 @@ class FfnPlan(Plan):
 
     @property
     def row_plans(self) -> list[RowPlan]:
-        return [r for r in (self.act_rows, self.out_rows, self.init_rows) if r is not None]
+        stats = self.prologue.rows if self.prologue is not None else None
+        return [r for r in (self.act_rows, self.out_rows, self.init_rows, stats) if r is not None]
 
     @property
     def in_elt(self) -> Attribute:
@@ -104,13 +111,15 @@ GATE_ACTIVATIONS: dict[str, tuple[type[graph.GraphOp], dict[str, str]]] = {
 
 
 def _activation_plan(
-    root: graph.FfnOp, m: int, f: int, gu_elt: Attribute, ub: int, slots: int
+    root: graph.FfnOp, m: int, gu_elt: Attribute, ub: int, slots: int, rstd: SSAValue | None
 ) -> tuple[RowPlan, list[SSAValue], list[Operation], list[SSAValue], SSAValue] | Refusal:
     """The AIVs' activation as a row plan over [M x F]: synthetic projections (their
-    emitters add b1 and, plain, apply the activation) and graph.ffn's gating ops.
+    emitters add b1 and, plain, apply the activation), with `rstd` each scaled per row
+    (graph.rms_norm_apply, its scale a splat 1: a scalar), and graph.ffn's gating ops.
     Returns (plan, raw values, projections, bias values, g)."""
     t = element_type(root.input)
     k1 = tensor_shape(root.input)[-1]
+    f = tensor_shape(root.weight2)[0]
     act = root.activation.data
     x_ps = detached_value(t, [m, k1], "x")
     w_ps = detached_value(t, [k1, f], "w1")
@@ -127,14 +136,22 @@ def _activation_plan(
         mms.append(graph.MatmulOp.make(operands, props))
         raws.append(raw)
     ops: list[Operation] = list(mms)
+    hs = [mm.results[0] for mm in mms]
+    if rstd is not None:
+        ones = make_constant(np.ones(f, np.float32), graph.tensor([f], t), "row_scale")
+        applies = [graph.RmsNormApplyOp.make([h, rstd, ones.result], {"axis": 1}) for h in hs]
+        ops += applies
+        hs = [a.results[0] for a in applies]
     if act == "swiglu":
-        ops.append(graph.SwigluOp.make([mms[0].results[0], mms[1].results[0]]))
+        ops.append(graph.SwigluOp.make(hs))
     elif act in FFN_GATED:
         gate_op, gate_props = GATE_ACTIVATIONS[act]
-        a = gate_op.make([mms[0].results[0]], gate_props)
-        ops += [a, graph.MulOp.make([a.results[0], mms[1].results[0]])]
+        a = gate_op.make([hs[0]], gate_props)
+        ops += [a, graph.MulOp.make([a.results[0], hs[1]])]
     g = ops[-1].results[0]
     inputs = [*raws, *biases]
+    if rstd is not None:
+        inputs += [ones.result, rstd]
     plan = plan_for_split(GroupParts(ops, inputs, [g]), (m, f), 1, False, ub, slots)
     if isinstance(plan, Refusal):
         return plan
@@ -178,6 +195,18 @@ def _init_plan(
         return plan
     plan.parts = GroupParts([cast_op], [res], [out])
     return plan, res, out
+
+
+def _norm_prologue(root: graph.FfnOp, m: int, ub: int, slots: int) -> NormPrologue | Refusal:
+    """The statistics pass of graph.ffn's norm_epsilon over the [M x K1] view of x (the
+    matmul's norm prologue, lowering/norm_prologue.py). The activation scales the gate
+    and up products before b1 and a plain activation would apply: it takes neither."""
+    if root.bias1 or not root.gated:
+        return Refusal("the ffn kernel's norm prologue takes a gated ffn without bias1")
+    x = detached_value(element_type(root.input), [m, tensor_shape(root.input)[-1]], "x")
+    eps = cast(FloatAttr, root.norm_epsilon)
+    stats = graph.RmsNormStatsOp.make([x], {"axis": -1, "epsilon": eps})
+    return plan_stats(stats, ub, slots)
 
 
 def _recorded_ffn_tiles(
@@ -232,10 +261,20 @@ def plan_ffn(
     gu_elt = element_type(root.input) if plain else f32
     # UB: half for the activation, a quarter for each of the first and the final pass
     # (the zeros a first pass without a residual writes come out of its quarter); queue
-    # buffers per position likewise
+    # buffers per position likewise; a norm prologue takes half the activation's share
     quarter = chip.ub_bytes // 4
     slots = queue_slots(chip) // 4
-    act = _activation_plan(root, m, f, gu_elt, 2 * quarter, 2 * slots)
+    prologue: NormPrologue | None = None
+    act_share = (2 * quarter, 2 * slots)
+    if root.norm_epsilon is not None:  # the statistics take half the activation's share
+        # (and one queue buffer per position: it streams x alone)
+        planned_stats = _norm_prologue(root, m, quarter, 1)
+        if isinstance(planned_stats, Refusal):
+            return planned_stats
+        prologue = planned_stats
+        act_share = (quarter, 2 * slots - 1)
+    rstd = prologue.rstd if prologue is not None else None
+    act = _activation_plan(root, m, gu_elt, *act_share, rstd)
     if isinstance(act, Refusal):
         return Refusal(f"the activation does not fit UB: {act.reason}")
     out = _output_plan(root, m, n2, quarter, slots)
@@ -283,4 +322,6 @@ def plan_ffn(
         y,
         init[1] if init is not None else None,
         init[2] if init is not None else None,
+        prologue,
+        rstd,
     )

@@ -12,6 +12,9 @@ then streams rstd in per chunk as its per-row operand, from the workspace instea
 kernel input. The cost over the plain matmul: one more read of A (the norm's own kernel
 read it too), rows x 4 bytes written, and the AICs wait for the pass at the SyncAll.
 
+The ffn kernel runs the same pass over its x for graph.ffn's norm_epsilon (ffn_plan.py
+plans it with `plan_stats`, ffn_emit.py emits it before its own first SyncAll).
+
 UB: the statistics take a third of it and a quarter of the queue buffers; the epilogue
 the rest.
 """
@@ -110,19 +113,24 @@ def split_norm_prologue(
         si.num_elements(a_batch) != si.num_elements(out_batch)
     ):
         return Refusal("the matmul broadcasts A over batch dims: its rows are not the output's")
-    plan = plan_for_split(
-        GroupParts([op], [x], [rstd]),
-        shape,
-        len(shape) - 1,
-        True,
-        chip.ub_bytes // UB_SHARE,
-        queue_slots(chip) // SLOT_SHARE,
-    )
+    prologue = plan_stats(op, chip.ub_bytes // UB_SHARE, queue_slots(chip) // SLOT_SHARE)
+    if isinstance(prologue, Refusal):
+        return prologue
+    rest = [o for o in parts.ops if o is not op]
+    return GroupParts(rest, [*parts.inputs, rstd], parts.outputs), prologue
+
+
+def plan_stats(op: Operation, ub: int, slots: int) -> NormPrologue | Refusal:
+    """The prologue of a graph.rms_norm_stats over its input's last axis, its row kernel
+    in `ub` bytes and `slots` queue buffers per position."""
+    x, rstd = op.operands[0], op.results[0]
+    shape = tensor_shape(x)
+    parts = GroupParts([op], [x], [rstd])
+    plan = plan_for_split(parts, shape, len(shape) - 1, True, ub, slots)
     if isinstance(plan, Refusal):
         return Refusal(f"the norm prologue does not fit UB: {plan.reason}")
-    plan.parts = GroupParts([op], [x], [rstd])
-    rest = [o for o in parts.ops if o is not op]
-    return GroupParts(rest, [*parts.inputs, rstd], parts.outputs), NormPrologue(op, x, rstd, plan)
+    plan.parts = parts
+    return NormPrologue(op, x, rstd, plan)
 
 
 def epilogue_room(prologue: NormPrologue | None, chip: ChipSpec) -> tuple[int, int | None]:
@@ -172,10 +180,10 @@ class PrologueEmitter:
         rt["cols"] = idx.const(self.p.k)
         self.row.attach(kb, {self.p.x: a_gm, self.p.rstd: self.ws}, rt)
 
-    def emit_pass(self, bid: SSAValue, rows: SSAValue) -> None:
+    def emit_pass(self, bid: SSAValue, rows: SSAValue, sync: bool = True) -> None:
         """Every AIV takes every (2 * blocks)-th block of rows (a tile's rows rounded up
         to BLOCK_ROWS, in tiles of `tile_rows`), then all cores meet at SyncAll: the
-        epilogues read any row's rstd."""
+        epilogues read any row's rstd (sync=False: the caller's next SyncAll does)."""
         kb, idx = self.kb, self.kb.idx
         sub = kb.insert(buffer.SubBlockIdxOp(), "sub").results[0]
         blocks = kb.insert(buffer.BlockNumOp(), "blocks").results[0]
@@ -193,7 +201,8 @@ class PrologueEmitter:
             with kb.loop(idx.const(0), idx.ceildiv(nb, step), "stat") as j:
                 r = idx.mul(j, step)
                 self.row.emit_tile(idx.add(b0, r), idx.const(0), idx.min(step, idx.sub(nb, r)), k)
-        kb.insert(buffer.SyncAllOp())
+        if sync:
+            kb.insert(buffer.SyncAllOp())
 
 
 def rstd_bytes(ops: IndexOps[V], rows: V) -> V:

@@ -847,13 +847,17 @@ def layer_norm_stats(e: Emitter) -> None:
     e.finish(1, e.node("Reciprocal", [std], out=e.target(1)))
 
 
+def rms_rstd(e: Emitter, x: str, axes: list[int], epsilon: float, out: str | None) -> str:
+    """rstd = 1 / sqrt(reduce_mean(x^2) + epsilon) of a float32 x over `axes`."""
+    ms = reduce(e, "ReduceMean", e.node("Mul", [x, x]), axes, True)
+    eps = e.scalar(epsilon, cast(int, e.body.elem(x)), "epsilon")
+    return e.node("Reciprocal", [e.node("Sqrt", [e.node("Add", [ms, eps])])], out=out)
+
+
 def rms_norm_stats(e: Emitter) -> None:
-    # rstd = 1 / sqrt(reduce_mean(x^2) + epsilon)
     axes = norm_axes(e.props.integer("axis"), e.rank())
     x = e.up(e.inputs[0])
-    ms = reduce(e, "ReduceMean", e.node("Mul", [x, x]), axes, True)
-    std = e.node("Sqrt", [e.node("Add", [ms, _epsilon(e, x)])])
-    e.finish(0, e.node("Reciprocal", [std], out=e.target()))
+    e.finish(0, rms_rstd(e, x, axes, e.props.real("epsilon"), e.target()))
 
 
 def layer_norm_apply(e: Emitter) -> None:
@@ -1121,6 +1125,10 @@ def ffn(e: Emitter) -> None:
     b2 = rest.pop(0) if op.bias2 is not None else None
     residual = rest.pop(0) if op.residual is not None else None
     h = [e.node("MatMul", [x, w]) for w in w1]
+    eps = e.props.opt_real("norm_epsilon")
+    if eps is not None:  # x RMS-normalised first, its scale folded into W1
+        rstd = rms_rstd(e, x, [len(e.in_type(0).get_shape()) - 1], eps, None)
+        h = [e.node("Mul", [_rounded(e, v), rstd]) for v in h]
     h = [e.node("Add", [v, b]) for v, b in zip(h, b1)] if b1 else h
     act = op.activation.data
     if op.gated and len(h) == 1:  # the merged weight's gate half, then its up half

@@ -13,6 +13,7 @@ from autofusion.passes.rules.concat_split import SplitConvConcat, SplitMatMulCon
 from autofusion.passes.rules.constant_folding import FoldConstants
 from autofusion.passes.rules.conv_batchnorm import FoldBatchNormIntoConv
 from autofusion.passes.rules.ffn import FuseFfn
+from autofusion.passes.rules.ffn_norm import FoldRmsNormIntoFfn
 from autofusion.passes.rules.flash_attention import FuseFlashAttention
 from autofusion.passes.rules.gelu import FuseGelu
 from autofusion.passes.rules.horizontal_matmul import MergeSiblingMatMuls
@@ -67,6 +68,7 @@ GRAPH_FUSION_RULES: list[type[FusionRule]] = [
     FuseFfn,
     # an RMS norm into the matmuls it feeds (phase 1: after the merge and the FFN)
     FoldRmsNormIntoMatMul,
+    FoldRmsNormIntoFfn,
     ConvActivation,
     MatMulActivation,
     # last: it claims only elementwise ops whose transposes then cancel

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from autofusion.dialects import graph
@@ -57,6 +57,16 @@ def _user_refusal(norm: graph.RmsNormOp, k: int) -> Refusal | None:
         if m.tensor_type(w).element_type != m.tensor_type(norm.input).element_type:
             return Refusal("a matmul weight's element type differs from the norm's input")
     return None
+
+
+def fold_norm_scale(norm: graph.RmsNormOp, w: SSAValue) -> graph.ConstantOp:
+    """The constant diag(g) W of the norm's scale g and a constant [K, N] weight W: in
+    float32, rounded once to W's type; shape-only when g or W is."""
+    g, values = m.constant_array(norm.scale), m.constant_array(w)
+    folded = None
+    if g is not None and values is not None:
+        folded = np.asarray(g, np.float32).reshape(-1, 1) * np.asarray(values, np.float32)
+    return m.make_constant(folded, m.tensor_type(w), m.constant_name(w, "weight") + ".normed")
 
 
 class FoldRmsNormIntoMatMul(FusionRule[NormPrologue]):
@@ -94,12 +104,7 @@ class FoldRmsNormIntoMatMul(FusionRule[NormPrologue]):
         hint = norm.output.name_hint
         stats.results[0].name_hint = f"{hint}_rstd" if hint else "rstd"
         w_type = m.tensor_type(mm.rhs)
-        g, w = m.constant_array(norm.scale), m.constant_array(mm.rhs)
-        folded = None
-        if g is not None and w is not None:
-            col = np.asarray(g, np.float32).reshape(-1, 1)
-            folded = col * np.asarray(w, np.float32)
-        weight = m.make_constant(folded, w_type, m.constant_name(mm.rhs, "weight") + ".normed")
+        weight = fold_norm_scale(norm, mm.rhs)
         props = {k: v for k, v in mm.properties.items()}
         product = graph.MatmulOp.make([x, weight.result], props)
         n = w_type.get_shape()[1]

@@ -125,3 +125,11 @@ func.func @ffn_dtype(%x: tensor<4x8xf32>, %w1: tensor<8x16xf16>, %w2: tensor<16x
   %0 = graph.ffn %x, %w1, %w2 {activation = "relu", operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<4x8xf32>, tensor<8x16xf16>, tensor<16x8xf32>) -> tensor<4x8xf32>
   func.return
 }
+
+// -----
+
+func.func @ffn_norm_epsilon(%x: tensor<4x8xf16>, %wg: tensor<8x16xf16>, %wu: tensor<8x16xf16>, %wd: tensor<16x8xf16>) {
+  // expected-error @+1 {{'graph.ffn': norm_epsilon must be > 0, got 0.0}}
+  %0 = graph.ffn %x, %wg, %wu, %wd {activation = "swiglu", norm_epsilon = 0.0 : f64, operandSegmentSizes = array<i32: 1, 2, 1, 0, 0, 0>} : (tensor<4x8xf16>, tensor<8x16xf16>, tensor<8x16xf16>, tensor<16x8xf16>) -> tensor<4x8xf16>
+  func.return
+}
