@@ -296,6 +296,33 @@ def _softmax(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]
     return [_rounded(b, b.binary("div", e, total), rs[0])]
 
 
+def _rstd(b: FunctionBuilder, x: Value, dims: list[int], eps: float) -> Value:
+    """1 / sqrt(mean(x^2) + eps) over `dims` (reduced away), in x's compute type."""
+    inv = 1.0 / math.prod((x.shape or ())[d] for d in dims)
+    ms = b.binary("mul", b.reduce(b.binary("mul", x, x), dims, "arith.addf", 0.0), inv)
+    return b.unary("rsqrt", b.binary("add", ms, eps))
+
+
+def _rms_norm_stats(
+    b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]
+) -> list[Value]:
+    """The statistics half of a split RMS norm (the norm prologue's): rstd with the
+    norm's axes kept as unit dims, float32."""
+    x = b.widen(xs[0])
+    axis = _axis(op, len(x.shape or ()))
+    dims = list(range(axis, len(x.shape or ())))
+    eps = Props(op.properties, op.name).real("epsilon")
+    return [_rounded(b, _rstd(b, x, dims, eps), rs[0])]
+
+
+def _rms_norm_apply(
+    b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]
+) -> list[Value]:
+    """x * rstd * scale in float32, rounded once (graph.rms_norm_apply)."""
+    y = b.binary("mul", b.widen(xs[0]), b.widen(xs[1]))
+    return [_rounded(b, b.binary("mul", y, b.widen(xs[2])), rs[0])]
+
+
 def _norm(center: bool) -> Lowering:
     def lower(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) -> list[Value]:
         x = b.widen(xs[0])
@@ -307,8 +334,7 @@ def _norm(center: bool) -> Lowering:
         if center:
             mean = b.binary("mul", b.reduce(x, dims, "arith.addf", 0.0), inv)
             x = b.binary("sub", x, b.keep(mean, dims, shape))
-        ms = b.binary("mul", b.reduce(b.binary("mul", x, x), dims, "arith.addf", 0.0), inv)
-        scale = b.unary("rsqrt", b.binary("add", ms, eps))
+        scale = _rstd(b, x, dims, eps)
         y = b.binary("mul", x, b.keep(scale, dims, shape))
         y = b.binary("mul", y, b.widen(xs[1]))
         if len(xs) > 2:
@@ -367,15 +393,21 @@ def _ffn(b: FunctionBuilder, op: Operation, xs: list[Value], rs: list[Value]) ->
     b2 = of[ffn.bias2] if ffn.bias2 is not None else None
     residual = of[ffn.residual] if ffn.residual is not None else None
     act = ffn.activation.data
-    if ffn.norm_epsilon is not None:
-        raise Refusal("graph.ffn with norm_epsilon has no HFusion form", op)
     dtype = rs[0].dtype
     if len(w1) == 1 and ffn.gated:  # one [K, 2F] weight: gate columns first, then up
         w1 = [b.columns(w1[0], half) for half in (0, 1)]
         b1 = [b.columns(b1[0], half) for half in (0, 1)] if b1 else []
+    rstd = None
+    if ffn.norm_epsilon is not None:  # x RMS-normalised first, g folded into W1
+        wide = b.widen(x)
+        dims = [len(wide.shape or ()) - 1]
+        rstd = _rstd(b, wide, dims, ffn.norm_epsilon.value.data)
     h = []
     for i, w in enumerate(w1):
         y = b.matmul(x, w)
+        if rstd is not None:  # round(x @ W1) * rstd, as graph.ffn defines it
+            shape = y.shape or ()
+            y = b.binary("mul", b.widen(b.cast(y, dtype)), b.keep(rstd, [len(shape) - 1], shape))
         h.append(b.binary("add", y, b.widen(b1[i])) if b1 else y)
     if act == "swiglu":
         gate, up = (b.widen(b.cast(v, dtype)) for v in h)
@@ -584,6 +616,8 @@ LOWERINGS: dict[type[Operation], Lowering] = {
     graph.RmsNormOp: _norm(center=False),
     graph.AddLayerNormOp: _add_norm(center=True),
     graph.AddRmsNormOp: _add_norm(center=False),
+    graph.RmsNormStatsOp: _rms_norm_stats,
+    graph.RmsNormApplyOp: _rms_norm_apply,
     graph.MatmulOp: _matmul,
     graph.GemmOp: _gemm,
     graph.FfnOp: _ffn,
