@@ -46,6 +46,7 @@ from autofusion.codegen.hfusion_lowering import (
 )
 from autofusion.codegen.hfusion_ub import row_blocks, ub_cuts
 from autofusion.dialects import graph
+from autofusion.dialects.graph_base import FusionKind, fusion_kind
 from autofusion.interpreter import argument_names, find_function, result_names
 
 
@@ -151,8 +152,15 @@ class Exporter:
             if op.name in LIBRARY_OPS:
                 runs.append([op])
                 runs.append([])
+            elif isinstance(op, graph.RopeOp) and any(_is_cube(o) for r in runs for o in r):
+                # a matmul's rope epilogue (Ascend C's, lowering/rope_epilogue.py) is its own
+                # run here: HFusion 1.2.0 does not fuse a rope's slices and concat into a
+                # matmul ("operations cannot be fused"), nor two ropes (SHALLOW_VV)
+                runs.append([op])
+                runs.append([])
             else:
                 runs[-1].append(op)
+        computed = [r for r in runs if r and r[0].name not in LIBRARY_OPS]
         for run in (r for r in runs if r):
             if run[0].name in LIBRARY_OPS:
                 self.library(run[0], label)
@@ -179,7 +187,9 @@ class Exporter:
             others = [v for op in ops if op not in run for v in op.operands]
             live |= {self.env[v].name for v in others if v in self.env}
             names = ", ".join(sorted({op.name for op in run}))
-            self.parts(label, steps, live, names)
+            # one device-function name per run of the group
+            name = label if len(computed) == 1 else f"{label}r{computed.index(run)}"
+            self.parts(name, steps, live, names)
         for inner, outer_result in zip(yielded, results):
             self.env[outer_result] = self.env[inner]
 
@@ -260,6 +270,9 @@ class Exporter:
             self.host_steps(_without_dead_setup(body, {r.name for r in results}))
             return
         before, body = _leading_views(body)
+        # a result that is a view of a parameter is made on the host, not returned
+        hoisted = {s.result.name for s in before}
+        results = [r for r in results if r.name not in hoisted]
         body, results, after = _trailing_views(body, results)
         body = _without_dead_setup(body, {r.name for r in results})
         own = {s.result.name for s in body}
@@ -441,3 +454,7 @@ def hfusion_text(module: ModuleOp, dynamic_size: int = 128) -> str:
 
 
 __all__ = ["Export", "HFusionTarget", "Refusal", "export_module", "hfusion_text", "run_export"]
+
+
+def _is_cube(op: Operation) -> bool:
+    return fusion_kind(op) == FusionKind.CUBE
