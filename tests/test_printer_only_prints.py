@@ -13,6 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PRINTER_FILES = (
     "autofusion/codegen/ascendc.py",
+    "autofusion/codegen/ascendc_cube.py",
     "autofusion/codegen/ascendc_target.py",
     "autofusion/codegen/ascendc_analysis.py",
     "autofusion/codegen/ascendc_host.py",
@@ -34,7 +35,7 @@ PRINTING_LIMITATIONS: dict[tuple[str, str], tuple[int, str]] = {
         1,
         "the API table's C++ types; the dialect has more (i16 atomic adds on 310P)",
     ),
-    ("ascendc.py", "KernelPrinter._visible"): (
+    ("ascendc_cube.py", "CubePath._visible"): (
         1,
         "a layout value must be visible in the C++ method (stage) that reads it",
     ),

@@ -13,14 +13,36 @@ elsewhere, say) is not made: both kernels are planned and costed again as any me
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from xdsl.ir import Operation
 
 from autofusion.dialects.op_facts import reads_through
 
-if TYPE_CHECKING:  # partition.py calls place_views
-    from autofusion.fusion.partition import Group, Partitioner
+
+class Group(Protocol):
+    """What view placement uses of partition.py's Group (protocols: partition.py calls
+    place_views, so this module does not import it)."""
+
+    ops: list[Operation]
+    plan: Any
+    template: Any
+    time_us: float
+    version: int
+    alive: bool
+    benefit_us: float
+
+
+class Partitioner(Protocol):
+    """What view placement uses of partition.py's Partitioner."""
+
+    @property
+    def group_of(self) -> Any: ...
+    @property
+    def index(self) -> Any: ...
+    def kernels(self) -> Any: ...
+    def plan(self, *args: Any, **kwargs: Any) -> Any: ...
+    def time(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def _head_chains(part: Partitioner, c: Group) -> list[tuple[Group, list[Operation]]]:

@@ -35,8 +35,7 @@ writes the [images x C x pixels] tensor in runs of one image's pixels.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
-from typing import ClassVar, cast
+from typing import cast
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -44,11 +43,11 @@ from xdsl.ir import Operation, SSAValue
 from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
-from autofusion.dialects.graph_base import FusionKind, fusion_kind
 from autofusion.dialects.shape_inference import DYN
-from autofusion.lowering.row_transpose import ChannelMajor, find_layout_transposes
-from autofusion.lowering.row_views import InputView, Strided, input_view
-from autofusion.lowering.template import GroupParts, Plan
+from autofusion.lowering.row_layout import find_layout_transposes
+from autofusion.lowering.row_plan_model import RowPlan, ValueInfo, attach_layout, whole_row_elems
+from autofusion.lowering.row_views import Strided, input_view
+from autofusion.lowering.template import GroupParts
 from autofusion.passes.fusion_rule import Refusal
 
 # vector work is done in float32: one 32-byte block holds 8 of them
@@ -112,104 +111,6 @@ FLOAT_TYPES = ("f32", "f16", "bf16")
 # integer inputs a kernel may widen to float32 with a Cast on its copy-in (where the
 # chip has the pair: row_vector_math.widened_integers)
 WIDENED_INTEGERS = ("i64", "i32")
-
-
-@dataclass
-class ValueInfo:
-    """How one value of the group is laid out and where it lives."""
-
-    value: SSAValue
-    kind: str
-    outer_shape: tuple[int, ...]  # the value's own outer dims (padded), for mapped kinds
-    is_input: bool = False
-    is_output: bool = False
-    constant: float | None = None  # the value of a splat constant input
-    # a partial rope's cos/sin table: its R columns (rotary_dim), narrower than the view's
-    # (its rows stream as [rows, R], `RowPlan.narrow_stride` apart in UB); else 0
-    narrow: int = 0
-
-
-@dataclass
-class RowPlan(Plan):
-    """The static part of a vector kernel: view, value kinds, buffers per tile element."""
-
-    template: ClassVar[str] = "rows"
-    ops: list[Operation]
-    anchor: tuple[int, ...]
-    split: int  # p: outer = anchor[:p], inner = anchor[p:]
-    has_reduction: bool
-    values: dict[SSAValue, ValueInfo] = field(default_factory=dict)
-    inputs: list[SSAValue] = field(default_factory=list)
-    outputs: list[SSAValue] = field(default_factory=list)
-    align_elems: int = 8  # row padding in elements: 32 bytes of the narrowest type used
-    in_depth: int = 2  # buffers per input queue (2: double buffering)
-    out_depth: int = 2
-    tile_bytes_per_elem: int = 0  # UB bytes per element of a rows x columns tile
-    column_bytes_per_row: int = 0  # UB bytes per row for column buffers
-    narrow_stride: int = 0  # UB row stride of the narrow tables (elements), 0 without
-    narrow_bytes_per_row: int = 0  # UB bytes per row for the narrow tables
-    max_tile_elems: int = 0  # T_max: the largest tile (rows x padded columns) that fits
-    parts: GroupParts | None = None
-    # inputs read through view ops: the view value -> where its rows are in GM
-    views: dict[SSAValue, InputView] = field(default_factory=dict)
-    view_ops: list[Operation] = field(default_factory=list)
-    # channel-major transposes folded into the kernel (row_transpose.py): the layout of
-    # each transposed value, the input each transposed input reads, the value each
-    # transposed output writes, and the rows per image its tiles do not straddle
-    channel_major: dict[SSAValue, ChannelMajor] = field(default_factory=dict)
-    transposed_sources: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    transposed_outputs: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    image_rows: int = 0
-
-    @property
-    def gm_inputs(self) -> list[SSAValue]:
-        """The kernel's GM input tensors: each input, or the source of each view, once
-        (splat constants are scalars, not GM inputs)."""
-        out = [
-            self.views[v].source if v in self.views else self.transposed_sources.get(v, v)
-            for v in self.inputs
-            if self.values[v].constant is None
-        ]
-        return list(dict.fromkeys(out))
-
-    @property
-    def ub_bytes(self) -> int:
-        """UB bytes of the kernel's buffers at its largest tile."""
-        return (
-            self.tile_bytes_per_elem * self.max_tile_elems
-            + self.column_bytes_per_row * self.max_tile_rows
-            + self.narrow_bytes_per_row * self.max_table_rows
-        )
-
-    @property
-    def whole_rows(self) -> bool:
-        """Whether every tile holds whole rows: the plan reduces them, transposes them
-        (channel-major values), or a rope rotates them (its halves or pairs, or its first
-        rotary_dim columns, are within a row). A cube kernel's rope epilogue (a plan that
-        starts at the cube op) rotates heads of the product's columns instead
-        (rope_epilogue_emit.py: column tiles of whole heads, head_step)."""
-        rope = any(isinstance(op, graph.RopeOp) for op in self.ops)
-        cube = any(fusion_kind(op) == FusionKind.CUBE for op in self.ops)
-        return self.has_reduction or bool(self.channel_major) or (rope and not cube)
-
-    @property
-    def max_tile_rows(self) -> int:
-        """Rows of the largest tile when each row is one padded segment at least."""
-        return self.max_tile_elems // self.align_elems
-
-    @property
-    def max_table_rows(self) -> int:
-        """Rows of the largest tile of whole rows (a partial rope's): its padded static
-        row length apart, else one padded segment."""
-        return self.max_tile_elems // (whole_row_elems(self) or self.align_elems)
-
-    @property
-    def outer(self) -> tuple[int, ...]:
-        return self.anchor[: self.split]
-
-    @property
-    def inner(self) -> tuple[int, ...]:
-        return self.anchor[self.split :]
 
 
 def _shape(v: SSAValue) -> tuple[int, ...]:
@@ -377,7 +278,7 @@ def plan_rows(
         if isinstance(plan, RowPlan) and view_ops:
             plan = _attach_views(plan, strided, view_ops)
         if isinstance(plan, RowPlan) and transposes.ops:
-            plan = transposes.attach(plan, group.outputs)
+            plan = attach_layout(transposes, plan, group.outputs)
             if isinstance(plan, RowPlan):
                 size_tiles_to_ub(plan, ub_bytes)
         if isinstance(plan, RowPlan):
@@ -583,16 +484,6 @@ def plan_for_split(
             f"most {plan.max_tile_elems} with this group's buffers)"
         )
     return plan
-
-
-def whole_row_elems(plan: RowPlan) -> int | None:
-    """The padded length of the plan's rows when its tiles hold whole rows of a static
-    length (`RowPlan.whole_rows`: it reduces, rotates or transposes them), else None: its
-    tiles are then whole multiples of it."""
-    cols = si.num_elements(plan.inner)
-    if not plan.whole_rows or cols is None:
-        return None
-    return -(-cols // plan.align_elems) * plan.align_elems
 
 
 def shrink_tile(plan: RowPlan, ub_capacity: int, needed: int) -> bool:

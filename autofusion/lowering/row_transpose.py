@@ -21,161 +21,44 @@ and Gather (Atlas A2/A3; not 910 or 310P, which lack DataCopyPad).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import Any, Protocol
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType, f32, i32
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import f32, i32
+from xdsl.ir import SSAValue
 
-from autofusion import dtypes
-from autofusion.dialects import buffer, graph
+from autofusion.dialects import buffer
 from autofusion.dialects import shape_inference as si
-from autofusion.dialects.shape_inference import DYN
+from autofusion.lowering.kernel_builder import KernelBuilder
+from autofusion.lowering.row_layout import ChannelMajor
+from autofusion.lowering.row_plan_model import RowPlan
 from autofusion.lowering.row_tiling import divisors
+from autofusion.lowering.row_vector_math import Loc
 from autofusion.lowering.value_types import element_type
-from autofusion.passes.fusion_rule import Refusal
 
-if TYPE_CHECKING:
-    from autofusion.lowering.kernel_builder import KernelBuilder
-    from autofusion.lowering.row_kernel import RowKernel
-    from autofusion.lowering.row_plan import RowPlan
-    from autofusion.lowering.row_vector_math import Loc
+
+class RowKernel(Protocol):
+    """What the channel-major copies use of row_kernel.py's RowKernel (a protocol:
+    row_kernel.py builds a ChannelMajorIO, so this module does not import it)."""
+
+    @property
+    def plan(self) -> RowPlan: ...
+    @property
+    def kb(self) -> KernelBuilder: ...
+    @property
+    def t(self) -> Any: ...
+    @property
+    def gm(self) -> Any: ...
+    @property
+    def nrows(self) -> Any: ...
+    @property
+    def pool(self) -> Any: ...
+    @property
+    def r0(self) -> Any: ...
+
 
 # the gathers move float32 (inputs are widened before, outputs narrowed after)
 F32 = 4
-
-
-@dataclass(frozen=True)
-class ChannelMajor:
-    """A GM tensor [images x channels x pixels] read or written as the rows x channels
-    view: element (r, c) is at (r // pixels) * channels * pixels + c * pixels + r % pixels."""
-
-    channels: int
-    pixels: int
-
-
-def _shape(v: SSAValue) -> tuple[int, ...]:
-    return cast(TensorType, v.type).get_shape()
-
-
-def _perm(op: graph.TransposeOp) -> tuple[int, ...]:
-    return graph.Props(op.properties, op.name).integers("perm")
-
-
-def _layout(channel_major: Sequence[int], axis: int) -> ChannelMajor | Refusal:
-    """The layout of a channel-major shape whose channels are at `axis`."""
-    pixels = si.num_elements(channel_major[axis + 1 :])
-    channels = channel_major[axis]
-    if pixels is None or channels == DYN:
-        return Refusal("a channel-major transpose with dynamic channels or pixels")
-    return ChannelMajor(channels, pixels)
-
-
-def input_layout(op: graph.TransposeOp) -> ChannelMajor | Refusal | None:
-    """The layout of a transpose that moves one axis to the innermost place, or None."""
-    perm = _perm(op)
-    r = len(perm)
-    for k in range(r - 1):
-        if perm == (*range(k), *range(k + 1, r), k):
-            return _layout(_shape(op.input), k)
-    return None
-
-
-def output_layout(op: graph.TransposeOp) -> ChannelMajor | Refusal | None:
-    """The layout of a transpose that moves the innermost axis to axis k, or None."""
-    perm = _perm(op)
-    r = len(perm)
-    for k in range(r - 1):
-        if perm == (*range(k), r - 1, *range(k, r - 1)):
-            return _layout(_shape(op.output), k)
-    return None
-
-
-@dataclass
-class LayoutTransposes:
-    """A group's channel-major transposes: the input ones (their result -> the group
-    input they read), the output ones (their result -> the value they transpose)."""
-
-    inputs: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    outputs: dict[SSAValue, SSAValue] = field(default_factory=dict)
-    layouts: dict[SSAValue, ChannelMajor] = field(default_factory=dict)
-    ops: list[Operation] = field(default_factory=list)
-
-    def body(
-        self, ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
-    ) -> tuple[list[Operation], list[SSAValue], list[SSAValue]]:
-        """The group without its transposes: the transposed inputs are streamed inputs,
-        and a transposed output is its source value's (written once per layout)."""
-        rest = [op for op in ops if op not in self.ops]
-        used = {v for op in rest for v in op.operands} | set(self.outputs.values())
-        body_inputs = [v for v in inputs if v in used or v in outputs]
-        body_inputs += [v for v in self.inputs if v in used or v in outputs]
-        body_outputs = [self.outputs.get(v, v) for v in outputs]
-        return rest, body_inputs, list(dict.fromkeys(body_outputs))
-
-    def attach(self, plan: RowPlan, outputs: Sequence[SSAValue]) -> RowPlan | Refusal:
-        """The plan of the body with the transposes folded in: the group's own outputs,
-        channel-major ones included, and the view that tiles whole images' pixels."""
-        from autofusion.lowering.row_plan import ValueInfo
-
-        if plan.split != len(plan.anchor) - 1:
-            return Refusal("a channel-major transpose needs the channels as the only columns")
-        pixels = {lay.pixels for lay in self.layouts.values()}
-        if len(pixels) > 1:
-            return Refusal("channel-major transposes with different images in one kernel")
-        for v in (*self.inputs, *self.outputs.values()):
-            if plan.values[v].kind != "full":
-                return Refusal(f"a transposed value of shape {si.fmt(_shape(v))} is not a tile")
-        for v, source in self.outputs.items():
-            info = plan.values[source]
-            plan.values[v] = ValueInfo(v, "full", info.outer_shape, is_output=True)
-            if source not in outputs:
-                info.is_output = False
-        plan.outputs = list(outputs)
-        plan.channel_major = dict(self.layouts)
-        plan.transposed_sources = dict(self.inputs)
-        plan.transposed_outputs = dict(self.outputs)
-        plan.image_rows = pixels.pop()
-        return plan
-
-
-def find_layout_transposes(
-    ops: Sequence[Operation], inputs: Sequence[SSAValue], outputs: Sequence[SSAValue]
-) -> LayoutTransposes | Refusal:
-    """The group's transposes the rows kernel can fold (module docstring), or why one
-    cannot be folded."""
-    found = LayoutTransposes()
-    inside = set(ops)
-    if len(ops) > 1 and all(isinstance(op, graph.TransposeOp) for op in ops):
-        return Refusal("a kernel of transposes alone")
-    for op in ops:
-        if not isinstance(op, graph.TransposeOp):
-            continue
-        elt = dtypes.type_name(cast(TensorType, op.input.type).element_type)
-        if elt not in ("f32", "f16", "bf16"):
-            return Refusal(f"{op.name} works on {elt}; vector kernels compute floats")
-        layout = input_layout(op) if op.input in inputs else None
-        if layout is not None:
-            found.inputs[op.output] = op.input
-        else:
-            layout = output_layout(op)
-            if layout is None:
-                return Refusal(
-                    f"transpose perm {list(_perm(op))} neither moves one axis innermost "
-                    "(a kernel input) nor the innermost one back"
-                )
-            if op.output not in outputs or any(u.operation in inside for u in op.output.uses):
-                return Refusal("a channel-major transpose inside a kernel must be its output")
-            if op.input in found.inputs:
-                return Refusal("a channel-major output transpose of a transposed input")
-            found.outputs[op.output] = op.input
-        if isinstance(layout, Refusal):
-            return layout
-        found.layouts[op.output] = layout
-        found.ops.append(op)
-    return found
 
 
 class ChannelMajorIO:
@@ -252,8 +135,6 @@ class ChannelMajorIO:
 
     def widen(self, v: SSAValue, slot: SSAValue) -> Loc:
         """The dequeued runs of a channel-major input as a float32 rows tile."""
-        from autofusion.lowering.row_vector_math import Loc
-
         k = self.k
         kb, idx, c = k.kb, k.kb.idx, k.kb.idx.const
         assert self.in_table is not None
@@ -332,10 +213,4 @@ def _i32(kb: KernelBuilder, v: SSAValue) -> SSAValue:
     return kb.insert(arith.IndexCastOp(v, i32)).results[0]
 
 
-__all__ = [
-    "ChannelMajor",
-    "ChannelMajorIO",
-    "LayoutTransposes",
-    "find_layout_transposes",
-    "staged_bound",
-]
+__all__ = ["ChannelMajorIO", "staged_bound"]
