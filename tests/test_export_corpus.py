@@ -119,7 +119,9 @@ def fusion_counts(module: object) -> dict[str, int]:
     ffns = [op for op in ops if isinstance(op, FfnOp)]
     return {
         "attention": names["graph.flash_attention"],
-        "norm": sum(names[n] for n in NORM_OPS),
+        # a norm the ffn normalises its input by (its norm_epsilon) counts as one
+        "norm": sum(names[n] for n in NORM_OPS)
+        + sum(1 for op in ffns if op.norm_epsilon is not None),
         "gelu": names["graph.gelu"] + sum(1 for op in ffns if op.activation.data in GELU_FFN),
         "ffn": len(ffns),
     }
