@@ -276,21 +276,44 @@ class Partitioner:
         """Group the function body; with `explain`, record why each remaining pair of
         neighbouring kernels stayed apart (an estimate does not need to)."""
         self.seed()
+        self.merge_around(self.groups)
+        # view_placement.py: a view moves to the side where it pays; a kernel that lost
+        # or gained views may now take a merge it was refused (the QKV projection with v's
+        # slice as an output writes less and has the UB room for its norm prologue)
+        moved = place_views(self)
+        if moved:
+            self.merge_around(moved)
+        # views merged into a kernel are no longer library ops
+        self.result.library_ops = [
+            (op, why) for op, why in self.result.library_ops if op not in self.group_of
+        ]
+        if explain:
+            self.explain_final()
+
+    def merge_around(self, groups: Sequence[Group]) -> None:
+        """Merge greedily, best estimated benefit first, starting from the pairs of each
+        of `groups` with its consumers and producers; a merged group's pairs join."""
         heap: list[tuple[float, int, int, int, int]] = []
+        pushed: set[tuple[int, int, int, int]] = set()
 
         def push(p: Group, c: Group) -> None:
             key = (p.gid, c.gid, p.version, c.version)
-            if key in self._rejected:
+            if key in self._rejected or key in pushed:
                 return
+            pushed.add(key)
             verdict = self.evaluate(p, c)
             if isinstance(verdict, Refusal):
                 self._rejected.add(key)
                 return
             heapq.heappush(heap, (-verdict[0], p.gid, c.gid, p.version, c.version))
 
-        for g in self.groups:
+        for g in list(groups):
+            if not g.alive:
+                continue
             for c in self.consumers(g):
                 push(g, c)
+            for p in self.producers(g):
+                push(p, g)
         while heap:
             _, pid, cid, pv, cv = heapq.heappop(heap)
             p_found, c_found = self._by_gid(pid), self._by_gid(cid)
@@ -309,13 +332,6 @@ class Partitioner:
                 push(other, merged)
             for other in self.consumers(merged):
                 push(merged, other)
-        place_views(self)  # view_placement.py: a view moves to the side where it pays
-        # views merged into a kernel are no longer library ops
-        self.result.library_ops = [
-            (op, why) for op, why in self.result.library_ops if op not in self.group_of
-        ]
-        if explain:
-            self.explain_final()
 
     def explain_final(self) -> None:
         """Why each remaining producer -> consumer pair of kernels stayed apart."""

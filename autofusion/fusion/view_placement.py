@@ -86,8 +86,12 @@ def _try_move(part: Partitioner, p: Group, c: Group, chain: list[Operation]) -> 
     return False
 
 
-def place_views(part: Partitioner) -> None:
-    """Move every head chain of views whose move pays, kernel by kernel in seed order."""
+def place_views(part: Partitioner) -> list[Group]:
+    """Move every head chain of views whose move pays, kernel by kernel in seed order;
+    the kernels that changed, each once."""
+    moved: dict[int, Group] = {}
     for c in part.kernels():
         for p, chain in _head_chains(part, c):
-            _try_move(part, p, c, chain)
+            if _try_move(part, p, c, chain):
+                moved |= {id(p): p, id(c): c}
+    return list(moved.values())

@@ -160,18 +160,24 @@ TILE_READY, SLOT_FREE = 0, 1
 WORKSPACE_SLOTS = 2
 
 
+# the fewest rows of an epilogue chunk read back from a GM workspace (RowPlan.chunk_rows)
+WORKSPACE_CHUNK_ROWS = 8
+
+
 @dataclass(frozen=True)
 class TilingBounds:
     """What bounds a cube kernel's runtime tiling besides its static tiles: the cube
     cores, the epilogue's UB row alignment and largest tile (elements), and the bytes per
     element of its output workspace (0: none); `col_step`: what an N tile is a multiple
-    of (a fractal; whole heads under a rope epilogue)."""
+    of (a fractal; whole heads under a rope epilogue); `row_step`: what an epilogue
+    chunk's rows are a multiple of (RowPlan.chunk_rows)."""
 
     cores: int
     align: int
     max_tile_elems: int
     ws_width: int
     col_step: int = FRACTAL
+    row_step: int = FRACTAL
 
 
 def tiling_bounds(
@@ -181,7 +187,8 @@ def tiling_bounds(
     `tile_elems` elements is one chunk, rows 8 elements aligned)."""
     align = rows.align_elems if rows is not None else 8
     max_tile = rows.max_tile_elems if rows is not None else tile_elems
-    return TilingBounds(chip.cube_cores, align, max_tile, ws_width)
+    step = rows.chunk_rows if rows is not None else FRACTAL
+    return TilingBounds(chip.cube_cores, align, max_tile, ws_width, row_step=step)
 
 
 @dataclass(frozen=True)
@@ -206,11 +213,9 @@ def spread_tiles(
     blocks = ops.max(c(1), ops.min(tiles, c(bounds.cores)))
     per_core = ops.ceildiv(tiles, blocks)
     stride = ops.round_up(tn, bounds.align)
+    step = bounds.row_step
     er = ops.min(
-        tm,
-        ops.max(
-            c(FRACTAL), ops.round_down(ops.floordiv(c(bounds.max_tile_elems), stride), FRACTAL)
-        ),
+        tm, ops.max(c(step), ops.round_down(ops.floordiv(c(bounds.max_tile_elems), stride), step))
     )
     ws = ops.mul(ops.mul(blocks, c(2 * bounds.ws_width)), ops.mul(tm, tn))
     return TileSpread(blocks, per_core, stride, er, ws)

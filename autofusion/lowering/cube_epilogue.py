@@ -20,7 +20,7 @@ from autofusion.dialects.buffer_verifier import footprint
 from autofusion.dialects.op_facts import vector_weight
 from autofusion.dtypes import byte_width
 from autofusion.hardware import ChipSpec
-from autofusion.lowering.cube_common import CUBE_ROOTS, FRACTAL, round_up
+from autofusion.lowering.cube_common import CUBE_ROOTS, FRACTAL, WORKSPACE_CHUNK_ROWS, round_up
 from autofusion.lowering.rope_epilogue import rope_epilogue
 from autofusion.lowering.row_ops import Emitter, activation_loc
 from autofusion.lowering.row_plan import (
@@ -297,8 +297,17 @@ def epilogue_ub(plan: RowPlan | None) -> int:
 
 
 def max_epilogue_cols(plan: RowPlan) -> int:
-    """The widest column tile whose 16-row chunk fits the epilogue's UB budget."""
-    return plan.max_tile_elems // FRACTAL // plan.align_elems * plan.align_elems
+    """The widest column tile whose chunk of `chunk_rows` rows fits the epilogue's UB
+    budget."""
+    return plan.max_tile_elems // plan.chunk_rows // plan.align_elems * plan.align_elems
+
+
+def fit_chunk_rows(plan: RowPlan, col_step: int, from_workspace: bool) -> None:
+    """Chunks of a fractal's 16 rows, or of 8 (RowPlan.chunk_rows) where 16 rows hold no
+    `col_step` columns and the chunks are read back from a GM workspace (split chips)."""
+    plan.chunk_rows = FRACTAL
+    if from_workspace and max_epilogue_cols(plan) < col_step:
+        plan.chunk_rows = WORKSPACE_CHUNK_ROWS
 
 
 def co2_stage_bytes(plan: RowPlan, tm: int, tn: int) -> int:

@@ -33,6 +33,8 @@ from autofusion.lowering.cube_epilogue import (
     activation_of,
     build_fitting_ub,
     co2_stage_bytes,
+    fit_chunk_rows,
+    max_epilogue_cols,
     root_emitter,
 )
 from autofusion.lowering.kernel_builder import mapped_index
@@ -318,8 +320,11 @@ def emit_matmul_kernel(
         return emitters[-1].build()
 
     def shrink(max_cols: int) -> None:
+        step = head_step(p.rope)
+        if p.rows is not None:  # the shrunk tile may take 8-row chunks to hold a head
+            fit_chunk_rows(p.rows, step, not p.l0c_to_ub)
+            max_cols = max_epilogue_cols(p.rows)
         if p.tiles.tn > max_cols:
-            step = head_step(p.rope)
             if max_cols < step:  # a rope epilogue's N tile holds whole heads
                 raise UserError(
                     f"kernel {name}: no N tile of whole {step}-wide heads fits the "

@@ -21,6 +21,7 @@ from autofusion.lowering.cube_epilogue import (
     CubeEpilogue,
     EpilogueRoom,
     activation_of,
+    fit_chunk_rows,
     max_epilogue_cols,
     plan_epilogue,
     split_cube_group,
@@ -103,10 +104,15 @@ def _batch_pattern(operand: tuple[int, ...], batch: tuple[int, ...]) -> tuple[in
 
 
 def recorded_cube_tiles(
-    tiling: Mapping[str, TilingValue], rows: RowPlan | None, w: int, chip: ChipSpec
+    tiling: Mapping[str, TilingValue],
+    rows: RowPlan | None,
+    w: int,
+    chip: ChipSpec,
+    col_step: int,
 ) -> CubeTiles | Refusal:
-    """The cube tiles (and the epilogue's row tile) a recorded tiling gives, when they
-    are fractals that fit L0A/L0B/L0C/L1 and the epilogue's UB columns."""
+    """The cube tiles (and the epilogue's row tile and chunk rows) a recorded tiling
+    gives, when they are fractals that fit L0A/L0B/L0C/L1 and the epilogue's UB columns
+    (an N tile a multiple of `col_step`)."""
     tiles = take_tiles(CubeTiles, tiling, "matmul", [EPILOGUE_TILE] if rows is not None else [])
     if isinstance(tiles, Refusal):
         return tiles
@@ -114,6 +120,7 @@ def recorded_cube_tiles(
     why = why or overflow(tiles_footprint(tiles, w), chip)
     if rows is not None:
         why = why or take_row_tile(rows, tiling, EPILOGUE_TILE)
+        fit_chunk_rows(rows, col_step, not chip.l0c_to_ub)
         if why is None and tiles.tn > max_epilogue_cols(rows):
             why = Refusal(
                 f"the tiling's tn = {tiles.tn} exceeds the {max_epilogue_cols(rows)} columns "
@@ -197,6 +204,7 @@ def plan_matmul(
         if isinstance(planned, Refusal):
             return planned
         rows = planned
+        fit_chunk_rows(rows, head_step(rope), not chip.l0c_to_ub)
         max_cols = max_epilogue_cols(rows) // head_step(rope) * head_step(rope)
     if not chip.data_copy_pad:
         why = _aligned_operands(root, a, b)
@@ -205,7 +213,7 @@ def plan_matmul(
     if tiling is None:
         tiles = choose_tiles(chip, w, max_cols)
     else:
-        tiles = recorded_cube_tiles(tiling, rows, w, chip)
+        tiles = recorded_cube_tiles(tiling, rows, w, chip, head_step(rope))
     if isinstance(tiles, Refusal):
         return tiles
     if rope is not None and tiles.tn % rope.head_dim:

@@ -66,6 +66,10 @@ class RowPlan(Plan):
     transposed_sources: dict[SSAValue, SSAValue] = field(default_factory=dict)
     transposed_outputs: dict[SSAValue, SSAValue] = field(default_factory=dict)
     image_rows: int = 0
+    # a cube epilogue's fewest rows per chunk (cube_common.spread_tiles): whole L0C
+    # fractals through CO2 (16); from a GM workspace any count reads, 8 keeps a chunk's
+    # float32 per-row values one 32-byte block
+    chunk_rows: int = 16
 
     @property
     def gm_inputs(self) -> list[SSAValue]:
