@@ -55,6 +55,36 @@ def test_qwen_layer_lowers_to_buffer_ir() -> None:
     assert 'template = "ffn"' in ir and "ws_rstd" in ir
 
 
+def test_qwen_layer_is_the_four_groups() -> None:
+    """Issue 15's target on the Qwen2.5-7B layer (seq 2048, f16, Ascend910B1): four
+    generated kernels (norm statistics + QKV + bias + ropes + v; attention; o_proj +
+    residual; norm + FFN + residual), no library op, and fused.onnx, each node reading
+    its inputs and writing its outputs once, at most 1.30x the lower bound (weights,
+    input and output once: bench/qwen_fusion.py prints the same numbers)."""
+    import tempfile
+
+    onnx = pytest.importorskip("onnx")
+    from autofusion.driver.compile import CompileOptions, compile_model
+
+    sys.path.insert(0, str(EXAMPLES.parent / "bench"))
+    from onnx_shape_traffic import shape_traffic
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "qwen_layer.afc"
+        path.write_text(qwen_layer_text())
+        c = compile_model(str(path), CompileOptions(chip="Ascend910B1", dynamic_size=1))
+    assert c.after is not None
+    totals = c.after.totals()
+    assert (totals["fused_kernels"], totals["library_ops"]) == (4, 0)
+    model = onnx.load_from_string(c.files["fused.onnx"])
+    assert [n.op_type for n in model.graph.node if n.op_type != "Constant"] == [
+        f"fusion_group_{i}" for i in range(4)
+    ]  # the views between kernels are their edges (fusion/edge_views.py), not nodes
+    nodes, traffic = shape_traffic(model)
+    assert nodes == 4
+    assert traffic / totals["gm_bytes_lower_bound"] <= 1.30
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="the emulation needs g++")
 def test_wide_add_rms_norm_runs_the_graphs_numbers() -> None:
     """Graph interpreter vs buffer interpreter vs the emulated Ascend C kernel, on rows

@@ -23,6 +23,10 @@ from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects.target import TARGET_KEY, TargetAttr
 
+# the attribute on a view at a fusion group's edge (fusion/edge_views.py): the view is
+# not the kernel's, which reads or writes the buffer the view reshapes
+EDGE_VIEW_ATTR = "afc.edge_view"
+
 # the attribute on a buffer.launch that keeps its group's plan (lower-to-buffer), which the
 # report reads
 PLAN_ATTR = "afc.plan"

@@ -38,6 +38,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from autofusion.dialects import graph
 from autofusion.fusion.cost import Refusal, is_empty, is_view, kernel_time, op_cost
+from autofusion.fusion.edge_views import absorb_edge_views
 from autofusion.fusion.legality import (
     creates_cycle,
     plan_kernel,
@@ -89,6 +90,7 @@ class Group:
     rules: tuple[str, ...] = ()
     alive: bool = True
     version: int = 0
+    edge_views: tuple[Operation, ...] = ()  # views at its ends (edge_views.py)
 
     @property
     def first(self) -> int:
@@ -193,7 +195,7 @@ class Partitioner:
 
     # ---- candidates -------------------------------------------------------------------
 
-    def _free_view(self, op: Operation) -> bool:
+    def is_free_view(self, op: Operation) -> bool:
         """An ungrouped view op of this function: candidates pairs are found through it."""
         return op not in self.group_of and op in self.index and is_view(op)
 
@@ -202,7 +204,7 @@ class Partitioner:
         stack = [use.operation for op in g.ops for r in op.results for use in r.uses]
         while stack:
             user = stack.pop()
-            if self._free_view(user):
+            if self.is_free_view(user):
                 stack.extend(use.operation for r in user.results for use in r.uses)
                 continue
             other = self.group_of.get(user)
@@ -215,7 +217,7 @@ class Partitioner:
         for op in g.ops:
             for v in op.operands:
                 owner = v.owner
-                while isinstance(owner, Operation) and self._free_view(owner):
+                while isinstance(owner, Operation) and self.is_free_view(owner):
                     owner = owner.operands[0].owner
                 other = self.group_of.get(owner) if isinstance(owner, Operation) else None
                 if other is not None and other is not g and other.alive:
@@ -230,7 +232,7 @@ class Partitioner:
             for v in op.operands:
                 chain: list[Operation] = []
                 owner = v.owner
-                while isinstance(owner, Operation) and self._free_view(owner):
+                while isinstance(owner, Operation) and self.is_free_view(owner):
                     chain.append(owner)
                     owner = owner.operands[0].owner
                 if chain and isinstance(owner, Operation) and self.group_of.get(owner) is p:
@@ -283,12 +285,13 @@ class Partitioner:
         moved = place_views(self)
         if moved:
             self.merge_around(moved)
+        if explain:
+            self.explain_final()  # before the edge views join: pairs as the merges saw them
+        absorb_edge_views(self)
         # views merged into a kernel are no longer library ops
         self.result.library_ops = [
             (op, why) for op, why in self.result.library_ops if op not in self.group_of
         ]
-        if explain:
-            self.explain_final()
 
     def merge_around(self, groups: Sequence[Group]) -> None:
         """Merge greedily, best estimated benefit first, starting from the pairs of each

@@ -24,7 +24,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import buffer, graph
-from autofusion.dialects.group_plan import TilingValue
+from autofusion.dialects.group_plan import EDGE_VIEW_ATTR, TilingValue
 from autofusion.fusion.cost import KernelCost, Refusal
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
@@ -153,14 +153,37 @@ class KernelTemplate(ABC, Generic[P]):
 
 
 def group_parts(group: graph.FusionGroupOp) -> GroupParts:
-    """The group's ops, inputs (block arguments, then in-group constants) and outputs."""
+    """The group's ops, inputs (block arguments, then in-group constants) and outputs.
+    A view marked as the group's edge (dialects/group_plan.py EDGE_VIEW_ATTR) is not the
+    kernel's: a head view's result is an input in its argument's place, a tail view's
+    source an output in its result's place (the group as ub-fusion planned it)."""
+    block = group.block
+    edges = {op for op in block.ops if EDGE_VIEW_ATTR in op.attributes}
+    # each block argument, then the head views of its chain (edges reading it in turn)
+    chains: dict[SSAValue, list[SSAValue]] = {a: [a] for a in block.args}
+    start: dict[SSAValue, SSAValue] = {a: a for a in block.args}
+    for op in block.ops:
+        if op in edges and op.operands[0] in start:
+            first = start[op.operands[0]]
+            chains[first].append(op.results[0])
+            start[op.results[0]] = first
+
+    def kernel_reads(v: SSAValue) -> bool:
+        return any(u.operation not in edges for u in v.uses)
+
     ops: list[Operation] = []
-    inputs: list[SSAValue] = list(group.block.args)
-    for op in group.block.ops:
-        if isinstance(op, graph.YieldOp):
+    inputs = [v for chain in chains.values() for v in chain if kernel_reads(v)]
+    for op in block.ops:
+        if isinstance(op, graph.YieldOp) or op in edges:
             continue
         if isinstance(op, graph.ConstantOp):
             inputs.append(op.result)
         else:
             ops.append(op)
-    return GroupParts(ops, inputs, list(group.yield_op.values))
+    outputs: list[SSAValue] = []
+    for value in group.yield_op.values:
+        v = value
+        while isinstance(v.owner, Operation) and v.owner in edges:
+            v = v.owner.operands[0]  # back through a tail chain to the kernel's value
+        outputs.append(v)
+    return GroupParts(ops, inputs, outputs)

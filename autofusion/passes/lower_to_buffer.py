@@ -34,6 +34,7 @@ from autofusion.dialects import buffer, graph
 from autofusion.dialects.group_plan import PLAN_ATTR, PLAN_PROPERTIES, tiling_values
 from autofusion.dialects.target import ReadsTarget, resolve_target
 from autofusion.fusion.cost import kernel_time
+from autofusion.fusion.edge_views import peel_edge_views
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
 from autofusion.lowering.l2_hint import bypass_attribute, l2_bypass
@@ -85,6 +86,7 @@ def lower_group(
     group: graph.FusionGroupOp, name: str, chip: ChipSpec, dynamic_size: int = 128
 ) -> list[Operation]:
     """Replace `group` by its launch; return the kernel and tiling function to add."""
+    group = peel_edge_views(group)  # the group as ub-fusion planned it
     chosen = carry_out(group, chip)
     if isinstance(chosen, Refusal):
         raise UserError(

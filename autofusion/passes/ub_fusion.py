@@ -26,6 +26,7 @@ from xdsl.passes import ModulePass
 
 from autofusion.dialects import graph
 from autofusion.dialects.target import ReadsTarget, resolve_target
+from autofusion.fusion.edge_views import mark_edge_views
 from autofusion.fusion.legality import AUTOMATIC_UB_FUSION, UB_FUSION_RULES
 from autofusion.fusion.partition import FusionResult, Group, Partitioner, is_streamed
 from autofusion.hardware import ChipSpec
@@ -109,6 +110,7 @@ def _group_op(g: Group, chip: ChipSpec) -> graph.FusionGroupOp:
     outputs = [
         r for op in g.ops for r in op.results if any(u.operation not in inside for u in r.uses)
     ]
+    mark_edge_views(g.edge_views)
     body = Block(arg_types=[v.type for v in inputs])
     mapping: dict[SSAValue, SSAValue] = {}
     for v, arg in zip(inputs, body.args):

@@ -56,9 +56,11 @@ func.func @merged_dynamic_dims(%x: tensor<?x?x64xf16>) -> (tensor<?x4x8xf16>, te
 // reshape, stays a copy kernel of its own.
 // REMARKS: not fused graph.slice %a -> graph.exp %ea: graph.reshape is not a strided view of the kernel's input
 // CHECK-LABEL: func.func @merged_view
-// CHECK:       %a = graph.fusion_group (%x_1 = %x
+// CHECK:       %a3 = graph.fusion_group (%x_1 = %x
 // CHECK-NEXT:    graph.slice
+// CHECK-NEXT:    graph.reshape %a {afc.edge_view = unit
 // CHECK-NEXT:    graph.yield
+// CHECK:       %ea = graph.fusion_group (%a3_1 = %a3
 func.func @merged_view(%x: tensor<?x?x64xf16>) -> tensor<?x4x8xf16> {
   %a = graph.slice %x {axes = [2], ends = [32], starts = [0], steps = [1]} : (tensor<?x?x64xf16>) -> tensor<?x?x32xf16>
   %a3 = graph.reshape %a {shape = [-1, 4, 8]} : tensor<?x?x32xf16> -> tensor<?x4x8xf16>

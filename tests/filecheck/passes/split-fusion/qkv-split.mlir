@@ -15,8 +15,9 @@
 // CHECK:         graph.rope
 // CHECK:         graph.rope
 // CHECK:         graph.yield %qr_1, %kr_1, %v4_1
-// CHECK:       %o = graph.fusion_group (%qr_1 = %qr : tensor<1x256x8x64xf16>, %kr_1 = %kr : tensor<1x256x2x64xf16>, %v4_1 = %v4 : tensor<1x256x2x64xf16>) -> tensor<1x256x8x64xf16> plan {{.*}}template = "attention"
-// CHECK-NEXT:    graph.flash_attention %qr_1, %kr_1, %v4_1
+// CHECK:       %o3 = graph.fusion_group (%qr_1 = %qr : tensor<1x256x8x64xf16>, %kr_1 = %kr : tensor<1x256x2x64xf16>, %v4_1 = %v4 : tensor<1x256x2x64xf16>) -> tensor<1x256x512xf16> plan {{.*}}template = "attention"
+// CHECK-NEXT:    %o = graph.flash_attention %qr_1, %kr_1, %v4_1
+// CHECK-NEXT:    graph.reshape %o {afc.edge_view = unit, shape = [0, 0, 512]}
 // CHECK-NOT:   graph.split
 func.func @qkv_rope_attention(%x: tensor<1x256x512xf16>, %w: tensor<512x768xf16>, %cos: tensor<256x1x64xf16>, %sin: tensor<256x1x64xf16>) -> tensor<1x256x512xf16> {
   %qkv = graph.matmul %x, %w : (tensor<1x256x512xf16>, tensor<512x768xf16>) -> tensor<1x256x768xf16>

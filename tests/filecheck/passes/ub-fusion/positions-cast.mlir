@@ -5,9 +5,10 @@
 // The int64 position ids of the rotary tables join their rows kernel: the kernel copies
 // them in as int64 and widens them with A2's Cast int64 -> float32 (CAST_RINT: there is
 // no CAST_NONE for the pair, asc-devkit Cast.md), so no library cast is left.
+// The reshape of the positions is the kernel's edge view (fusion/edge_views.py).
 // CHECK-LABEL: func.func @main
-// CHECK:         %0 = graph.reshape %positions
-// CHECK-NEXT:    %cos, %sin = graph.fusion_group (%{{.*}} = %0 : tensor<?x1xi64>, %{{.*}} = %inv_freq : tensor<1x8xf32>) -> (tensor<?x8xf16>, tensor<?x8xf16>) plan {{.*}}template = "rows"
+// CHECK:         %cos, %sin = graph.fusion_group (%{{.*}} = %positions : tensor<?xi64>, %{{.*}} = %inv_freq : tensor<1x8xf32>) -> (tensor<?x8xf16>, tensor<?x8xf16>) plan {{.*}}template = "rows"
+// CHECK-NEXT:      graph.reshape %{{.*}} {afc.edge_view = unit, shape = [-1, 1]} : tensor<?xi64> -> tensor<?x1xi64>
 // CHECK-NEXT:      graph.cast %{{.*}} : tensor<?x1xi64> -> tensor<?x1xf32>
 // CHECK:           graph.yield
 // CHECK-NEXT:    }

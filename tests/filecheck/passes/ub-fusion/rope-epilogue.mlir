@@ -95,13 +95,17 @@ func.func @product_also_read(%x: tensor<2x16x32xf16>, %w: tensor<32x64xf16>, %co
 // A merged QKV (issue 15, group 1): the ropes of q's and k's columns are the matmul's
 // epilogue, v's columns pass through; one kernel writes q, k and v, each to its own
 // tensor, a tile's columns to the outputs whose ranges hold them (scf.if per output).
+// v's heads reshape (a view the function returns) is the kernel's edge view
+// (fusion/edge_views.py): its node writes v4, and lower-to-buffer takes it back out.
 // CHECK-LABEL: func.func @merged_qkv
-// CHECK:       %v, %qr, %kr = graph.fusion_group {{.*}} template = "matmul"
+// CHECK:       %v4, %qr, %kr = graph.fusion_group {{.*}} template = "matmul"
 // CHECK-NEXT:    graph.matmul %x_1, %w_1 :
+// CHECK:         %v4_1 = graph.reshape %v {afc.edge_view = unit, shape = [0, 0, 2, 16]}
 // CHECK-COUNT-2: graph.rope
-// CHECK:         graph.yield %v_1, %qr_1, %kr_1
+// CHECK:         graph.yield %v4_1, %qr_1, %kr_1
 // CHECK-NOT:   graph.fusion_group
-// LOWERED:     buffer.launch @merged_qkv_kernel0 {{.*}}(%x, %w, %cos, %sin)
+// LOWERED:     %v, %qr, %kr = buffer.launch @merged_qkv_kernel0 {{.*}}(%x, %w, %cos, %sin)
+// LOWERED-NEXT: %v4 = graph.reshape %v {shape = [0, 0, 2, 16]}
 // LOWERED-NOT: buffer.launch
 // LOWERED:     buffer.kernel @merged_qkv_kernel0
 // LOWERED:     buffer.vgather
@@ -195,8 +199,9 @@ func.func @tables_per_range(%x: tensor<2x16x32xf16>, %w: tensor<32x96xf16>, %cos
 // must not fuse: a partial rope (rotary_dim < head dim; the epilogue rotates whole heads:
 // test_rope_epilogue.py names the refusal)
 // CHECK-LABEL: func.func @partial_rotary
-// CHECK:       %y = graph.fusion_group {{.*}} template = "matmul"
+// CHECK:       %r = graph.fusion_group {{.*}} template = "matmul"
 // CHECK-NEXT:    graph.matmul
+// CHECK-NEXT:    graph.reshape %y {afc.edge_view = unit
 // CHECK-NEXT:    graph.yield
 func.func @partial_rotary(%x: tensor<2x16x32xf16>, %w: tensor<32x64xf16>, %cos: tensor<1x16x1x8xf16>, %sin: tensor<1x16x1x8xf16>) -> tensor<2x16x4x16xf16> {
   %y = graph.matmul %x, %w : (tensor<2x16x32xf16>, tensor<32x64xf16>) -> tensor<2x16x64xf16>

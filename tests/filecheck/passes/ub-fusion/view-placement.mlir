@@ -4,11 +4,14 @@
 // merged QKV moves from the attention, which took it first, into the QKV matmul, which
 // by then has taken the ropes of q and k: the matmul then writes q, k and v and no
 // longer its whole product.
+// v's heads reshape, left between the two kernels, is the projection's edge view
+// (fusion/edge_views.py).
 // CHECK-LABEL: func.func @v_joins_the_projection
-// CHECK:       %v, %qr, %kr = graph.fusion_group {{.*}} template = "matmul"
-// CHECK:         %v_1 = graph.slice %y {axes = [-1], ends = [128], starts = [96], steps = [1]}
-// CHECK:         graph.yield %v_1, %qr_1, %kr_1
-// CHECK:       %v4 = graph.reshape %v
+// CHECK:       %v4, %qr, %kr = graph.fusion_group {{.*}} template = "matmul"
+// CHECK:         %v = graph.slice %y {axes = [-1], ends = [128], starts = [96], steps = [1]}
+// CHECK:         %v4_1 = graph.reshape %v {afc.edge_view = unit
+// CHECK:         graph.yield %v4_1, %qr_1, %kr_1
+// CHECK-NOT:   graph.reshape
 // CHECK:       graph.fusion_group (%qr_1 = %qr : {{.*}}, %kr_1 = %kr : {{.*}}, %v4_1 = %v4 : {{.*}}) {{.*}} template = "attention"
 // CHECK-NEXT:    graph.flash_attention %qr_1, %kr_1, %v4_1
 func.func @v_joins_the_projection(%x: tensor<1x64x32xf16>, %w: tensor<32x128xf16>, %cos: tensor<1x64x1x16xf16>, %sin: tensor<1x64x1x16xf16>) -> tensor<1x64x4x16xf16> {
