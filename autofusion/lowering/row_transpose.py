@@ -21,7 +21,8 @@ and Gather (Atlas A2/A3; not 910 or 310P, which lack DataCopyPad).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32, i32
@@ -33,7 +34,7 @@ from autofusion.lowering.kernel_builder import KernelBuilder
 from autofusion.lowering.row_layout import ChannelMajor
 from autofusion.lowering.row_plan_model import RowPlan
 from autofusion.lowering.row_tiling import divisors
-from autofusion.lowering.row_vector_math import Loc
+from autofusion.lowering.row_vector_math import Loc, Pool
 from autofusion.lowering.value_types import element_type
 
 
@@ -46,15 +47,15 @@ class RowKernel(Protocol):
     @property
     def kb(self) -> KernelBuilder: ...
     @property
-    def t(self) -> Any: ...
+    def t(self) -> Mapping[str, SSAValue]: ...
     @property
-    def gm(self) -> Any: ...
+    def gm(self) -> Mapping[SSAValue, SSAValue]: ...
     @property
-    def nrows(self) -> Any: ...
+    def nrows(self) -> SSAValue: ...
     @property
-    def pool(self) -> Any: ...
+    def pool(self) -> Pool: ...
     @property
-    def r0(self) -> Any: ...
+    def r0(self) -> SSAValue: ...
 
 
 # the gathers move float32 (inputs are widened before, outputs narrowed after)
