@@ -42,20 +42,16 @@ class RowKernel(Protocol):
     """What the channel-major copies use of row_kernel.py's RowKernel (a protocol:
     row_kernel.py builds a ChannelMajorIO, so this module does not import it)."""
 
-    @property
-    def plan(self) -> RowPlan: ...
-    @property
-    def kb(self) -> KernelBuilder: ...
+    plan: RowPlan
+    kb: KernelBuilder
+    pool: Pool
+    r0: SSAValue  # the current tile's first row and its row count
+    nrows: SSAValue
+
     @property
     def t(self) -> Mapping[str, SSAValue]: ...
     @property
     def gm(self) -> Mapping[SSAValue, SSAValue]: ...
-    @property
-    def nrows(self) -> SSAValue: ...
-    @property
-    def pool(self) -> Pool: ...
-    @property
-    def r0(self) -> SSAValue: ...
 
 
 # the gathers move float32 (inputs are widened before, outputs narrowed after)
