@@ -114,12 +114,7 @@ def test_corpus_matches_onnxruntime(model: str, exporter: str) -> None:
     path = model_corpus.model_path(model, exporter)
     feeds = model_corpus.model_inputs(model)
     module = import_onnx_file(default_context(), path)
-    got = run_function(module, feeds)
-    want = ort_run(str(path), feeds)
-    assert len(got) == len(want)
-    for (name, g), w in zip(got.items(), want):
-        assert g.shape == w.shape, name
-        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL, err_msg=f"{model}/{exporter}")
+    model_corpus.assert_matches_ort(module, path, feeds, (RTOL, ATOL), f"{model}/{exporter}")
 
 
 def test_corpus_resnet_variants_differ_in_batch_norm() -> None:
