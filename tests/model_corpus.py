@@ -19,6 +19,9 @@ Files are cached under `.cache/afc-corpus/torch-<version>/` (gitignored), keyed 
 model and exporter, and built on first use under a file lock (pytest-xdist workers may
 ask for the same file at once). A model's inputs are saved beside it as `.npz`.
 
+The tests check a corpus file with `graph_fused` (imported and run through graph-fusion)
+and `assert_matches_ort` (afc's interpreter against ONNX Runtime).
+
     python tests/model_corpus.py          # build every file, print the paths
 """
 
