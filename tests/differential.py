@@ -48,6 +48,20 @@ def check_pass(
     return module_to_text(ctx, after)
 
 
+def assert_close(
+    got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray], rtol: float, atol: float
+) -> None:
+    """The same outputs in the same order, none with a NaN (an element no kernel wrote),
+    each within `rtol` and `atol` times its largest expected magnitude (at least 1)."""
+    assert list(got) == list(want)
+    for key, value in want.items():
+        w, g = value.astype(np.float64), got[key].astype(np.float64)
+        assert w.shape == g.shape, key
+        assert not np.isnan(g).any(), f"{key}: NaN (an unwritten element leaked)"
+        scale = max(1.0, float(np.abs(w).max()))
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol * scale, err_msg=key)
+
+
 def group(body: str, args: list[tuple[str, str]], results: list[tuple[str, str]]) -> str:
     """A function holding one fusion group over its arguments (`%<name>_` inside)."""
     sig = ", ".join(f"%{n}: {t}" for n, t in args)

@@ -19,6 +19,9 @@ Files are cached under `.cache/afc-corpus/torch-<version>/` (gitignored), keyed 
 model and exporter, and built on first use under a file lock (pytest-xdist workers may
 ask for the same file at once). A model's inputs are saved beside it as `.npz`.
 
+The tests check a corpus file with `graph_fused` (imported and run through graph-fusion)
+and `assert_matches_ort` (afc's interpreter against ONNX Runtime).
+
     python tests/model_corpus.py          # build every file, print the paths
 """
 
@@ -30,11 +33,16 @@ import os
 import sys
 import tempfile
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPORTERS = ("dynamo", "legacy")
@@ -468,6 +476,51 @@ def spec_path(spec: ModelSpec, exporter: str) -> Path:
 def model_inputs(model: str) -> dict[str, np.ndarray]:
     """The inputs `model` is run on (deterministic)."""
     return MODELS[model].inputs()
+
+
+# --------------------------------------------------------------------------------------
+# Checks on a corpus file
+# --------------------------------------------------------------------------------------
+
+
+def graph_fused(path: Path) -> tuple[ModuleOp, Counter[str]]:
+    """The ONNX file imported and run through the whole `graph-fusion` pass (verified),
+    and its op counts after."""
+    from autofusion.mlir_io import default_context
+    from autofusion.passes.graph_fusion import GraphFusionPass
+    from frontends.onnx import import_onnx_file
+
+    module = import_onnx_file(default_context(), path)
+    GraphFusionPass().run(module)
+    module.verify()
+    return module, Counter(op.name for op in module.walk())
+
+
+def assert_matches_ort(
+    module: ModuleOp,
+    path: Path,
+    feeds: dict[str, np.ndarray],
+    tolerance: tuple[float, float] = (1e-4, 1e-4),
+    label: str = "",
+) -> None:
+    """afc's interpreter on `module` (imported from the ONNX file `path`, perhaps
+    rewritten since) gives ONNX Runtime's outputs, with its graph optimizations off, in
+    order, within `tolerance` (rtol, atol)."""
+    import pytest
+
+    from autofusion.interpreter import run_function
+
+    ort = pytest.importorskip("onnxruntime")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    want = session.run(None, feeds)
+    got = list(run_function(module, feeds).values())
+    assert len(got) == len(want), label
+    rtol, atol = tolerance
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape, label
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=label)
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ from autofusion.lowering.template import group_parts
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 from autofusion.passes.ub_fusion import UbFusionPass
 
-from differential import apply_pipeline
+from differential import apply_pipeline, assert_close
 
 SPLIT = "Ascend910B1"
 TOLERANCE = {"f32": (2e-5, 2e-5), "f16": (2e-3, 2e-3), "bf16": (1.6e-2, 1.6e-2)}
@@ -150,17 +150,6 @@ def fused_and_lowered(text: str, chip: str = SPLIT) -> tuple[ModuleOp, ModuleOp]
     return fused, lowered
 
 
-def assert_close(got: dict[str, np.ndarray], want: dict[str, np.ndarray], elt: str) -> None:
-    rtol, atol = TOLERANCE[elt]
-    assert list(got) == list(want)
-    for key, value in want.items():
-        w, g = value.astype(np.float64), got[key].astype(np.float64)
-        assert w.shape == g.shape, key
-        assert not np.isnan(g).any(), f"{key}: NaN (an unwritten element leaked)"
-        scale = max(1.0, float(np.abs(w).max()))
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol * scale, err_msg=key)
-
-
 def the_kernel(module: ModuleOp) -> buffer.KernelOp:
     (kernel,) = (op for op in module.ops if isinstance(op, buffer.KernelOp))
     return kernel
@@ -173,7 +162,7 @@ def test_ffn_kernel_gives_the_ffn_formula(case: str, elt: str, small_tiles: None
     kernel = the_kernel(lowered)
     assert kernel.template.data == "ffn"
     inputs = feeds(fused, seed=len(case))
-    assert_close(run_function(lowered, inputs), run_function(fused, inputs), elt)
+    assert_close(run_function(lowered, inputs), run_function(fused, inputs), *TOLERANCE[elt])
 
 
 def test_ffn_kernel_structure(small_tiles: None) -> None:
@@ -252,7 +241,9 @@ def test_emulated_ffn_kernel_gives_the_ffn_formula(case: str, elt: str, small_ti
 
     fused, lowered = fused_and_lowered(CASES[case](elt))
     inputs = feeds(fused, seed=len(case) + 1)
-    assert_close(run_function_emulated(lowered, inputs), run_function(fused, inputs), elt)
+    assert_close(
+        run_function_emulated(lowered, inputs), run_function(fused, inputs), *TOLERANCE[elt]
+    )
 
 
 def test_ffn_ascend_c_is_byte_identical_and_syncs_and_adds(small_tiles: None) -> None:

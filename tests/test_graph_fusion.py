@@ -142,25 +142,31 @@ def test_switch_file_resolution_per_kind(tmp_path: Path) -> None:
     assert switch.is_on(UB_FUSION, "TbeReduceElemwiseFusionPass")
 
 
-def test_statistics_json_and_log_lines_in_cann_format(tmp_path: Path) -> None:
+def run_with_statistics(tmp_path: Path, text: str, pass_name: str) -> tuple[dict, list[str]]:
+    """`afc-opt -p <pass_name>{stats-file=... log=true}` on `text`: the graph_fusion
+    section of the statistics file and the log lines."""
     src = tmp_path / "m.mlir"
-    src.write_text(SWITCH_IR)
+    src.write_text(text)
     stats = tmp_path / "fusion_result.json"
     afc_opt = Path(sys.executable).parent / "afc-opt"
     result = subprocess.run(
-        [str(afc_opt), str(src), "-p", f'graph-fusion{{stats-file="{stats}" log=true}}'],
+        [str(afc_opt), str(src), "-p", f'{pass_name}{{stats-file="{stats}" log=true}}'],
         capture_output=True,
         text=True,
         check=True,
     )
     data = json.loads(stats.read_text())
-    section = data["session_and_graph_id_0_0"]["graph_fusion"]
+    return data["session_and_graph_id_0_0"]["graph_fusion"], result.stderr.splitlines()
+
+
+def test_statistics_json_and_log_lines_in_cann_format(tmp_path: Path) -> None:
+    section, lines = run_with_statistics(tmp_path, SWITCH_IR, "graph-fusion")
     assert section["ConvBiasAddFusionPass"] == {"match_times": "1", "effect_times": "1"}
     assert section["ConvActivationFusionPass"] == {"match_times": "1", "effect_times": "1"}
     assert section["ConvBatchnormFusionPass"] == {"match_times": "0", "effect_times": "0"}
     assert (
         "GraphFusionPass[ConvBiasAddFusionPass]: pattern=Conv2D->Add(per-channel constant), "
-        "matched_times=1, effected_times=1." in result.stderr.splitlines()
+        "matched_times=1, effected_times=1." in lines
     )
 
 

@@ -70,15 +70,9 @@ LAYOUT = {"bert": "BSND", "gpt2": "BSND", "llama": "BSND", "vit": "BSND"}
 @pytest.mark.parametrize("exporter", model_corpus.EXPORTERS)
 @pytest.mark.parametrize("model", ATTENTION_MODELS)
 def test_corpus_attention_is_fused(model: str, exporter: str) -> None:
-    ort = pytest.importorskip("onnxruntime")
-    from frontends.onnx import import_onnx_file
-
     config = model_config(model)
     path = model_corpus.model_path(model, exporter)
-    feeds = model_corpus.model_inputs(model)
-    module = import_onnx_file(default_context(), path)
-    GraphFusionPass().run(module)
-    module.verify()
+    module, _ = model_corpus.graph_fused(path)
 
     fused = flash_ops(module)
     assert len(fused) == config.num_hidden_layers
@@ -94,14 +88,8 @@ def test_corpus_attention_is_fused(model: str, exporter: str) -> None:
         # the fused op keeps the locations of the nodes it replaces
         assert "softmax" in (describe_location(op.location) or "").lower()
 
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    want = session.run(None, feeds)
-    got = list(run_function(module, feeds).values())
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+    feeds = model_corpus.model_inputs(model)
+    model_corpus.assert_matches_ort(module, path, feeds, (RTOL, ATOL))
 
 
 # --------------------------------------------------------------------------------------

@@ -13,16 +13,11 @@ disabled.
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-
-from autofusion.interpreter import run_function
-from autofusion.mlir_io import default_context
-from autofusion.passes.graph_fusion import GraphFusionPass
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import export_corpus
@@ -113,35 +108,12 @@ EXPECTED: dict[str, dict[str, int]] = {
 PIECES = ("graph.softmax", "graph.is_nan", "graph.erf", "graph.tanh")
 
 
-def fused(model: str, exporter: str) -> tuple[Any, Counter[str]]:
-    from frontends.onnx import import_onnx_file
-
-    path = model_corpus.spec_path(SPECS[model], exporter)
-    module = import_onnx_file(default_context(), path)
-    GraphFusionPass().run(module)
-    module.verify()
-    return module, Counter(op.name for op in module.walk())
-
-
-def assert_matches_ort(module: Any, model: str, exporter: str) -> None:
-    ort = pytest.importorskip("onnxruntime")
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    path = model_corpus.spec_path(SPECS[model], exporter)
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    feeds = SPECS[model].inputs()
-    want = session.run(None, feeds)
-    got = list(run_function(module, feeds).values())
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
-
-
 @pytest.mark.parametrize("exporter", model_corpus.EXPORTERS)
 @pytest.mark.parametrize("model", sorted(EXPECTED))
 def test_current_export_forms_fuse(model: str, exporter: str) -> None:
     pytest.importorskip("transformers")
-    module, ops = fused(model, exporter)
+    path = model_corpus.spec_path(SPECS[model], exporter)
+    module, ops = model_corpus.graph_fused(path)
     assert {name: ops[name] for name in EXPECTED[model]} == EXPECTED[model], ops
     assert not any(ops[p] for p in PIECES), {p: ops[p] for p in PIECES if ops[p]}
-    assert_matches_ort(module, model, exporter)
+    model_corpus.assert_matches_ort(module, path, SPECS[model].inputs())

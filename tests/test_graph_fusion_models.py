@@ -13,12 +13,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from autofusion.interpreter import run_function
 from autofusion.mlir_io import default_context
-from autofusion.passes.graph_fusion import GraphFusionPass
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import model_corpus
@@ -36,39 +33,14 @@ PIECES = ("graph.reduce_mean", "graph.erf", "graph.sqrt", "graph.rsqrt", "graph.
 CONV_MODELS = ("resnet",)
 
 
-def fused(model: str, exporter: str) -> tuple[object, Counter[str]]:
-    from frontends.onnx import import_onnx_file
-
-    module = import_onnx_file(default_context(), model_corpus.model_path(model, exporter))
-    GraphFusionPass().run(module)
-    module.verify()
-    return module, Counter(op.name for op in module.walk())
-
-
-def matches_ort(module: object, model: str, exporter: str) -> None:
-    ort = pytest.importorskip("onnxruntime")
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    path = model_corpus.model_path(model, exporter)
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    feeds = model_corpus.model_inputs(model)
-    want = session.run(None, feeds)
-    got = list(run_function(module, feeds).values())  # type: ignore[arg-type]
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
-
-
 @pytest.mark.parametrize("exporter", model_corpus.EXPORTERS)
 @pytest.mark.parametrize("model", sorted(NORMS))
 def test_every_norm_and_gelu_is_one_op(model: str, exporter: str) -> None:
-    module, ops = fused(model, exporter)
+    module, ops = model_corpus.graph_fused(model_corpus.model_path(model, exporter))
     # a norm folded into the matmuls it feeds leaves its statistics; one folded into a
     # graph.ffn, the ffn's norm_epsilon
     normed_ffns = sum(
-        1
-        for op in module.walk()  # type: ignore[attr-defined]
-        if op.name == "graph.ffn" and "norm_epsilon" in op.properties
+        1 for op in module.walk() if op.name == "graph.ffn" and "norm_epsilon" in op.properties
     )
     folded = ops["graph.rms_norm_stats"] + normed_ffns
     assert sum(ops[n] for n in NORM_OPS) + folded == NORMS[model], ops
@@ -80,11 +52,13 @@ def test_every_norm_and_gelu_is_one_op(model: str, exporter: str) -> None:
         # (here: of its graph.ffn)
         gelus = ops["graph.gelu"] + sum(
             1
-            for op in module.walk()  # type: ignore[attr-defined]
+            for op in module.walk()
             if "activation" in op.properties and "gelu" in str(op.properties["activation"])
         )
         assert gelus == 2
-    matches_ort(module, model, exporter)
+    model_corpus.assert_matches_ort(
+        module, model_corpus.model_path(model, exporter), model_corpus.model_inputs(model)
+    )
 
 
 @pytest.mark.parametrize("exporter", model_corpus.EXPORTERS)
@@ -99,7 +73,9 @@ def test_batch_norm_disappears_into_the_convs(model: str, exporter: str) -> None
         ).walk()
     )
     assert before["graph.batch_norm"] > 0
-    module, after = fused(model, exporter)
+    module, after = model_corpus.graph_fused(model_corpus.model_path(model, exporter))
     assert after["graph.batch_norm"] == 0
     assert after["graph.conv2d"] == before["graph.conv2d"]
-    matches_ort(module, model, exporter)
+    model_corpus.assert_matches_ort(
+        module, model_corpus.model_path(model, exporter), model_corpus.model_inputs(model)
+    )

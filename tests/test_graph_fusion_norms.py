@@ -134,13 +134,6 @@ def check_counts(
     assert not leftover, f"{label}: pattern primitives left: {leftover}"
 
 
-def ort_run(path: Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    return session.run(None, feeds)  # type: ignore[no-any-return]
-
-
 @pytest.mark.parametrize("exporter", model_corpus.EXPORTERS)
 @pytest.mark.parametrize("name", TRANSFORMERS)
 def test_corpus_patterns_become_named_ops(name: str, exporter: str) -> None:
@@ -151,12 +144,7 @@ def test_corpus_patterns_become_named_ops(name: str, exporter: str) -> None:
     primitives = TANH_GELU_PRIMITIVES if name == "gpt2" else PATTERN_PRIMITIVES
     check_counts(f"{name}/{exporter}", counts, want, primitives)
     feeds = model_corpus.model_inputs(name)
-    got = list(run_function(module, feeds).values())
-    want = ort_run(path, feeds)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape
-        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL, err_msg=f"{name}/{exporter}")
+    model_corpus.assert_matches_ort(module, path, feeds, (RTOL, ATOL), f"{name}/{exporter}")
 
 
 class Block(torch.nn.Module):

@@ -31,6 +31,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 
 from onnx import TensorProto, numpy_helper  # noqa: E402
+from xdsl.dialects.builtin import ModuleOp  # noqa: E402
 
 from autofusion.diagnostics import UserError  # noqa: E402
 from autofusion.dialects.graph_random import RandomOp  # noqa: E402
@@ -254,6 +255,16 @@ def _check(name: str, got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_allclose(
         got.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol, err_msg=name
     )
+
+
+def check_outputs(
+    name: str, module: ModuleOp, feeds: dict[str, np.ndarray], outputs: list[np.ndarray]
+) -> None:
+    """Case `name`'s imported `module` run on `feeds` gives its reference `outputs`."""
+    results = run_function(module, feeds)
+    assert len(results) == len(outputs)
+    for (out_name, got), want in zip(results.items(), outputs):
+        _check(f"{name}:{out_name}", got, want)
 
 
 def expected_refusal(name: str) -> str | None:

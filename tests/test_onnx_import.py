@@ -22,6 +22,7 @@ ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from xdsl.dialects.builtin import ModuleOp  # noqa: E402
+from xdsl.ir import Operation  # noqa: E402
 
 from autofusion.diagnostics import UserError  # noqa: E402
 from autofusion.dialects import graph  # noqa: E402
@@ -93,6 +94,19 @@ def check_against_ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> M
     return module
 
 
+def compiled_ops(tmp_path: Path, model: onnx.ModelProto) -> list[Operation]:
+    """The ops of the fused module of `afc compile --check` on `model` (the check passed:
+    interpreter, buffer kernels and fused.onnx on ONNX Runtime against the original)."""
+    from autofusion.driver.compile import CompileOptions, compile_model
+
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    c = compile_model(str(path), CompileOptions(check=True))
+    assert c.check is not None and c.check["ok"], c.check["verdict"]
+    assert c.fused is not None
+    return list(c.fused.walk())
+
+
 def ops(module: ModuleOp) -> list[str]:
     return [op.name for op in module.walk() if op.name.startswith("graph.")]
 
@@ -114,12 +128,7 @@ def test_corpus_matches_onnxruntime(model: str, exporter: str) -> None:
     path = model_corpus.model_path(model, exporter)
     feeds = model_corpus.model_inputs(model)
     module = import_onnx_file(default_context(), path)
-    got = run_function(module, feeds)
-    want = ort_run(str(path), feeds)
-    assert len(got) == len(want)
-    for (name, g), w in zip(got.items(), want):
-        assert g.shape == w.shape, name
-        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL, err_msg=f"{model}/{exporter}")
+    model_corpus.assert_matches_ort(module, path, feeds, (RTOL, ATOL), f"{model}/{exporter}")
 
 
 def test_corpus_resnet_variants_differ_in_batch_norm() -> None:

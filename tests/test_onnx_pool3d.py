@@ -14,7 +14,7 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper  # noqa: E402
-from test_onnx_import import check_against_ort, make_model, ops, ort_run, vi  # noqa: E402
+from test_onnx_import import check_against_ort, compiled_ops, make_model, ops, ort_run, vi  # noqa: E402
 
 from frontends.onnx.export import export_module  # noqa: E402
 
@@ -86,18 +86,11 @@ def test_dilated_average_pool_2d_compiles_as_a_library_op(tmp_path: Path) -> Non
     """No kernel template pools: `afc compile --check` keeps the dilated graph.avg_pool2d a
     library op (run with its dilations), fuses the ops around it, and fused.onnx writes
     AveragePool with the dilations back."""
-    from autofusion.driver.compile import CompileOptions, compile_model
-
     nodes = [
         helper.make_node("Relu", ["x"], ["r"]),
         helper.make_node("AveragePool", ["r"], ["p"], kernel_shape=[3, 3], dilations=[2, 1]),
         helper.make_node("Sigmoid", ["p"], ["y"]),
     ]
     m = make_model(nodes, [vi("x", F, [1, 4, 9, 8])], [vi("y", F, None)], opset=19)
-    path = tmp_path / "m.onnx"
-    onnx.save(m, str(path))
-    c = compile_model(str(path), CompileOptions(check=True))
-    assert c.check is not None and c.check["ok"], c.check["verdict"]
-    assert c.fused is not None
-    (pool,) = [op for op in c.fused.walk() if op.name == "graph.avg_pool2d"]
+    (pool,) = [op for op in compiled_ops(tmp_path, m) if op.name == "graph.avg_pool2d"]
     assert list(pool.properties["dilations"].get_values()) == [2, 1]

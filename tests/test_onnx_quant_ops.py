@@ -22,6 +22,7 @@ ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper, version_converter  # noqa: E402
 from test_onnx_backend_nodes import _arrays, _cases, _check, _import  # noqa: E402
+from test_onnx_import import compiled_ops  # noqa: E402
 
 from autofusion.diagnostics import UserError  # noqa: E402
 from autofusion.dialects import shape_inference as si  # noqa: E402
@@ -277,8 +278,6 @@ def test_refusals_name_node_and_attribute(case: str) -> None:
 def test_quant_ops_compile_as_library_kernels(tmp_path: Any) -> None:
     """No kernel template takes the opaque quantization ops: `afc compile --check` keeps
     each as a library kernel and checks the numbers against the original."""
-    from autofusion.driver.compile import CompileOptions, compile_model
-
     w = RNG.integers(-128, 128, (6, 4)).astype(np.int8)
     nodes = [
         helper.make_node("Relu", ["x"], ["r"]),
@@ -289,11 +288,6 @@ def test_quant_ops_compile_as_library_kernels(tmp_path: Any) -> None:
     ]
     inputs = [_info("x", TensorProto.FLOAT, [3, 6])]
     model = _model_of(nodes, inputs, [_info("y", TensorProto.FLOAT, None)], [_init("w", w)])
-    path = tmp_path / "m.onnx"
-    onnx.save(model, str(path))
-    c = compile_model(str(path), CompileOptions(check=True))
-    assert c.check is not None and c.check["ok"], c.check["verdict"]
-    assert c.fused is not None
-    names = [op.name for op in c.fused.walk()]
+    names = [op.name for op in compiled_ops(tmp_path, model)]
     for op in ("graph.dynamic_quantize_linear", "graph.matmul_integer", "graph.dequantize_linear"):
         assert op in names

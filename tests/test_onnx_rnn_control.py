@@ -27,12 +27,13 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper, version_converter  # noqa: E402
-from test_onnx_backend_nodes import _arrays, _cases, _check, _import, run_case  # noqa: E402
+from test_onnx_backend_nodes import _arrays, _cases, _check, _import, check_outputs, run_case  # noqa: E402
+from test_onnx_import import compiled_ops  # noqa: E402
 from test_onnx_vision_ops import afc_run, f32, one_node_model, run_ort  # noqa: E402
 
 from autofusion.diagnostics import UserError  # noqa: E402
 from autofusion.dialects import shape_inference as si  # noqa: E402
-from autofusion.interpreter import find_function, run_function  # noqa: E402
+from autofusion.interpreter import find_function  # noqa: E402
 from autofusion.mlir_io import default_context  # noqa: E402
 from frontends.onnx import import_onnx_model, origin  # noqa: E402
 from frontends.onnx.export import export_module  # noqa: E402
@@ -111,10 +112,7 @@ def test_backend_case(name: str) -> None:
             _import(model, inputs)
         return
     module, _, feeds, outputs = _imported(name)
-    results = run_function(module, feeds)
-    assert len(results) == len(outputs)
-    for (out_name, got), want in zip(results.items(), outputs):
-        _check(f"{name}:{out_name}", got, want)
+    check_outputs(name, module, feeds, outputs)
 
 
 def test_native_recurrent_cases_pass_the_whole_suite_runner() -> None:
@@ -578,14 +576,7 @@ def test_unrolled_lstm_compiles_and_checks(tmp_path: Any) -> None:
     """`afc compile --check` on an unrolled bidirectional LSTM: the steps fuse into vector
     kernels and the numbers (interpreter, buffer kernels, ONNX Runtime on fused.onnx)
     agree with the original."""
-    from autofusion.driver.compile import CompileOptions, compile_model
-
     model, _ = _recurrent_model("LSTM", {"direction": "bidirectional"}, ("initial_h",))
-    path = tmp_path / "lstm.onnx"
-    onnx.save(model, str(path))
-    c = compile_model(str(path), CompileOptions(check=True))
-    assert c.check is not None and c.check["ok"], c.check["verdict"]
-    assert c.fused is not None
-    names = [op.name for op in c.fused.walk()]
+    names = [op.name for op in compiled_ops(tmp_path, model)]
     assert "graph.fusion_group" in names
     assert not any("lstm" in n for n in names)

@@ -16,6 +16,7 @@ pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from test_onnx_import import (  # noqa: E402
     check_against_ort,
+    compiled_ops,
     error_of,
     init,
     make_model,
@@ -211,19 +212,6 @@ def test_refusals() -> None:
     assert error_of(m) == (
         "node 'pad' (Pad-18): attribute mode='wrap' is not supported (constant, reflect, edge)"
     )
-
-
-def compiled_ops(tmp_path: Path, model: onnx.ModelProto) -> list:
-    """The ops of the fused module of `afc compile --check` on `model` (the check passed:
-    interpreter, buffer kernels and fused.onnx on ONNX Runtime against the original)."""
-    from autofusion.driver.compile import CompileOptions, compile_model
-
-    path = tmp_path / "m.onnx"
-    onnx.save(model, str(path))
-    c = compile_model(str(path), CompileOptions(check=True))
-    assert c.check is not None and c.check["ok"], c.check["verdict"]
-    assert c.fused is not None
-    return list(c.fused.walk())
 
 
 def test_wrap_pad_compiles_and_checks(tmp_path: Path) -> None:

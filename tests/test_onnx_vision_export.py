@@ -18,6 +18,7 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from test_onnx_import import compiled_ops  # noqa: E402
 from test_onnx_vision_ops import (  # noqa: E402
     assert_matches_ort,
     f32,
@@ -327,8 +328,6 @@ def test_vision_library_ops_compile_and_check(tmp_path: Any) -> None:
     """`afc compile --check`: the four ops stay library ops of their own between fused
     kernels, and fused.onnx (which writes them back as themselves) matches the original
     on ONNX Runtime."""
-    from autofusion.driver.compile import CompileOptions, compile_model
-
     nodes = [
         helper.make_node("Relu", ["x"], ["r"]),
         helper.make_node("LpPool", ["r"], ["lp"], kernel_shape=[2, 2], p=3),
@@ -348,11 +347,7 @@ def test_vision_library_ops_compile_and_check(tmp_path: Any) -> None:
     ins = [f32("x", [1, 4, 5, 5]), f32("theta", [1, 2, 3])]
     outs = [f32("y", None), f32("g", None), f32("z", None)]
     g = helper.make_graph(nodes, "g", ins, outs, initializer=inits)
-    path = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)]), str(path))
-    c = compile_model(str(path), CompileOptions(check=True))
-    assert c.check is not None and c.check["ok"], c.check["verdict"]
-    assert c.fused is not None
-    names = [op.name for op in c.fused.walk()]
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    names = [op.name for op in compiled_ops(tmp_path, model)]
     for op in ("graph.lp_pool", "graph.global_lp_pool", "graph.col2im", "graph.affine_grid"):
         assert names.count(op) == 1

@@ -19,7 +19,8 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from test_onnx_backend_nodes import _arrays, _cases, _check, _import  # noqa: E402
+from test_onnx_backend_nodes import _arrays, _cases, _check, _import, check_outputs  # noqa: E402
+from test_onnx_import import compiled_ops  # noqa: E402
 
 from autofusion.diagnostics import UserError  # noqa: E402
 from autofusion.dialects import shape_inference as si  # noqa: E402
@@ -108,10 +109,7 @@ def test_backend_case(name: str) -> None:
             _import(onnx.ModelProto.FromString(model.SerializeToString()), _arrays(raw_inputs))
         return
     module, _, feeds, outputs = _imported(name)
-    results = run_function(module, feeds)
-    assert len(results) == len(outputs)
-    for (out_name, got), want in zip(results.items(), outputs):
-        _check(f"{name}:{out_name}", got, want)
+    check_outputs(name, module, feeds, outputs)
 
 
 # ONNX Runtime's CPU provider has no bf16 MatMul, ReduceSum or Transpose
@@ -503,8 +501,6 @@ def test_vision_ops_compile_as_library_kernels(tmp_path: Any) -> None:
     """No kernel template takes the opaque vision ops: `afc compile --check` keeps each
     as a library kernel of its own, fuses what lies between, and checks the numbers
     (interpreter, buffer kernels and ONNX Runtime on fused.onnx) against the original."""
-    from autofusion.driver.compile import CompileOptions, compile_model
-
     w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
     s = numpy_helper.from_array(np.asarray([1, 1, 2, 2], np.float32), "s")
     nodes = [
@@ -514,12 +510,8 @@ def test_vision_ops_compile_as_library_kernels(tmp_path: Any) -> None:
         helper.make_node("DepthToSpace", ["v"], ["y"], blocksize=1),
     ]
     g = helper.make_graph(nodes, "g", [f32("x", [1, 4, 6, 6])], [f32("y", None)], [w, s])
-    path = tmp_path / "m.onnx"
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)]), str(path))
-    c = compile_model(str(path), CompileOptions(check=True))
-    assert c.check is not None and c.check["ok"], c.check["verdict"]
-    assert c.fused is not None
-    names = [op.name for op in c.fused.walk()]
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    names = [op.name for op in compiled_ops(tmp_path, model)]
     for op in ("graph.conv_transpose", "graph.resize", "graph.depth_to_space"):
         assert op in names
 

@@ -19,7 +19,7 @@ from autofusion.lowering.index_expr import IntOps
 from autofusion.lowering.row_tiling import TileBudget, rows_tiling
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 
-from differential import apply_pipeline
+from differential import apply_pipeline, assert_close
 
 TOLERANCE = {"f32": (2e-5, 2e-5), "f16": (2e-3, 2e-3), "bf16": (1.6e-2, 1.6e-2)}
 
@@ -85,16 +85,6 @@ def feeds(module: ModuleOp, seed: int) -> dict[str, np.ndarray]:
     }
 
 
-def assert_close(got: dict[str, np.ndarray], want: dict[str, np.ndarray], elt: str) -> None:
-    rtol, atol = TOLERANCE[elt]
-    assert list(got) == list(want)
-    for key, value in want.items():
-        w, g = value.astype(np.float64), got[key].astype(np.float64)
-        assert w.shape == g.shape, key
-        assert not np.isnan(g).any(), f"{key}: NaN (an unwritten element leaked)"
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol * max(1.0, np.abs(w).max()))
-
-
 def fused_and_lowered(text: str, chip: str = "Ascend910B1") -> tuple[ModuleOp, ModuleOp, str]:
     ctx = default_context()
     fused = apply_pipeline(
@@ -122,8 +112,8 @@ def test_transposes_fold_into_one_rows_kernel(case: str, elt: str) -> None:
     f = find_function(fused)
     assert sum(isinstance(op, graph.FusionGroupOp) for op in f.body.ops) == KERNELS[case]
     want = run_function(before, inputs)
-    assert_close(run_function(fused, inputs), want, elt)
-    assert_close(run_function(lowered, inputs), want, elt)
+    assert_close(run_function(fused, inputs), want, *TOLERANCE[elt])
+    assert_close(run_function(lowered, inputs), want, *TOLERANCE[elt])
 
 
 def test_the_kernel_copies_runs_and_gathers() -> None:
@@ -143,7 +133,9 @@ def test_emulated_kernel_equals_the_interpreter(case: str, elt: str) -> None:
     before = parse_module(default_context(), text, "before.mlir")
     inputs = feeds(before, seed=3)
     _, lowered, _ = fused_and_lowered(text)
-    assert_close(run_function_emulated(lowered, inputs), run_function(before, inputs), elt)
+    assert_close(
+        run_function_emulated(lowered, inputs), run_function(before, inputs), *TOLERANCE[elt]
+    )
 
 
 @pytest.mark.parametrize("chip", ["Ascend910", "Ascend310P3"])

@@ -6,15 +6,13 @@ differentially by test_graph_fusion.py.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from test_graph_fusion import run_with_statistics
 from xdsl.dialects.builtin import ModuleOp
 
 from autofusion.dialects import graph
@@ -178,17 +176,7 @@ def test_the_estimate_follows_the_ub_fusion_switches(tmp_path: Path) -> None:
 
 
 def test_stats_file_and_log_lines(tmp_path: Path) -> None:
-    src = tmp_path / "m.mlir"
-    src.write_text(MIXED)
-    stats_path = tmp_path / "fusion_result.json"
-    afc_opt = Path(sys.executable).parent / "afc-opt"
-    result = subprocess.run(
-        [str(afc_opt), str(src), "-p", f'split-fusion{{stats-file="{stats_path}" log=true}}'],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    section = json.loads(stats_path.read_text())["session_and_graph_id_0_0"]["graph_fusion"]
+    section, lines = run_with_statistics(tmp_path, MIXED, "split-fusion")
     assert sorted(section) == sorted(RULES)
     assert section["ProducerDuplicateFusionPass"] == {"match_times": "1", "effect_times": "1"}
     assert section["SplitConvConcatFusionPass"] == {"match_times": "0", "effect_times": "0"}
@@ -203,7 +191,6 @@ def test_stats_file_and_log_lines(tmp_path: Path) -> None:
             }
         ],
     }
-    lines = result.stderr.splitlines()
     assert (
         "GraphFusionPass[ProducerDuplicateFusionPass]: pattern=Elemwise|Broadcast|Reshape->"
         "(users in several kernels), matched_times=1, effected_times=1." in lines

@@ -6,17 +6,20 @@ CO1 -> CO2 and Nz -> ND in UB) and Mmad with its pipe barrier. KernelPrinter
 
 from __future__ import annotations
 
-from typing import Any, Protocol, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, cast
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from autofusion import dtypes
 from autofusion.codegen.ascendc_analysis import root_of
 from autofusion.codegen.cpp_scalar import (
     MUL,
     CppExpr,
+    CppWriter,
+    Namer,
     factor_text,
     memref_element,
     memref_width,
@@ -27,34 +30,41 @@ from autofusion.dialects import buffer
 from autofusion.dialects.ascendc_rules import view_offset
 from autofusion.dialects.ascendc_rules import where as _where
 
+if TYPE_CHECKING:
+    from autofusion.codegen.ascendc_api import AscendCApi
+    from autofusion.dialects.fractal_rules import FractalLayouts
+    from autofusion.dialects.tiling_facts import Divisibility
+
+
+class StageMethod(Protocol):
+    """A buffer.stage as the printer's method: the values it takes as parameters."""
+
+    @property
+    def params(self) -> Sequence[SSAValue]: ...
+
 
 class KernelPrinter(Protocol):
     """What the cube path uses of codegen/ascendc.py's KernelPrinter (a protocol, so
     this module does not import the printer that imports it)."""
 
-    @property
-    def api(self) -> Any: ...
-    @property
-    def bound(self) -> Any: ...
-    @property
-    def e(self) -> Any: ...
-    @property
-    def facts(self) -> Any: ...
-    @property
-    def layouts(self) -> Any: ...
-    @property
-    def namer(self) -> Any: ...
-    @property
-    def stages(self) -> Any: ...
-    @property
-    def w(self) -> Any: ...
+    api: AscendCApi
+    facts: Divisibility
+    layouts: FractalLayouts
+    namer: Namer
+    w: CppWriter
 
-    def comment(self, *args: Any, **kwargs: Any) -> Any: ...
-    def expr(self, *args: Any, **kwargs: Any) -> Any: ...
-    def line(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _aligned(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _ctype(self, *args: Any, **kwargs: Any) -> Any: ...
-    def _scaled(self, *args: Any, **kwargs: Any) -> Any: ...
+    @property
+    def bound(self) -> Mapping[SSAValue, CppExpr]: ...
+    @property
+    def stages(self) -> Mapping[buffer.StageOp, StageMethod]: ...
+
+    def e(self, value: SSAValue) -> str: ...
+    def expr(self, value: SSAValue) -> CppExpr: ...
+    def comment(self, op: Operation) -> str | None: ...
+    def line(self, op: Operation, text: str) -> None: ...
+    def _aligned(self, value: SSAValue, width: int) -> bool: ...
+    def _ctype(self, element: Attribute) -> str: ...
+    def _scaled(self, value: SSAValue, width: int, unit: int = 1) -> str: ...
 
 
 class CubePath:
@@ -104,14 +114,23 @@ class CubePath:
             op = op.parent_op()
         return cast(Operation, op)
 
+    def _params(
+        self, op: Operation, struct: str, hint: str, fields: Sequence[tuple[str, str]]
+    ) -> str:
+        """Declare an API's parameter struct (`struct`, a variable named from `hint`) and
+        set its `fields` in order; the variable."""
+        p = self.p.namer.fresh(hint)
+        self.p.line(op, f"{struct} {p};")
+        for name, value in fields:
+            self.p.line(op, f"{p}.{name} = {value};")
+        return p
+
     def copy_nd2nz(self, op: buffer.CopyOp) -> None:
         """GM/UB -> L1: a row-major [blocks x length] block lands as Nz fractals
         (Nd2NzParams, ascend.md 2.10); the IR's row stride in L1 is kept for views."""
         dst = self._whole(op, op.dest, "destination")
         self.p.layouts.record(op)
-        p = self.p.namer.fresh("nd2nzParams")
         rows = self.p.expr(op.blocks)
-        self.p.line(op, f"{self.p.api.nd2nz_params} {p};")
         fields = [
             ("ndNum", "1"),
             ("nValue", rows.text),
@@ -122,8 +141,7 @@ class CubePath:
             ("dstNzNStride", "1"),
             ("dstNzMatrixStride", "0"),
         ]
-        for name, value in fields:
-            self.p.line(op, f"{p}.{name} = {value};")
+        p = self._params(op, self.p.api.nd2nz_params, "nd2nzParams", fields)
         self.p.line(op, f"{self.p.api.data_copy}({self.p.e(dst)}, {self.p.e(op.source)}, {p});")
 
     def copy_strips(self, op: buffer.CopyOp) -> None:
@@ -177,10 +195,9 @@ class CubePath:
         dst = self._whole(op, op.dest, "destination")
         self.p.layouts.record(op)
         n1 = self._fractals(op, n_c)
-        enhanced = self.p.namer.fresh("co2Enhanced")
+        mode = [("blockMode", self.p.api.block_mode_matrix)]
+        enhanced = self._params(op, self.p.api.copy_enhanced_params, "co2Enhanced", mode)
         params = self.p.namer.fresh("co2Params")
-        self.p.line(op, f"{self.p.api.copy_enhanced_params} {enhanced};")
-        self.p.line(op, f"{enhanced}.blockMode = {self.p.api.block_mode_matrix};")
         whole = not any(self.p.facts.exact(o) != 0 for o in view_offset(op.source))
         if whole and self.p.layouts.same(op.blocks, rows_c):
             m1 = self._fractals(op, rows_c)
@@ -292,7 +309,6 @@ class CubePath:
         outer = self.p.namer.fresh("k1" if to_b != transpose else "m1")
         step = f"{outer} * {m1_src}" if transpose else outer
         bf16_transpose = fractal_transpose and elt == "bf16"
-        p = self.p.namer.fresh("loadParams")
         head = (
             f"for (int64_t {outer} = 0; {outer} < ({self.p.expr(outer_len).at(70)} + "
             f"{outer_unit - 1}) / {outer_unit}; ++{outer})"
@@ -301,12 +317,14 @@ class CubePath:
             params = (
                 self.p.api.load2d_transpose_params if bf16_transpose else self.p.api.load2d_params
             )
-            self.p.line(op, f"{params} {p};")
-            self.p.line(op, f"{p}.startIndex = {step if start == '0' else f'{start} + {step}'};")
-            self.p.line(op, f"{p}.repeatTimes = {repeat};")
-            self.p.line(op, f"{p}.srcStride = {'1' if transpose else m1_src};")
+            fields = [
+                ("startIndex", step if start == "0" else f"{start} + {step}"),
+                ("repeatTimes", repeat),
+                ("srcStride", "1" if transpose else m1_src),
+            ]
             if not bf16_transpose:
-                self.p.line(op, f"{p}.ifTranspose = {'true' if fractal_transpose else 'false'};")
+                fields.append(("ifTranspose", "true" if fractal_transpose else "false"))
+            p = self._params(op, params, "loadParams", fields)
             call = self.p.api.load_data_with_transpose if bf16_transpose else self.p.api.load_data
             # one fractal is 512 bytes (ascend.md 1.5)
             self.p.line(
@@ -327,13 +345,11 @@ class CubePath:
         channelSize = its row stride, and a 1x1 kernel makes rows the pixels (K) and
         columns the channels (N) (asc-devkit sample mmad_s8_f16_f32, case 3.3)."""
         t = self.p._ctype(memref_element(op.dest))
-        p = self.p.namer.fresh("load3dParams")
         row0, col0 = "0", "0"
         if view_offset(op.source):
             offset = self._offset_expr(op.source)
             stride = self._visible(op, stride_l1, "row stride").at(80)
             row0, col0 = f"{offset} / {stride}", f"{offset} % {stride}"
-        self.p.line(op, f"{self.p.api.load3d_params}<{t}> {p};")
         fields = [
             ("l1H", self._fractals(op, rows_l1, rows_of_16=True)),
             ("l1W", "1"),
@@ -343,8 +359,7 @@ class CubePath:
             ("kStartPt", col0),
             ("mStartPt", row0),
         ]
-        for name, value in fields:
-            self.p.line(op, f"{p}.{name} = {value};")
+        p = self._params(op, f"{self.p.api.load3d_params}<{t}>", "load3dParams", fields)
         self.p.line(op, f"{self.p.api.load_data}({self.p.e(dst)}, {self.p.e(src_root)}, {p});")
 
     def _offset_expr(self, value: SSAValue) -> str:
@@ -358,17 +373,18 @@ class CubePath:
         a = self._whole(op, op.a, "A operand")
         b = self._whole(op, op.b, "B operand")
         self.p.layouts.record(op)
-        p = self.p.namer.fresh("mmadParams")
         owner = op.accumulate.owner
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
             init = "false" if owner.value.value.data else "true"
         else:
             init = f"!{self.p.expr(op.accumulate).at(90)}"
-        self.p.line(op, f"{self.p.api.mmad_params} {p};")
-        self.p.line(op, f"{p}.m = {self.p.e(op.m)};")
-        self.p.line(op, f"{p}.n = {self.p.e(op.n)};")
-        self.p.line(op, f"{p}.k = {self.p.e(op.k)};")
-        self.p.line(op, f"{p}.cmatrixInitVal = {init};")
+        fields = [
+            ("m", self.p.e(op.m)),
+            ("n", self.p.e(op.n)),
+            ("k", self.p.e(op.k)),
+            ("cmatrixInitVal", init),
+        ]
+        p = self._params(op, self.p.api.mmad_params, "mmadParams", fields)
         self.p.line(op, f"{self.p.api.mmad}({self.p.e(c)}, {self.p.e(a)}, {self.p.e(b)}, {p});")
 
     def pipe_barrier(self, op: buffer.PipeBarrierOp) -> None:
@@ -393,12 +409,13 @@ class CubePath:
         src = self._whole(op, op.source, "source")
         rows, _ = self.p.layouts.layout(op, src, "L0C source")
         out = dtypes.type_name(memref_element(op.dest))
-        p = self.p.namer.fresh("fixpipeParams")
-        self.p.line(op, f"{self.p.api.fixpipe_params} {p};")
-        self.p.line(op, f"{p}.nSize = {self.p.e(op.length)};")
-        self.p.line(op, f"{p}.mSize = {self.p.e(op.blocks)};")
-        self.p.line(op, f"{p}.srcStride = {self._fractals(op, rows, rows_of_16=True)};")
-        self.p.line(op, f"{p}.dstStride = {self.p.e(op.dst_stride)};")
-        self.p.line(op, f"{p}.reluEn = {'true' if op.relu is not None else 'false'};")
-        self.p.line(op, f"{p}.quantPre = {self.p.api.fixpipe_quant[out]};")
+        fields = [
+            ("nSize", self.p.e(op.length)),
+            ("mSize", self.p.e(op.blocks)),
+            ("srcStride", self._fractals(op, rows, rows_of_16=True)),
+            ("dstStride", self.p.e(op.dst_stride)),
+            ("reluEn", "true" if op.relu is not None else "false"),
+            ("quantPre", self.p.api.fixpipe_quant[out]),
+        ]
+        p = self._params(op, self.p.api.fixpipe_params, "fixpipeParams", fields)
         self.p.line(op, f"{self.p.api.fixpipe}({self.p.e(op.dest)}, {self.p.e(src)}, {p});")

@@ -13,11 +13,16 @@ elsewhere, say) is not made: both kernels are planned and costed again as any me
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from xdsl.ir import Operation
 
 from autofusion.dialects.op_facts import reads_through
+
+if TYPE_CHECKING:
+    from autofusion.fusion.cost import Refusal
+    from autofusion.lowering.template import KernelTemplate, Plan
 
 
 class Group(Protocol):
@@ -25,31 +30,35 @@ class Group(Protocol):
     place_views, so this module does not import it)."""
 
     ops: list[Operation]
-    plan: Any
-    template: Any
+    plan: Plan | None
+    template: KernelTemplate | None
     time_us: float
     version: int
     alive: bool
     benefit_us: float
 
 
-class Partitioner(Protocol):
-    """What view placement uses of partition.py's Partitioner."""
+G = TypeVar("G", bound=Group)
+
+
+class Partitioner(Protocol[G]):
+    """What view placement uses of partition.py's Partitioner, whose groups are `G`
+    (generic, so a group view placement hands back is the partitioner's own type)."""
 
     @property
-    def group_of(self) -> Any: ...
+    def group_of(self) -> dict[Operation, G]: ...
     @property
-    def index(self) -> Any: ...
-    def kernels(self) -> Any: ...
-    def plan(self, *args: Any, **kwargs: Any) -> Any: ...
-    def time(self, *args: Any, **kwargs: Any) -> Any: ...
+    def index(self) -> Mapping[Operation, int]: ...
+    def kernels(self) -> list[G]: ...
+    def plan(self, ops: list[Operation]) -> tuple[KernelTemplate, Plan] | Refusal: ...
+    def time(self, template: KernelTemplate, plan: Plan) -> float: ...
 
 
-def _head_chains(part: Partitioner, c: Group) -> list[tuple[Group, list[Operation]]]:
+def _head_chains(part: Partitioner[G], c: G) -> list[tuple[G, list[Operation]]]:
     """(producer, views) for each chain of view ops of `c` that starts at another
     kernel's output, each view the only reader of the one before it."""
     inside = set(c.ops)
-    found: list[tuple[Group, list[Operation]]] = []
+    found: list[tuple[G, list[Operation]]] = []
     for op in c.ops:
         owner = op.operands[0].owner if op.operands else None
         p = part.group_of.get(owner) if isinstance(owner, Operation) else None
@@ -65,7 +74,7 @@ def _head_chains(part: Partitioner, c: Group) -> list[tuple[Group, list[Operatio
     return found
 
 
-def _try_move(part: Partitioner, p: Group, c: Group, chain: list[Operation]) -> bool:
+def _try_move(part: Partitioner[G], p: G, c: G, chain: list[Operation]) -> bool:
     """Move `chain` from `c` into `p` if both still plan and their time drops."""
     rest = [op for op in c.ops if op not in chain]
     if not rest:
@@ -86,10 +95,10 @@ def _try_move(part: Partitioner, p: Group, c: Group, chain: list[Operation]) -> 
     return False
 
 
-def place_views(part: Partitioner) -> list[Group]:
+def place_views(part: Partitioner[G]) -> list[G]:
     """Move every head chain of views whose move pays, kernel by kernel in seed order;
     the kernels that changed, each once."""
-    moved: dict[int, Group] = {}
+    moved: dict[int, G] = {}
     for c in part.kernels():
         for p, chain in _head_chains(part, c):
             if _try_move(part, p, c, chain):

@@ -21,7 +21,8 @@ and Gather (Atlas A2/A3; not 910 or 310P, which lack DataCopyPad).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import f32, i32
@@ -33,7 +34,7 @@ from autofusion.lowering.kernel_builder import KernelBuilder
 from autofusion.lowering.row_layout import ChannelMajor
 from autofusion.lowering.row_plan_model import RowPlan
 from autofusion.lowering.row_tiling import divisors
-from autofusion.lowering.row_vector_math import Loc
+from autofusion.lowering.row_vector_math import Loc, Pool
 from autofusion.lowering.value_types import element_type
 
 
@@ -41,20 +42,16 @@ class RowKernel(Protocol):
     """What the channel-major copies use of row_kernel.py's RowKernel (a protocol:
     row_kernel.py builds a ChannelMajorIO, so this module does not import it)."""
 
+    plan: RowPlan
+    kb: KernelBuilder
+    pool: Pool
+    r0: SSAValue  # the current tile's first row and its row count
+    nrows: SSAValue
+
     @property
-    def plan(self) -> RowPlan: ...
+    def t(self) -> Mapping[str, SSAValue]: ...
     @property
-    def kb(self) -> KernelBuilder: ...
-    @property
-    def t(self) -> Any: ...
-    @property
-    def gm(self) -> Any: ...
-    @property
-    def nrows(self) -> Any: ...
-    @property
-    def pool(self) -> Any: ...
-    @property
-    def r0(self) -> Any: ...
+    def gm(self) -> Mapping[SSAValue, SSAValue]: ...
 
 
 # the gathers move float32 (inputs are widened before, outputs narrowed after)
