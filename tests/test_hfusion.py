@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Set as AbstractSet
 from functools import cache
 from pathlib import Path
 
@@ -20,7 +21,13 @@ import pytest
 from xdsl.dialects.builtin import ModuleOp
 
 from autofusion.codegen import hfusion_kinds as kinds
-from autofusion.codegen.hfusion_export import Refusal, export_module, hfusion_text, run_export
+from autofusion.codegen.hfusion_export import (
+    Export,
+    Refusal,
+    export_module,
+    hfusion_text,
+    run_export,
+)
 from autofusion.codegen.hfusion_ir import STEP_KINDS, Step, Value
 from autofusion.driver.compile import CompileOptions, compile_model
 from autofusion.driver.input_ranges import integer_input_ranges
@@ -61,6 +68,7 @@ def shape_only_fill(op: object) -> np.ndarray:
 def test_export_runs_to_the_graph_outputs(example: str) -> None:
     module = fused(example)
     export = export_module(module, SMALL)
+    assert_views_of_parameters_on_the_host(export)
     inputs = random_inputs(find_function(module), 0, SMALL)
     want = run_function(module, inputs, shape_only_fill=shape_only_fill)
     got = run_export(export, module, inputs, shape_only_fill)
@@ -87,6 +95,7 @@ def test_corpus_export_runs_to_the_graph_outputs(model: str) -> None:
     c = compile_model(str(path), CompileOptions(chip="Ascend910B1"), None, "ub-fusion")
     assert c.fused is not None
     export = export_module(c.fused, SMALL)
+    assert_views_of_parameters_on_the_host(export)
     f = find_function(c.fused)
     ranges = integer_input_ranges(f, {})  # token ids within their tables
     inputs = random_inputs(f, 0, SMALL, ranges)
@@ -251,6 +260,98 @@ def test_cuts_make_every_part_schedulable() -> None:
     )
     assert kinds.cut_points(bmm) == [1, 2]
     assert kinds.step_limit(bmm[1:2]) and not kinds.step_limit(bmm[2:])
+
+
+CUTS = ROOT / "tests" / "filecheck" / "codegen" / "hfusion" / "cuts.mlir"
+# chunk of cuts.mlir -> (its device functions' fusion kinds, the rule that cut it)
+CUT_CASES = {
+    "matmul-rope": (0, ["SHALLOW_CV", "PURE_ELEMWISE"], "before each slice of a matmul part's"),
+    "ropes-of-two-shapes": (1, ["PURE_ELEMWISE", "PURE_ELEMWISE"], "between independent"),
+    "ropes-of-one-shape": (2, ["PURE_ELEMWISE"], None),
+    "matmul-epilogue": (3, ["SHALLOW_CV"], None),
+}
+
+
+def cut_case(name: str) -> ModuleOp:
+    return parse_module(default_context(), _chunks(CUTS)[CUT_CASES[name][0]], "cuts.mlir")
+
+
+def assert_views_of_parameters_on_the_host(export: Export) -> None:
+    """No device function returns a parameter or a view of one: a view of a parameter is
+    made on the host (hfusion_export.VIEW_STEPS), so every result is computed in the body."""
+    for fn in export.program.devices:
+        by_name = {s.result.name: s for s in fn.steps}
+        for r in fn.results:
+            step = by_name.get(r.name)
+            while step is not None and not kinds.is_compute(step):
+                step = by_name.get(step.operands[0].name) if step.operands else None
+            assert step is not None, f"{fn.name} returns {r.name}, a view of a parameter"
+
+
+@pytest.mark.parametrize("name", CUT_CASES)
+def test_cut_rules_split_a_group_into_parts(name: str) -> None:
+    """kinds.PART_RULES: a rope on a matmul's result is a part of its own, so are ropes of
+    different shapes; ropes of one shape and a matmul's elementwise epilogue are not cut.
+    Each export runs to the graph's outputs."""
+    _, want_kinds, rule = CUT_CASES[name]
+    module = cut_case(name)
+    export = export_module(module, SMALL)
+    assert [d.fusion_kind for d in export.program.devices] == want_kinds
+    cut_remarks = [r for r in export.program.remarks if "cut into" in r]
+    if rule is None:
+        assert cut_remarks == []
+    else:
+        assert cut_remarks == [f"afc_g1: cut into 2 parts {_rule(rule).where}"]
+    assert_views_of_parameters_on_the_host(export)
+    inputs = random_inputs(find_function(module), 0, SMALL)
+    want = run_function(module, inputs)
+    got = run_export(export, module, inputs)
+    for key, w in want.items():
+        np.testing.assert_allclose(got[key], w, rtol=1e-5, atol=1e-5)
+
+
+def _rule(where: str) -> kinds.PartRule:
+    return next(r for r in kinds.PART_RULES if r.where.startswith(where))
+
+
+def test_each_cut_names_its_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step-level cuts: before the rope's first slice of the matmul result, and before
+    the second rope's computation (the exp of the 32-column input), each by its rule."""
+    seen: list[tuple[list[Step], list[kinds.Cut]]] = []
+    real = kinds.cuts
+
+    def recording(steps: list[Step], live: AbstractSet[str] = frozenset()) -> list[kinds.Cut]:
+        seen.append((steps, real(steps, live)))
+        return seen[-1][1]
+
+    monkeypatch.setattr(kinds, "cuts", recording)
+    export_module(cut_case("matmul-rope"), SMALL)
+    export_module(cut_case("ropes-of-two-shapes"), SMALL)
+    (rope_steps, (rope_cut,)), (two_steps, (two_cut,)) = seen
+    assert rope_cut.rule is _rule("before each slice")
+    matmul = next(s for s in rope_steps if s.kind == "linalg.matmul")
+    sliced = rope_steps[rope_cut.at]
+    assert sliced.kind == "tensor.extract_slice" and sliced.operands == (matmul.result,)
+    assert two_cut.rule is _rule("between independent")
+    exp = two_steps[two_cut.at]
+    assert exp.attr_or("fun") == "exp" and exp.operands[0].name == "k"
+
+
+def test_llama_parts_are_cut_by_rule_not_by_op() -> None:
+    """The llama example's QKV group: the norm, the matmul with its epilogue, then the q and
+    k ropes (4 and 2 heads) as two parts; the views of the matmul result are on the host."""
+    export = export_module(fused("llama_layer"), 128)
+    parts = [(d.name, d.fusion_kind) for d in export.program.devices if d.name[:6] == "afc_g2"]
+    assert parts == [
+        ("afc_g2_0", "LAST_AXIS_PBR"),
+        ("afc_g2_1", "SHALLOW_CV"),
+        ("afc_g2_2", "ANY_PB"),
+        ("afc_g2_3", "ANY_PB"),
+    ]
+    remark = next(r for r in export.program.remarks if r.startswith("afc_g2:"))
+    for where in ("before each matmul", "before each slice", "between independent"):
+        assert _rule(where).where in remark
+    assert_views_of_parameters_on_the_host(export)
 
 
 # ---- bad input ------------------------------------------------------------------------------

@@ -108,6 +108,33 @@ def test_batched_matmul_export_reaches_hivm(tmp_path: Path) -> None:
     assert assert_every_device_function_reaches_hivm(module, tmp_path) == 2
 
 
+# ---- the cut rules (hfusion_kinds.PART_RULES) on the real compiler -----------------------
+
+
+def test_cut_parts_reach_hivm(tmp_path: Path) -> None:
+    """Every part of every cuts.mlir case compiles, two ropes of one shape in one function."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_hfusion import CUT_CASES, cut_case
+
+    for name, (_, kinds_, _) in CUT_CASES.items():
+        module = cut_case(name)
+        assert assert_every_device_function_reaches_hivm(module, tmp_path / name) == len(kinds_)
+
+
+def without_rule(monkeypatch: pytest.MonkeyPatch, where: str) -> kinds.PartRule:
+    rule = next(r for r in kinds.PART_RULES if r.where.startswith(where))
+    monkeypatch.setattr(kinds, "PART_RULES", tuple(r for r in kinds.PART_RULES if r is not rule))
+    return rule
+
+
+def assert_fails_with(fn: DeviceFunction, message: str, rule: kinds.PartRule, tmp: Path) -> None:
+    """bishengir-compile fails on `fn` with `message`, the error `rule` cites."""
+    assert message in rule.error
+    result = compile_to_hivm(device_module_text(fn), tmp)
+    assert not result.reached_hivm
+    assert f"error: {message}" in result.log, result.first_error
+
+
 # ---- fusion kinds: afc's table against bishengir's inference --------------------------------
 
 X, Y = Value("x", "f32", (16, 64)), Value("y", "f32", (16, 64))
@@ -285,6 +312,45 @@ func.func @main(%x: {t}, %x2: {t}, %bias: {v}, %wt: {k}) -> {result} {{
 }}
 """
     return parse_module(default_context(), text, "kind.mlir")
+
+
+def exp_of(x: Value, name: str) -> Step:
+    return Step("linalg.elemwise_unary", (x,), Value(name, "f32", x.shape), (("fun", "exp"),))
+
+
+def test_slice_after_matmul_rule_is_real(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Without the rule the llama example's QKV matmul part holds the q and k slices for the
+    ropes and fails; so does a matmul whose result's first half alone is read."""
+    rule = without_rule(monkeypatch, "before each slice")
+    export = export_module(planned(str(ROOT / "examples" / "llama_layer.afc")), 128)
+    (qkv,) = [
+        fn
+        for fn in export.program.devices
+        if {"linalg.matmul", "tensor.extract_slice"} <= {s.kind for s in fn.steps}
+    ]
+    assert_fails_with(qkv, "operations cannot be fused", rule, tmp_path / "llama")
+    zero = Step("arith.constant", (), Value("zero", "f32", None), (("value", 0.0),))
+    fill = Step("linalg.fill", (zero.result,), Value("acc", "f32", (16, 32)))
+    mm = Step("linalg.matmul", (X, W, fill.result), Value("mm", "f32", (16, 32)))
+    first = (("offsets", [0, 0]),)
+    half = Step("tensor.extract_slice", (mm.result,), Value("half", "f32", (16, 16)), first)
+    steps = [zero, fill, mm, half, exp_of(half.result, "e")]
+    assert kinds.cut_points(steps) == []  # the rule is off here
+    fn = DeviceFunction("half", [X, W], steps, [steps[-1].result], "SHALLOW_CV", "probe")
+    assert_fails_with(fn, "'memref.cast' op", rule, tmp_path / "half")
+    monkeypatch.undo()
+    assert kinds.cut_points(steps) == [3]
+
+
+def test_independent_shapes_rule_is_real(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Computations of 16x64 and 16x32 that share no value fail in one function."""
+    rule = without_rule(monkeypatch, "between independent")
+    narrow = Value("narrow", "f32", (16, 32))
+    ex, ey = exp_of(X, "ex"), exp_of(narrow, "ey")
+    fn = DeviceFunction("pair", [X, narrow], [ex, ey], [ex.result, ey.result], "PURE_ELEMWISE", "")
+    assert_fails_with(fn, "could not find next producer to fuse into container", rule, tmp_path)
+    monkeypatch.undo()
+    assert kinds.cut_points([ex, ey], {"ex", "ey"}) == [1]
 
 
 needs_cpu_runner = pytest.mark.skipif(

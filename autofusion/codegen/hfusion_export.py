@@ -2,9 +2,10 @@
 `afc compile --backend hfusion`): each fusion group one `hacc.entry` DEVICE function of
 named linalg/hfusion ops, a HOST function calling them in order.
 
-A group HFusion 1.2.0 cannot schedule (MIX_CV, MIX_C2: hfusion_kinds.py) is cut into parts
-that it can, and a library op (convolution, pooling, gather, attention) or a step HFusion
-cannot compile (a batch_matmul) stays a call of a CANN operator from the host function;
+A group bishengir 1.2.0 cannot compile whole (MIX_CV, MIX_C2 and the other
+hfusion_kinds.PART_RULES) is cut into parts that it can, and a library op (convolution,
+pooling, gather, attention) or a step HFusion cannot compile (a batch_matmul) stays a call
+of a CANN operator from the host function;
 a function over bishengir's UB is row-blocked or cut until it fits (hfusion_ub.py);
 each such decision is a remark in the module's header. An op with no HFusion form refuses
 the whole export (no partial module).
@@ -46,7 +47,6 @@ from autofusion.codegen.hfusion_lowering import (
 )
 from autofusion.codegen.hfusion_ub import row_blocks, ub_cuts
 from autofusion.dialects import graph
-from autofusion.dialects.graph_base import FusionKind, fusion_kind
 from autofusion.interpreter import argument_names, find_function, result_names
 
 
@@ -152,12 +152,6 @@ class Exporter:
             if op.name in LIBRARY_OPS:
                 runs.append([op])
                 runs.append([])
-            elif isinstance(op, graph.RopeOp) and any(_is_cube(o) for r in runs for o in r):
-                # a matmul's rope epilogue (Ascend C's, lowering/rope_epilogue.py) is its own
-                # run here: HFusion 1.2.0 does not fuse a rope's slices and concat into a
-                # matmul ("operations cannot be fused"), nor two ropes (SHALLOW_VV)
-                runs.append([op])
-                runs.append([])
             else:
                 runs[-1].append(op)
         computed = [r for r in runs if r and r[0].name not in LIBRARY_OPS]
@@ -209,16 +203,14 @@ class Exporter:
     def parts(self, label: str, steps: list[Step], live: set[str], source: str) -> None:
         """Cut `steps` where HFusion needs it; each part with compute is a device function,
         one without (reshapes only) stays in the host body."""
-        cuts = kinds.cut_points(steps)
-        kind = kinds.fusion_kind(steps)
-        if cuts:
-            where = "before each matmul that reads vector results"
-            opaque = sorted({s.kind for s in steps if s.kind in kinds.OPAQUE_STEPS})
-            where += "".join(f", around each {name}" for name in opaque)
-            self.program.remarks.append(
-                f"{label}: {kind} is not scheduled by HFusion 1.2.0; cut into {len(cuts) + 1} "
-                f"parts {where}"
-            )
+        found = kinds.cuts(steps, live)
+        cuts = [c.at for c in found]
+        if found:
+            kind = kinds.fusion_kind(steps)
+            why = "" if kinds.schedulable(kind) else f"{kind} is not scheduled by HFusion 1.2.0; "
+            rules = [r for r in kinds.PART_RULES if any(c.rule is r for c in found)]
+            where = ", ".join(r.where for r in rules)
+            self.program.remarks.append(f"{label}: {why}cut into {len(cuts) + 1} parts {where}")
         ub = ub_cuts(steps, [0, *cuts, len(steps)], live)
         if ub:
             n = len(ub)
@@ -454,7 +446,3 @@ def hfusion_text(module: ModuleOp, dynamic_size: int = 128) -> str:
 
 
 __all__ = ["Export", "HFusionTarget", "Refusal", "export_module", "hfusion_text", "run_export"]
-
-
-def _is_cube(op: Operation) -> bool:
-    return fusion_kind(op) == FusionKind.CUBE

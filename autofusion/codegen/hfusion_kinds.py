@@ -16,12 +16,17 @@ SHALLOW_CV too but fail: auto-schedule with "could not find next producer to fus
 container" when the vector work feeds the matmul, HIVM with "'hivm.hir.store' op only
 support store ub to gm" when it only joins the epilogue; 1.2.0 has no scheduler for
 MIX_CV/MIX_C2 at all. So afc names those shapes MIX_CV/MIX_C2 and cuts them before the
-matmul.
+matmul. That cut and the others bishengir 1.2.0 needs (an opaque step alone, a slice of a
+matmul part's own result, independent computations of different sizes) are `PART_RULES`,
+each with the error that proves it.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from autofusion.codegen.hfusion_ir import STEP_KINDS, Step, Value
@@ -152,22 +157,163 @@ def step_limit(steps: Sequence[Step]) -> str:
     return next((OPAQUE_STEPS[s.kind] for s in steps if s.kind in OPAQUE_STEPS), "")
 
 
-def cut_points(steps: Sequence[Step]) -> list[int]:
-    """Indices to cut before so that every part holds at most one matmul and nothing is
-    computed before it in its part (MIX_CV and MIX_C2 become SHALLOW_CV parts, a matmul and
-    its epilogue, and vector parts), and every opaque step is a part of its own."""
-    cuts: list[int] = []
-    start = 0
-    for i, s in enumerate(steps):
-        opaque = s.kind in OPAQUE_STEPS
-        cube = pattern(s) == "matmul" or opaque
-        if cube and any(is_compute(p) for p in steps[start:i]):
-            cuts.append(i)
-            start = i
-        if opaque and i + 1 < len(steps):
-            cuts.append(i + 1)
-            start = i + 1
-    return cuts
+def _is_cube(step: Step) -> bool:
+    return pattern(step) == "matmul" or step.kind in OPAQUE_STEPS
+
+
+def _vector_before_cube(part: Sequence[Step], used: AbstractSet[str]) -> int | None:
+    """The first matmul (or opaque step) with computed work before it in the part."""
+    return next(
+        (i for i, s in enumerate(part) if _is_cube(s) and any(map(is_compute, part[:i]))), None
+    )
+
+
+def _after_opaque(part: Sequence[Step], used: AbstractSet[str]) -> int | None:
+    """The step after the first opaque step that has steps after it."""
+    return next((i + 1 for i, s in enumerate(part[:-1]) if s.kind in OPAQUE_STEPS), None)
+
+
+def _computed_roots(part: Sequence[Step]) -> dict[str, str]:
+    """Each value the part defines -> the computed value it is (through views and setup
+    steps: a value with no computed root maps to nothing)."""
+    roots: dict[str, str] = {}
+    for s in part:
+        if is_compute(s):
+            roots[s.result.name] = s.result.name
+        elif s.operands and s.operands[0].name in roots:
+            roots[s.result.name] = roots[s.operands[0].name]
+    return roots
+
+
+def _slice_after_cube(part: Sequence[Step], used: AbstractSet[str]) -> int | None:
+    """The first step with a pattern in AFTER_CUBE_LIMITS that reads a value the part
+    computes after a matmul, for computed work of the part (a step only returned is a
+    view on the host: hfusion_export._trailing_views)."""
+    roots = _computed_roots(part)
+    cube = next((i for i, s in enumerate(part) if pattern(s) == "matmul"), None)
+    if cube is None:
+        return None
+    for i, s in enumerate(part[cube + 1 :], cube + 1):
+        if pattern(s) not in AFTER_CUBE_LIMITS or s.operands[0].name not in roots:
+            continue
+        view = {s.result.name}
+        for t in part[i + 1 :]:
+            if any(v.name in view for v in t.operands):
+                if is_compute(t):
+                    return i
+                view.add(t.result.name)
+    return None
+
+
+def _other_shape(part: Sequence[Step], used: AbstractSet[str]) -> int | None:
+    """Where the part passes to a computation independent of the one it starts with (no
+    computed value in common; shared parameters do not count) and of another extent: after
+    the last computed step before it. A step whose result nothing uses is no computation
+    (bishengir drops it)."""
+    roots = _computed_roots(part)
+    component: dict[str, str] = {}  # computed value -> a value of its computation
+
+    def find(name: str) -> str:
+        while component[name] != name:
+            name = component[name]
+        return name
+
+    compute = [(i, s) for i, s in enumerate(part) if is_compute(s) and s.result.name in used]
+    for _, s in compute:
+        component[s.result.name] = s.result.name
+        for v in s.operands:
+            if v.name in roots:
+                component[find(roots[v.name])] = s.result.name
+    extents: dict[str, int] = {}
+    for _, s in compute:
+        key = find(s.result.name)
+        extents[key] = max(extents.get(key, 1), math.prod(s.result.shape or ()))
+    previous = 0
+    for i, s in compute:
+        if extents[find(s.result.name)] != extents[find(compute[0][1].result.name)]:
+            return previous
+        previous = i + 1
+    return None
+
+
+@dataclass(frozen=True)
+class PartRule:
+    """A part bishengir-compile 1.2.0 fails on: `find` gives the index (in the part) to
+    cut before, or None; `where` says where for the module's remark, `error` is the error
+    that proves it."""
+
+    find: Callable[[Sequence[Step], AbstractSet[str]], int | None]
+    where: str
+    error: str
+
+
+# step patterns that may not read a value their part computes after a matmul, with the
+# bishengir-compile 1.2.0 errors that show it. Conservative: a rope straight on an f32 matmul
+# result (both halves sliced) compiles, but whether a slice fails depends on which columns
+# are read and what else the part returns, so every such slice starts a part of its own,
+# where it is a view of a parameter made on the host
+AFTER_CUBE_LIMITS: dict[str, str] = {
+    "extract_slice": "a slice of a value computed after a matmul in its device function: "
+    "the llama example's q and k heads sliced from the QKV matmul's normed output for their "
+    "ropes fail auto-schedule with 'operations cannot be fused'; a matmul whose result's "
+    "first half alone is read fails HIVM with \"'memref.cast' op ... cast incompatible\"",
+}
+
+# the cuts, in order; each applies to the parts the ones before it left
+PART_RULES: tuple[PartRule, ...] = (
+    PartRule(
+        _vector_before_cube,
+        "before each matmul that reads vector results",
+        "vector work before a matmul (MIX_CV) fails auto-schedule with 'could not find next "
+        "producer to fuse into container' when it feeds the matmul, HIVM with "
+        "\"'hivm.hir.store' op only support store ub to gm\" when it joins the epilogue; "
+        "1.2.0 has no MIX_CV/MIX_C2 scheduler",
+    ),
+    PartRule(_after_opaque, "around each linalg.batch_matmul", OPAQUE_STEPS["linalg.batch_matmul"]),
+    PartRule(
+        _slice_after_cube,
+        "before each slice of a matmul part's own result",
+        AFTER_CUBE_LIMITS["extract_slice"],
+    ),
+    PartRule(
+        _other_shape,
+        "between independent computations of different shapes",
+        "computations that share no computed value and differ in element count fail "
+        "auto-schedule: exp of 16x64 and exp of 16x32 with 'could not find next producer to "
+        "fuse into container', ropes of 16x64 and 16x32 with 'operations cannot be fused', the "
+        "llama example's q and k ropes (4 and 2 heads) with 'target and source are not in the "
+        "same block'; of one count they compile",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Cut the step list before step `at`, by `rule`."""
+
+    at: int
+    rule: PartRule
+
+
+def cuts(steps: Sequence[Step], live: AbstractSet[str] = frozenset()) -> list[Cut]:
+    """Where to cut `steps` so that every part compiles: each PART_RULES rule applied to
+    every part the ones before it made (MIX_CV and MIX_C2 become SHALLOW_CV parts, a matmul
+    and its epilogue, and vector parts; every opaque step a part of its own; ...)."""
+    used = set(live) | {v.name for s in steps for v in s.operands}
+    found: list[Cut] = []
+    for rule in PART_RULES:
+        bounds = [0, *sorted(c.at for c in found), len(steps)]
+        for first, end in itertools.pairwise(bounds):
+            start = first
+            while (at := rule.find(steps[start:end], used)) is not None:
+                start += at
+                found.append(Cut(start, rule))
+    return sorted(found, key=lambda c: c.at)
+
+
+def cut_points(steps: Sequence[Step], live: AbstractSet[str] = frozenset()) -> list[int]:
+    """The indices `cuts` cuts before."""
+    return [c.at for c in cuts(steps, live)]
 
 
 # element types that may not cross a device function's boundary in bishengir 1.2.0, with
