@@ -804,6 +804,10 @@ def test_unknown_operator_name() -> None:
             "node 'sm' (Softmax-13): axis 3 is out of range for rank 1",
         ),
         (
+            helper.make_node("GatherElements", ["x", "p"], ["y"], name="ge", axis=-2),
+            "node 'ge' (GatherElements-13): axis -2 is out of range for rank 1",
+        ),
+        (
             helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="mirror"),
             "node 'pad' (Pad-18): attribute mode='mirror' is not supported (constant, reflect, edge)",
         ),

@@ -262,6 +262,13 @@ class Node:
     def reject(self, name: str, value: object, supported: str) -> UserError:
         return self.error(f"attribute {name}={value!r} is not supported ({supported})")
 
+    def axis(self, axis: int, rank: int) -> int:
+        """`axis` (negative counts from the back) in [0, rank), or the node's error."""
+        try:
+            return si.normalize_axis(axis, rank)
+        except ShapeError as e:
+            raise self.error(str(e)) from e
+
     # ---- building ------------------------------------------------------------------
 
     def emit(

@@ -358,10 +358,7 @@ def convert_rms_normalization(node: Node) -> list[Value]:
     stash = int(node.attr("stash_type", TensorProto.FLOAT))
     if stash != TensorProto.FLOAT:
         raise node.reject("stash_type", stash, "afc computes the statistics in float32 (1)")
-    try:
-        axis = si.normalize_axis(axis, len(x.shape))
-    except si.ShapeError as e:
-        raise node.error(str(e)) from e
+    axis = node.axis(axis, len(x.shape))
     props = {"axis": axis, "epsilon": epsilon}
     if x.elt == scale.elt:
         return node.emit(graph.RmsNormOp, [x, scale], props)

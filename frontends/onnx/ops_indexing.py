@@ -36,18 +36,11 @@ OPS = OpConverters(
 _REDUCTIONS = {11: ("none",), 13: ("none",), 16: ("none", "add", "mul")}
 
 
-def _axis(node: Node, axis: int, rank: int) -> int:
-    try:
-        return si.normalize_axis(axis, rank)
-    except si.ShapeError as e:
-        raise node.error(str(e)) from e
-
-
 @OPS.register("GatherElements")
 def convert_gather_elements(node: Node) -> list[Value]:
     """GatherElements-13: out[i][j] = data[indices[i][j]][j] along `axis`."""
     data = node.input(0)
-    axis = _axis(node, int(node.attr("axis", 0)), len(data.shape))
+    axis = node.axis(int(node.attr("axis", 0)), len(data.shape))
     return node.emit(gi.GatherElementsOp, [data, node.input(1)], {"axis": axis})
 
 
@@ -63,7 +56,7 @@ def _reduction(node: Node) -> str:
 def convert_scatter_elements(node: Node) -> list[Value]:
     """ScatterElements-11..18: reductions none, add, mul (16), max, min (18)."""
     data = node.input(0)
-    axis = _axis(node, int(node.attr("axis", 0)), len(data.shape))
+    axis = node.axis(int(node.attr("axis", 0)), len(data.shape))
     props = {"axis": axis, "reduction": _reduction(node)}
     return node.emit(gi.ScatterElementsOp, [data, node.input(1), node.input(2)], props)
 
@@ -85,7 +78,7 @@ def convert_one_hot(node: Node) -> list[Value]:
     d = np.asarray(depth).reshape(())
     count = int(np.float64(d)) if d.dtype.kind == "f" else int(d)
     axis = int(node.attr("axis", -1))
-    _axis(node, axis, len(indices.shape) + 1)
+    node.axis(axis, len(indices.shape) + 1)
     props = {"depth": count, "axis": axis}
     return node.emit(gi.OneHotOp, [indices, values], props)
 
@@ -107,7 +100,7 @@ def convert_compress(node: Node) -> list[Value]:
     x, cond = node.input(0), node.input(1)
     axis = node.attr("axis", None)
     if axis is not None:
-        axis = _axis(node, int(axis), len(x.shape))
+        axis = node.axis(int(axis), len(x.shape))
     if cond.elt != i1:
         raise node.error(f"condition must be bool, got {cond.elt}")
     if isinstance(cond, Const) and not isinstance(x, Const):
@@ -135,5 +128,5 @@ def convert_unique(node: Node) -> list[Value]:
     props: dict[str, object] = {"sorted": bool(node.attr("sorted", 1))}
     axis = node.attr("axis", None)
     if axis is not None:
-        props["axis"] = _axis(node, int(axis), len(x.shape))
+        props["axis"] = node.axis(int(axis), len(x.shape))
     return node.emit(gi.UniqueOp, [x], props)

@@ -107,10 +107,7 @@ def convert_group_normalization(node: Node) -> list[Value]:
 
 
 def _axes(node: Node, axes: Sequence[int], rank: int) -> list[int]:
-    try:
-        return sorted(si.normalize_axis(a, rank) for a in axes)
-    except si.ShapeError as e:
-        raise node.error(str(e)) from e
+    return sorted(node.axis(a, rank) for a in axes)
 
 
 @OPS.register("MeanVarianceNormalization")

@@ -21,7 +21,6 @@ from xdsl.ir import Attribute
 
 from autofusion import dtypes
 from autofusion.dialects import graph
-from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
     Item,
     Node,
@@ -76,13 +75,6 @@ def _position(node: Node, i: int, length: int, end: bool) -> int | None:
     if not -length <= pos <= top:
         raise node.error(f"position {pos} is out of range for a sequence of length {length}")
     return pos + length if pos < 0 else pos
-
-
-def _axis(node: Node, axis: int, rank: int) -> int:
-    try:
-        return si.normalize_axis(axis, rank)
-    except si.ShapeError as e:
-        raise node.error(str(e)) from e
 
 
 def _same_type(node: Node, seq_elt: Attribute, v: Value) -> None:
@@ -174,7 +166,7 @@ def convert_split_to_sequence(node: Node) -> list[Item]:
     split input, every slice of size 1 (the axis dropped when keepdims=0)."""
     x = node.input(0)
     rank = len(x.shape)
-    axis = _axis(node, int(node.attr("axis", 0)), rank)
+    axis = node.axis(int(node.attr("axis", 0)), rank)
     keepdims = int(node.attr("keepdims", 1))
     a, b = probe_dims(x)
     if a[axis] != b[axis]:
@@ -200,7 +192,7 @@ def convert_concat_from_sequence(node: Node) -> list[Item]:
     axis = int(node.attr("axis"))
     if not seq.items:
         raise node.error("cannot concatenate an empty sequence")
-    axis = _axis(node, axis, len(seq.items[0].shape) + new_axis)
+    axis = node.axis(axis, len(seq.items[0].shape) + new_axis)
     if new_axis:
         return [stack(node, seq.items, axis)]
     if len(seq.items) == 1:

@@ -66,13 +66,6 @@ OPS = OpConverters(
 INT64_MAX = 2**63 - 1
 
 
-def _norm_axis(node: Node, axis: int, rank: int) -> int:
-    try:
-        return si.normalize_axis(axis, rank)
-    except si.ShapeError as e:
-        raise node.error(str(e)) from e
-
-
 # --------------------------------------------------------------------------------------
 # Pass-through and constants
 # --------------------------------------------------------------------------------------
@@ -325,7 +318,7 @@ def convert_unsqueeze(node: Node) -> list[Value]:
     if axes is None:
         raise node.error("axes (input #1) is required")
     out_rank = len(x.shape) + len(axes)
-    norm = sorted(_norm_axis(node, a, out_rank) for a in axes)
+    norm = sorted(node.axis(a, out_rank) for a in axes)
     if len(set(norm)) != len(norm):
         raise node.error(f"axes {axes} has duplicates")
     a, b = probe_dims(x)
@@ -349,7 +342,7 @@ def convert_squeeze(node: Node) -> list[Value]:
             raise node.symbolic_error("which dims are 1")
         norm = [i for i, d in enumerate(a) if d == 1]
     else:
-        norm = [_norm_axis(node, ax, rank) for ax in axes]
+        norm = [node.axis(ax, rank) for ax in axes]
     for ax in norm:
         if a[ax] != 1 or b[ax] != 1:
             raise node.error(f"cannot squeeze dim {ax} of {si.fmt(x.shape)}: it is not 1")
@@ -378,7 +371,7 @@ def convert_split(node: Node) -> list[Value]:
     num_outputs, last part smaller)."""
     x = node.input(0)
     rank = len(x.shape)
-    axis = _norm_axis(node, int(node.attr("axis", 0)), rank)
+    axis = node.axis(int(node.attr("axis", 0)), rank)
     sizes = node.ints_input(1, "split") if node.version >= 13 else node.ints_attr("split")
     count = len(node.proto.output)
     num_outputs = node.attr("num_outputs", None) if node.version >= 18 else None
@@ -454,7 +447,7 @@ def convert_slice(node: Node) -> list[Value]:
         raise node.error(f"starts must be 1-D, got {si.fmt(starts_value.shape)}")
     n = starts_value.shape[0]
     axes = node.ints_input(3, "axes")
-    axes = list(range(n)) if axes is None else [_norm_axis(node, a, rank) for a in axes]
+    axes = list(range(n)) if axes is None else [node.axis(a, rank) for a in axes]
     steps = node.ints_input(4, "steps") or [1] * n
     starts = _slice_bound(node, 1, n, 0, x, axes, "starts")
     ends = _slice_bound(node, 2, n, INT64_MAX, x, axes, "ends")
@@ -580,7 +573,7 @@ def convert_pad(node: Node) -> list[Value]:
     fill = 0.0 if value is None or value.size == 0 else float(np.asarray(value).reshape(-1)[0])
     axes = node.ints_input(3, "axes") if node.version >= 18 else None
     if axes is not None:
-        norm = [_norm_axis(node, a, rank) for a in axes]
+        norm = [node.axis(a, rank) for a in axes]
         if len(pads) != 2 * len(norm):
             raise node.error(f"{len(pads)} pads for {len(norm)} axes")
         full = [0] * (2 * rank)
