@@ -130,6 +130,11 @@ _BYTES: dict[str, int] = {
 _NARROW_FLOATS: dict[type[Attribute], str] = {
     type(ELEMENT_TYPES[name]): name for name in (*narrow_types.FLOAT_FORMATS, narrow_types.E8M0)
 }
+# every float type's class -> its name
+_FLOATS: dict[type[Attribute], str] = {
+    **{type(ELEMENT_TYPES[name]): name for name in ("f32", "f16", "bf16", "f64")},
+    **_NARROW_FLOATS,
+}
 
 
 class UnsupportedElementType(ValueError):
@@ -138,15 +143,7 @@ class UnsupportedElementType(ValueError):
 
 def type_name(element_type: Attribute) -> str:
     """The short name (`f32`, `bf16`, `i1`, ...) of a supported element type."""
-    if isinstance(element_type, Float32Type):
-        return "f32"
-    if isinstance(element_type, Float16Type):
-        return "f16"
-    if isinstance(element_type, BFloat16Type):
-        return "bf16"
-    if isinstance(element_type, Float64Type):
-        return "f64"
-    if (name := _NARROW_FLOATS.get(type(element_type))) is not None:
+    if (name := _FLOATS.get(type(element_type))) is not None:
         return name
     if isinstance(element_type, IntegerType):
         unsigned = element_type.signedness.data == Signedness.UNSIGNED

@@ -643,7 +643,7 @@ def test_float8_initializer_is_imported_and_cast() -> None:
 
 def test_version_tables_cover_every_converter_and_version() -> None:
     """Every converter lists, for each version its op reaches from opset 7 (LEGACY_OPSET)
-    to the newest, whether it implements it (VERSIONS) or what differs (REFUSED_VERSIONS)."""
+    to the newest, whether it implements it (`OPS.versions`) or what differs (`OPS.refused`)."""
     from frontends.onnx.converters import converters, operator_versions
     from frontends.onnx.importer import LEGACY_OPSET
 
@@ -667,7 +667,7 @@ def test_unimplemented_operator_version_is_refused(monkeypatch: pytest.MonkeyPat
     Relu-6 from ops_legacy)."""
     from frontends.onnx import ops_math
 
-    monkeypatch.setitem(ops_math.VERSIONS, "Relu", (13,))
+    monkeypatch.setitem(ops_math.OPS.versions, "Relu", (13,))
     m = make_model(
         [helper.make_node("Relu", ["x"], ["y"], name="act")],
         [vi("x", F, [2])],
@@ -678,7 +678,7 @@ def test_unimplemented_operator_version_is_refused(monkeypatch: pytest.MonkeyPat
         "node 'act' (Relu-14): operator version 14 is not supported: afc implements versions "
         "6, 13 of Relu, and version 14 is newer than the ones it was checked against"
     )
-    monkeypatch.setitem(ops_math.REFUSED_VERSIONS, ("Relu", 14), "it adds integer types")
+    monkeypatch.setitem(ops_math.OPS.refused, ("Relu", 14), "it adds integer types")
     assert error_of(m) == (
         "node 'act' (Relu-14): operator version 14 is not supported: it adds integer types"
     )
@@ -811,6 +811,10 @@ def test_unknown_operator_name() -> None:
         (
             helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=3),
             "node 'sm' (Softmax-13): axis 3 is out of range for rank 1",
+        ),
+        (
+            helper.make_node("GatherElements", ["x", "p"], ["y"], name="ge", axis=-2),
+            "node 'ge' (GatherElements-13): axis -2 is out of range for rank 1",
         ),
         (
             helper.make_node("Pad", ["x", "p"], ["y"], name="pad", mode="mirror"),

@@ -30,8 +30,8 @@ from frontends.onnx.export import export_module, serialize  # noqa: E402
 # the operators of ops_elementwise and ops_search, ReduceProd and the composite reductions
 MATH_OP_TYPES = frozenset(
     [
-        *ops_elementwise.CONVERTERS,
-        *ops_search.CONVERTERS,
+        *ops_elementwise.OPS.converters,
+        *ops_search.OPS.converters,
         "ReduceProd",
         "ReduceL1",
         "ReduceL2",

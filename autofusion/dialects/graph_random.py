@@ -64,7 +64,9 @@ def check_distribution(p: Props) -> None:
 
 
 class RandomOp(GraphOp, StreamingFacts):
-    """A draw of `dtype` values; the subclass says the distribution and the shape."""
+    """A draw of `dtype` values. The class variables are what `infer` checks: LIKE, the
+    result takes the input's shape (and its element type without `dtype`); ALLOWED, the
+    result's element types; INPUT, the input's, when its values are read."""
 
     output = result_def(TensorType)
     dtype = opt_prop_def(StringAttr)
@@ -72,59 +74,73 @@ class RandomOp(GraphOp, StreamingFacts):
     traits = traits_def(Fusible(FusionKind.OPAQUE))
     LIKE: ClassVar[bool] = False
     ALLOWED: ClassVar[tuple[str, ...]] = FLOATS
+    INPUT: ClassVar[tuple[str, ...] | None] = None
 
     @classmethod
     def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
         check_distribution(p)
+        if cls.INPUT is not None:
+            element(Props({}, cls.name), types[0], cls.INPUT)
         like = types[0] if cls.LIKE else None
-        shape = like.get_shape() if like is not None else p.integers("shape")
+        return [tensor(cls.result_shape(types, p), element(p, like, cls.ALLOWED))]
+
+    @classmethod
+    def result_shape(cls, types: Sequence[TensorType], p: Props) -> Sequence[int]:
+        """The input's shape (a -Like op, Bernoulli) or the `shape` property."""
+        shape = types[0].get_shape() if cls.LIKE else p.integers("shape")
         if any(d < 0 for d in shape):
             raise ShapeError(f"shape {si.fmt(shape)} has a negative or unknown dimension")
-        return [tensor(shape, element(p, like, cls.ALLOWED))]
+        return shape
+
+
+class NormalDraw(RandomOp):
+    """Normal values of mean `mean` and standard deviation `scale`."""
+
+    mean = prop_def(FloatAttr)
+    scale = prop_def(FloatAttr)
+
+
+class UniformDraw(RandomOp):
+    """Uniform values in [low, high)."""
+
+    low = prop_def(FloatAttr)
+    high = prop_def(FloatAttr)
 
 
 @irdl_op_definition
-class RandomNormalOp(RandomOp):
+class RandomNormalOp(NormalDraw):
     """Normal values of mean `mean` and standard deviation `scale` (ONNX RandomNormal-1).
     Example: `%y = graph.random_normal {dtype = "f32", mean = 0.0, scale = 1.0,
     shape = [2, 3]} : tensor<2x3xf32>`"""
 
     name = "graph.random_normal"
     shape = prop_def(DenseArrayBase)
-    mean = prop_def(FloatAttr)
-    scale = prop_def(FloatAttr)
 
 
 @irdl_op_definition
-class RandomUniformOp(RandomOp):
+class RandomUniformOp(UniformDraw):
     """Uniform values in [low, high) (ONNX RandomUniform-1)."""
 
     name = "graph.random_uniform"
     shape = prop_def(DenseArrayBase)
-    low = prop_def(FloatAttr)
-    high = prop_def(FloatAttr)
 
 
 @irdl_op_definition
-class RandomNormalLikeOp(RandomOp):
+class RandomNormalLikeOp(NormalDraw):
     """RandomNormal with the input's shape (and element type unless `dtype` is given)."""
 
     name = "graph.random_normal_like"
     input = operand_def(TensorType)
-    mean = prop_def(FloatAttr)
-    scale = prop_def(FloatAttr)
     LIKE: ClassVar[bool] = True
     NARROW_TYPES: ClassVar[bool] = True  # only the input's shape is read
 
 
 @irdl_op_definition
-class RandomUniformLikeOp(RandomOp):
+class RandomUniformLikeOp(UniformDraw):
     """RandomUniform with the input's shape (and element type unless `dtype` is given)."""
 
     name = "graph.random_uniform_like"
     input = operand_def(TensorType)
-    low = prop_def(FloatAttr)
-    high = prop_def(FloatAttr)
     LIKE: ClassVar[bool] = True
     NARROW_TYPES: ClassVar[bool] = True
 
@@ -137,11 +153,7 @@ class BernoulliOp(RandomOp):
     input = operand_def(TensorType)
     LIKE: ClassVar[bool] = True
     ALLOWED: ClassVar[tuple[str, ...]] = BERNOULLI_TYPES
-
-    @classmethod
-    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
-        element(Props({}, cls.name), types[0], FLOATS)  # the probabilities are floats
-        return super().infer(types, p)
+    INPUT: ClassVar[tuple[str, ...] | None] = FLOATS  # the probabilities
 
 
 @irdl_op_definition
@@ -153,18 +165,18 @@ class MultinomialOp(RandomOp):
     input = operand_def(TensorType)
     sample_size = prop_def(IntegerAttr)
     ALLOWED: ClassVar[tuple[str, ...]] = ("i32", "i64")
+    INPUT: ClassVar[tuple[str, ...] | None] = FLOATS  # the log probabilities
 
     @classmethod
-    def infer(cls, types: Sequence[TensorType], p: Props) -> list[TensorType]:
-        check_distribution(p)
-        element(Props({}, cls.name), types[0], FLOATS)  # the log probabilities are floats
+    def result_shape(cls, types: Sequence[TensorType], p: Props) -> Sequence[int]:
+        """[batch, sample_size]."""
         shape = types[0].get_shape()
         if len(shape) != 2:
             raise ShapeError(f"input {si.fmt(shape)} is not [batch, class]")
         samples = p.integer("sample_size")
         if samples < 1:
             raise ShapeError(f"sample_size {samples} must be >= 1")
-        return [tensor((shape[0], samples), element(p, None, cls.ALLOWED))]
+        return (shape[0], samples)
 
 
 RANDOM_OPS = [

@@ -8,6 +8,7 @@ generator): only shapes, types and statistics are comparable.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import numpy as np
@@ -40,33 +41,28 @@ def uniform(op: gr.RandomOp) -> Array:
     return _result(op, generator(op).uniform(p.real("low"), p.real("high"), _shape(op)))
 
 
+def _draw(
+    sample: Callable[[gr.RandomOp], Array],
+) -> Callable[[InterpreterFunctions, Interpreter, gr.RandomOp, PythonValues], PythonValues]:
+    """The implementation of an op whose values are `sample(op)` (its input gives at most
+    its shape, which the result type already has)."""
+
+    def run(
+        ft: InterpreterFunctions, i: Interpreter, op: gr.RandomOp, args: PythonValues
+    ) -> PythonValues:
+        return (sample(op),)
+
+    return run
+
+
 @register_impls
 class GraphRandomFunctions(InterpreterFunctions):
     """numpy implementations of the random graph ops."""
 
-    @impl(gr.RandomNormalOp)
-    def run_random_normal(
-        self, i: Interpreter, op: gr.RandomNormalOp, args: PythonValues
-    ) -> PythonValues:
-        return (normal(op),)
-
-    @impl(gr.RandomNormalLikeOp)
-    def run_random_normal_like(
-        self, i: Interpreter, op: gr.RandomNormalLikeOp, args: PythonValues
-    ) -> PythonValues:
-        return (normal(op),)
-
-    @impl(gr.RandomUniformOp)
-    def run_random_uniform(
-        self, i: Interpreter, op: gr.RandomUniformOp, args: PythonValues
-    ) -> PythonValues:
-        return (uniform(op),)
-
-    @impl(gr.RandomUniformLikeOp)
-    def run_random_uniform_like(
-        self, i: Interpreter, op: gr.RandomUniformLikeOp, args: PythonValues
-    ) -> PythonValues:
-        return (uniform(op),)
+    run_random_normal = impl(gr.RandomNormalOp)(_draw(normal))
+    run_random_normal_like = impl(gr.RandomNormalLikeOp)(_draw(normal))
+    run_random_uniform = impl(gr.RandomUniformOp)(_draw(uniform))
+    run_random_uniform_like = impl(gr.RandomUniformLikeOp)(_draw(uniform))
 
     @impl(gr.BernoulliOp)
     def run_bernoulli(self, i: Interpreter, op: gr.BernoulliOp, args: PythonValues) -> PythonValues:

@@ -6,8 +6,6 @@ this table, so it does not import them.
 
 from __future__ import annotations
 
-from types import ModuleType
-
 from frontends.onnx import (
     functions,
     ops_control,
@@ -32,38 +30,39 @@ from frontends.onnx import (
 from frontends.onnx.importer import (
     Converter,
     ConverterTable,
+    OpConverters,
     OpVersions,
     RefusedVersions,
 )
 
-# each with CONVERTERS, VERSIONS and REFUSED_VERSIONS tables
-CONVERTER_MODULES: tuple[ModuleType, ...] = (
-    ops_math,
-    ops_tensor,
-    ops_elementwise,
-    ops_search,
-    ops_fused,
-    ops_indexing,
-    ops_norm,
-    ops_vision,
-    ops_einsum,
-    ops_quant,
-    ops_recurrent,
-    ops_control,
-    ops_legacy,
-    ops_signal,
-    ops_library,
-    ops_optional,
-    ops_sequence,
-    ops_random,
+# the table (`OPS`) of each converter module
+CONVERTER_TABLES: tuple[OpConverters, ...] = (
+    ops_math.OPS,
+    ops_tensor.OPS,
+    ops_elementwise.OPS,
+    ops_search.OPS,
+    ops_fused.OPS,
+    ops_indexing.OPS,
+    ops_norm.OPS,
+    ops_vision.OPS,
+    ops_einsum.OPS,
+    ops_quant.OPS,
+    ops_recurrent.OPS,
+    ops_control.OPS,
+    ops_legacy.OPS,
+    ops_signal.OPS,
+    ops_library.OPS,
+    ops_optional.OPS,
+    ops_sequence.OPS,
+    ops_random.OPS,
 )
 
 
 def converters() -> dict[str, Converter]:
     """ONNX op type -> converter, for the default domain."""
     table: dict[str, Converter] = {}
-    for m in CONVERTER_MODULES:
-        table.update(m.CONVERTERS)
+    for ops in CONVERTER_TABLES:
+        table.update(ops.converters)
     return table
 
 
@@ -71,9 +70,9 @@ def operator_versions() -> tuple[OpVersions, RefusedVersions]:
     """The versions each converter implements, and what the refused versions change."""
     versions: OpVersions = {}
     refused: RefusedVersions = {}
-    for m in CONVERTER_MODULES:
-        versions.update(m.VERSIONS)
-        refused.update(m.REFUSED_VERSIONS)
+    for ops in CONVERTER_TABLES:
+        versions.update(ops.versions)
+        refused.update(ops.refused)
     for op, old in ops_legacy.LEGACY_VERSIONS.items():  # the opsets before 13
         versions[op] = tuple(sorted({*old, *versions[op]}))
     return versions, refused

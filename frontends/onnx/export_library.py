@@ -49,7 +49,7 @@ def _int_pow(e: Emitter) -> None:
 def _max_pool_with_indices(e: Emitter) -> None:
     """MaxPool-12 with its Indices output; column_major is storage_order=1."""
     p = e.props
-    window = {k: list(p.integers(k)) for k in ("kernel_shape", "strides", "pads", "dilations")}
+    window = e.int_lists("kernel_shape", "strides", "pads", "dilations")
     ceil_mode, storage_order = int(p.flag("ceil_mode")), int(p.flag("column_major"))
     e.nodes(
         "MaxPool", e.inputs, e.outputs, ceil_mode=ceil_mode, storage_order=storage_order, **window
@@ -83,9 +83,7 @@ def _pool_3d(e: Emitter) -> None:
     from frontends.onnx.export_ops import NotExportable
 
     p = e.props
-    attrs: dict[str, object] = {
-        k: list(p.integers(k)) for k in ("kernel_shape", "strides", "pads", "dilations")
-    }
+    attrs: dict[str, object] = {**e.int_lists("kernel_shape", "strides", "pads", "dilations")}
     attrs["ceil_mode"] = int(p.flag("ceil_mode"))
     if isinstance(e.op, gl.MaxPool3dOp):
         e.nodes("MaxPool", e.inputs, e.outputs, **attrs)

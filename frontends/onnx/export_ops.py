@@ -356,6 +356,11 @@ class Emitter:
         """Whether optional operand i is present."""
         return i < len(self.inputs)
 
+    def int_lists(self, *names: str) -> dict[str, list[int]]:
+        """The integer-list properties `names` (a window's kernel_shape, strides, pads,
+        dilations), as the attributes of the same names."""
+        return {n: list(self.props.integers(n)) for n in names}
+
     # ---- building ----------------------------------------------------------------
 
     def fresh(self, role: str) -> str:
@@ -734,12 +739,7 @@ def gemm(e: Emitter) -> None:
 
 def _conv_attrs(e: Emitter) -> dict[str, Any]:
     # pads [top, left, bottom, right] are ONNX's [x1_begin, x2_begin, x1_end, x2_end]
-    return {
-        "strides": list(e.props.integers("strides")),
-        "pads": list(e.props.integers("pads")),
-        "dilations": list(e.props.integers("dilations")),
-        "group": e.props.integer("group"),
-    }
+    return {**e.int_lists("strides", "pads", "dilations"), "group": e.props.integer("group")}
 
 
 def conv_native(e: Emitter) -> None:
@@ -1170,16 +1170,8 @@ def ffn(e: Emitter) -> None:
 def emit_max_pool(e: Emitter) -> None:
     # MaxPool-12 (dilations since 10, ceil_mode since 10); pads as for conv
     p = e.props
-    e.nodes(
-        "MaxPool",
-        e.inputs,
-        e.outputs,
-        kernel_shape=list(p.integers("kernel_shape")),
-        strides=list(p.integers("strides")),
-        pads=list(p.integers("pads")),
-        dilations=list(p.integers("dilations")),
-        ceil_mode=int(p.flag("ceil_mode")),
-    )
+    window = e.int_lists("kernel_shape", "strides", "pads", "dilations")
+    e.nodes("MaxPool", e.inputs, e.outputs, ceil_mode=int(p.flag("ceil_mode")), **window)
 
 
 def emit_avg_pool(e: Emitter) -> None:
@@ -1195,11 +1187,9 @@ def emit_avg_pool(e: Emitter) -> None:
         "AveragePool",
         e.inputs,
         e.outputs,
-        kernel_shape=list(p.integers("kernel_shape")),
-        strides=list(p.integers("strides")),
-        pads=list(p.integers("pads")),
         ceil_mode=int(p.flag("ceil_mode")),
         count_include_pad=int(p.flag("count_include_pad")),
+        **e.int_lists("kernel_shape", "strides", "pads"),
         **attrs,
     )
 

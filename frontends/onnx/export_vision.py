@@ -103,9 +103,7 @@ def conv_transpose(e: Emitter) -> None:
         e.inputs,
         e.outputs,
         kernel_shape=list(e.in_type(1).get_shape()[2:]),
-        strides=list(p.integers("strides")),
-        pads=list(p.integers("pads")),
-        dilations=list(p.integers("dilations")),
+        **e.int_lists("strides", "pads", "dilations"),
         output_padding=list(p.integers("output_padding")),
         group=p.integer("group"),
     )
@@ -162,9 +160,7 @@ def max_unpool(e: Emitter) -> None:
         "MaxUnpool",
         ins,
         e.outputs,
-        kernel_shape=list(p.integers("kernel_shape")),
-        strides=list(p.integers("strides")),
-        pads=list(p.integers("pads")),
+        **e.int_lists("kernel_shape", "strides", "pads"),
     )
 
 
@@ -190,9 +186,7 @@ def deform_conv(e: Emitter) -> None:
         [*e.inputs[:4], mask],
         e.outputs,
         kernel_shape=list(e.in_type(1).get_shape()[2:]),
-        strides=list(p.integers("strides")),
-        pads=list(p.integers("pads")),
-        dilations=list(p.integers("dilations")),
+        **e.int_lists("strides", "pads", "dilations"),
         group=p.integer("group"),
         offset_group=p.integer("offset_group"),
     )
@@ -228,9 +222,7 @@ def _needs(e: Emitter, op_type: str, opset: int) -> None:
 def lp_pool(e: Emitter) -> None:
     # LpPool-11 (explicit pads); dilations from LpPool-18
     p = e.props
-    attrs: dict[str, Any] = {
-        n: list(p.integers(n)) for n in ("kernel_shape", "strides", "pads", "dilations")
-    }
+    attrs: dict[str, Any] = {**e.int_lists("kernel_shape", "strides", "pads", "dilations")}
     if any(d != 1 for d in attrs["dilations"]):
         _needs(e, "LpPool with dilations", 18)
     if e.opset < 18:
@@ -253,7 +245,7 @@ def col2im(e: Emitter) -> None:
         "Col2Im",
         [e.inputs[0], image, block],
         e.outputs,
-        **{n: list(p.integers(n)) for n in ("strides", "pads", "dilations")},
+        **e.int_lists("strides", "pads", "dilations"),
     )
 
 

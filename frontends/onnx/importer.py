@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar, cast
 
@@ -261,6 +262,13 @@ class Node:
     def reject(self, name: str, value: object, supported: str) -> UserError:
         return self.error(f"attribute {name}={value!r} is not supported ({supported})")
 
+    def axis(self, axis: int, rank: int) -> int:
+        """`axis` (negative counts from the back) in [0, rank), or the node's error."""
+        try:
+            return si.normalize_axis(axis, rank)
+        except ShapeError as e:
+            raise self.error(str(e)) from e
+
     # ---- building ------------------------------------------------------------------
 
     def emit(
@@ -333,27 +341,39 @@ class Node:
 Converter = Callable[[Node], Sequence[Item | None]]
 
 # op type -> the since_versions its converter implements (a version it is not listed
-# for is refused); each converter module has one such table, `VERSIONS`
+# for is refused)
 OpVersions = dict[str, tuple[int, ...]]
 
-# (op type, since_version) -> what that version changes that afc does not implement;
-# each converter module has one such table, `REFUSED_VERSIONS`
+# (op type, since_version) -> what that version changes that afc does not implement
 RefusedVersions = dict[tuple[str, int], str]
 
 
 ConverterT = TypeVar("ConverterT", bound=Converter)
 
 
-def register(table: dict[str, Converter], *op_types: str) -> Callable[[ConverterT], ConverterT]:
-    """Decorator: register a converter for `op_types` in `table`."""
+@dataclass
+class OpConverters:
+    """The table of one converter module, its `OPS` (frontends/onnx/converters.py joins
+    them): the converters its `register` decorator adds, the since_versions each
+    implements (those reached from opset 13 on; ops_legacy adds the earlier ones) and the
+    versions it refuses, with what they change. Unless a converter's docstring says
+    otherwise, a later version only adds element types, which `element_type` accepts or
+    refuses by name."""
 
-    def add(fn: ConverterT) -> ConverterT:
-        for t in op_types:
-            assert t not in table, f"two converters for {t}"
-            table[t] = fn
-        return fn
+    versions: OpVersions
+    refused: RefusedVersions = field(default_factory=dict)
+    converters: dict[str, Converter] = field(default_factory=dict)
 
-    return add
+    def register(self, *op_types: str) -> Callable[[ConverterT], ConverterT]:
+        """Decorator: the converter of `op_types`."""
+
+        def add(fn: ConverterT) -> ConverterT:
+            for t in op_types:
+                assert t not in self.converters, f"two converters for {t}"
+                self.converters[t] = fn
+            return fn
+
+        return add
 
 
 class ConverterTable(NamedTuple):

@@ -19,32 +19,18 @@ import onnx
 from xdsl.dialects.builtin import i1, i64
 
 from autofusion.dialects import graph
-from frontends.onnx.importer import (
-    Const,
-    Converter,
-    Item,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Sym,
-    Tensor,
-    Value,
-    probe_dims,
-    register,
-)
+from frontends.onnx.importer import Const, Item, Node, OpConverters, Sym, Tensor, Value, probe_dims
 from frontends.onnx.ops_tensor import reshape_to
 
-CONVERTERS: dict[str, Converter] = {}
-
-# The operator versions (reached from opset 13 on) each converter implements; the later
-# versions of If/Loop/Scan only add element types, sequences and optionals (which afc
-# refuses as values, not as operator versions)
-VERSIONS: OpVersions = {
-    "If": (13, 16, 19, 21, 23, 24, 25),
-    "Loop": (13, 16, 19, 21, 23, 24, 25),
-    "Scan": (11, 16, 19, 21, 23, 24, 25),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
+# the later versions of If/Loop/Scan only add element types, sequences and
+# optionals (which afc refuses as values, not as operator versions)
+OPS = OpConverters(
+    versions={
+        "If": (13, 16, 19, 21, 23, 24, 25),
+        "Loop": (13, 16, 19, 21, 23, 24, 25),
+        "Scan": (11, 16, 19, 21, 23, 24, 25),
+    }
+)
 
 # a Loop with no trip count runs while its condition, computed from constants, holds; this
 # many iterations at most are unrolled
@@ -109,7 +95,7 @@ def _outputs(node: Node, values: Sequence[Item], what: str) -> list[Item]:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "If")
+@OPS.register("If")
 def convert_if(node: Node) -> list[Item]:
     """If-13: the branch the constant condition chooses, inlined."""
     then_branch, else_branch = _graph(node, "then_branch"), _graph(node, "else_branch")
@@ -132,7 +118,7 @@ def _bool_const(node: Node, value: bool) -> Const:
     return Const(np.asarray(value, dtype=np.bool_), i1, f"{node.name}_cond")
 
 
-@register(CONVERTERS, "Loop")
+@OPS.register("Loop")
 def convert_loop(node: Node) -> list[Item]:
     """Loop-13: unrolled; the trip count M, or else every iteration's condition, must be
     known at compile time (a body's cond output computed at run time is refused). Loop-carried
@@ -247,7 +233,7 @@ def _split_inputs(node: Node, values: list[Value]) -> tuple[list[Value], list[Va
     return values[:n_state], values[n_state:]
 
 
-@register(CONVERTERS, "Scan")
+@OPS.register("Scan")
 def convert_scan(node: Node) -> list[Item]:
     """Scan-9/11/16...: unrolled over the static length of its scan inputs."""
     if node.version < 9:

@@ -20,22 +20,11 @@ import numpy as np
 
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
-from frontends.onnx.importer import (
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    probe_dims,
-    register,
-)
+from frontends.onnx.importer import Node, OpConverters, Value, probe_dims
 from frontends.onnx.ops_tensor import reshape_to
 
-CONVERTERS: dict[str, Converter] = {}
-
 # Einsum-28 only adds bf16
-VERSIONS: OpVersions = {"Einsum": (12, 28)}
-REFUSED_VERSIONS: RefusedVersions = {}
+OPS = OpConverters(versions={"Einsum": (12, 28)})
 
 ELLIPSIS = "..."
 # labels of ellipsis dims (never letters, so they cannot clash with the equation's)
@@ -160,7 +149,7 @@ def contract(node: Node, a: Term, b: Term, needed: set[str]) -> Term:
     return Term(reshape_to(node, product, shapes[0], shapes[1]), out)
 
 
-@register(CONVERTERS, "Einsum")
+@OPS.register("Einsum")
 def convert_einsum(node: Node) -> list[Value]:
     """Einsum-12/28 on any number of operands (see the module docstring)."""
     values = node.inputs()

@@ -10,49 +10,38 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import graph_math as gm
 from autofusion.dialects.graph_base import GraphOp
-from frontends.onnx.importer import (
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    register,
+from frontends.onnx.importer import Node, OpConverters, Value
+
+OPS = OpConverters(
+    versions={
+        "Acos": (7, 22),
+        "Acosh": (9, 22),
+        "Asin": (7, 22),
+        "Asinh": (9, 22),
+        "Atan": (7, 22),
+        "Atanh": (9, 22),
+        "BitShift": (11, 28),
+        "BitwiseAnd": (18,),
+        "BitwiseNot": (18,),
+        "BitwiseOr": (18,),
+        "BitwiseXor": (18,),
+        "Ceil": (13,),
+        "Celu": (12, 28),
+        "Cosh": (9, 22),
+        "Floor": (13,),
+        "Gelu": (20,),
+        "IsInf": (10, 20),
+        "IsNaN": (13, 20),
+        "Mod": (13, 28),
+        "Round": (11, 22),
+        "Shrink": (9,),
+        "Sign": (13,),
+        "Sinh": (9, 22),
+        "Swish": (24,),
+        "Tan": (7, 22),
+    }
 )
 
-CONVERTERS: dict[str, Converter] = {}
-
-# The operator versions (reached from opset 13 on) each converter implements; unless its
-# docstring says otherwise, a later version only adds element types
-VERSIONS: OpVersions = {
-    "Acos": (7, 22),
-    "Acosh": (9, 22),
-    "Asin": (7, 22),
-    "Asinh": (9, 22),
-    "Atan": (7, 22),
-    "Atanh": (9, 22),
-    "BitShift": (11, 28),
-    "BitwiseAnd": (18,),
-    "BitwiseNot": (18,),
-    "BitwiseOr": (18,),
-    "BitwiseXor": (18,),
-    "Ceil": (13,),
-    "Celu": (12, 28),
-    "Cosh": (9, 22),
-    "Floor": (13,),
-    "Gelu": (20,),
-    "IsInf": (10, 20),
-    "IsNaN": (13, 20),
-    "Mod": (13, 28),
-    "Round": (11, 22),
-    "Shrink": (9,),
-    "Sign": (13,),
-    "Sinh": (9, 22),
-    "Swish": (24,),
-    "Tan": (7, 22),
-}
-
-# versions of these operators whose semantics afc does not implement: none
-REFUSED_VERSIONS: RefusedVersions = {}
 
 UNARY: dict[str, type[GraphOp]] = {
     "Tan": gm.TanOp,
@@ -73,7 +62,7 @@ UNARY: dict[str, type[GraphOp]] = {
 }
 
 
-@register(CONVERTERS, *UNARY)
+@OPS.register(*UNARY)
 def convert_unary(node: Node) -> list[Value]:
     """Tan/Asin/Acos/Atan-7 and -22, Sinh/Cosh/Asinh/Acosh/Atanh-9 and -22, Floor/Ceil-13,
     Round-11 and -22, Sign-13, BitwiseNot-18, IsNaN-13 and -20: one graph op each (the
@@ -88,13 +77,13 @@ BINARY: dict[str, type[GraphOp]] = {
 }
 
 
-@register(CONVERTERS, *BINARY)
+@OPS.register(*BINARY)
 def convert_binary(node: Node) -> list[Value]:
     """BitwiseAnd-18, BitwiseOr-18, BitwiseXor-18."""
     return node.emit(BINARY[node.op_type], [node.input(0), node.input(1)])
 
 
-@register(CONVERTERS, "IsInf")
+@OPS.register("IsInf")
 def convert_is_inf(node: Node) -> list[Value]:
     """IsInf-10 and -20: which infinities count is chosen by detect_positive/negative."""
     props = {
@@ -104,7 +93,7 @@ def convert_is_inf(node: Node) -> list[Value]:
     return node.emit(gm.IsInfOp, [node.input(0)], props)
 
 
-@register(CONVERTERS, "Mod")
+@OPS.register("Mod")
 def convert_mod(node: Node) -> list[Value]:
     """Mod-13 and -28. fmod=0 on floating-point inputs is Python's floored remainder from
     Mod-28; Mod-13 requires fmod=1 for them."""
@@ -120,7 +109,7 @@ def convert_mod(node: Node) -> list[Value]:
     return node.emit(gm.ModOp, [a, b], {"fmod": bool(fmod)})
 
 
-@register(CONVERTERS, "BitShift")
+@OPS.register("BitShift")
 def convert_bit_shift(node: Node) -> list[Value]:
     """BitShift-11 (unsigned types) and -28 (also signed: arithmetic right shifts)."""
     direction = node.attr("direction")
@@ -129,7 +118,7 @@ def convert_bit_shift(node: Node) -> list[Value]:
     return node.emit(gm.BitShiftOp, [node.input(0), node.input(1)], {"direction": direction})
 
 
-@register(CONVERTERS, "Shrink")
+@OPS.register("Shrink")
 def convert_shrink(node: Node) -> list[Value]:
     """Shrink-9: x < -lambd ? x + bias : (x > lambd ? x - bias : 0)."""
     props = {"lambd": float(node.attr("lambd", 0.5)), "bias": float(node.attr("bias", 0.0))}
@@ -138,7 +127,7 @@ def convert_shrink(node: Node) -> list[Value]:
     return node.emit(gm.ShrinkOp, [node.input(0)], props)
 
 
-@register(CONVERTERS, "Celu")
+@OPS.register("Celu")
 def convert_celu(node: Node) -> list[Value]:
     """Celu-12 and -28 (bf16 added): max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     alpha = float(node.attr("alpha", 1.0))
@@ -147,7 +136,7 @@ def convert_celu(node: Node) -> list[Value]:
     return node.emit(gm.CeluOp, [node.input(0)], {"alpha": alpha})
 
 
-@register(CONVERTERS, "Swish")
+@OPS.register("Swish")
 def convert_swish(node: Node) -> list[Value]:
     """Swish-24: x * sigmoid(alpha * x); alpha = 1 is graph.silu (which has a vector
     kernel), other alphas graph.swish."""
@@ -158,7 +147,7 @@ def convert_swish(node: Node) -> list[Value]:
     return node.emit(gm.SwishOp, [x], {"alpha": alpha})
 
 
-@register(CONVERTERS, "Gelu")
+@OPS.register("Gelu")
 def convert_gelu(node: Node) -> list[Value]:
     """Gelu-20: graph.gelu with approximate "none" (erf) or "tanh"."""
     approximate = node.attr("approximate", "none")

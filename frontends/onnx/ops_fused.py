@@ -22,25 +22,16 @@ from xdsl.ir import Attribute
 from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
-from frontends.onnx.importer import (
-    Const,
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    register,
-)
-
-CONVERTERS: dict[str, Converter] = {}
+from frontends.onnx.importer import Const, Node, OpConverters, Value
 
 # Attention-24 adds nonpad_kv_seqlen; Attention-25 the sliding window attributes
-VERSIONS: OpVersions = {
-    "Attention": (23, 24, 25),
-    "RMSNormalization": (23,),
-    "RotaryEmbedding": (23,),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
+OPS = OpConverters(
+    versions={
+        "Attention": (23, 24, 25),
+        "RMSNormalization": (23,),
+        "RotaryEmbedding": (23,),
+    }
+)
 
 DYN = si.DYN
 BNSD_SWAP = [0, 2, 1, 3]  # BSND <-> BNSD
@@ -176,7 +167,7 @@ def _batch_offset_mask(node: Node, nonpad: Value, frontier: _Frontier) -> Value:
     return out
 
 
-@register(CONVERTERS, "Attention")
+@OPS.register("Attention")
 def convert_attention(node: Node) -> list[Value | None]:
     """Attention-23/24/25 as graph.flash_attention.
 
@@ -358,7 +349,7 @@ class _Scores:
         return node.emit1(graph.WhereOp, [dead, node.const(np.asarray(0.0), q.elt), p])
 
 
-@register(CONVERTERS, "RMSNormalization")
+@OPS.register("RMSNormalization")
 def convert_rms_normalization(node: Node) -> list[Value]:
     """RMSNormalization-23 as graph.rms_norm over [axis, rank) (statistics in float32)."""
     x, scale = node.input(0), node.input(1)
@@ -367,10 +358,7 @@ def convert_rms_normalization(node: Node) -> list[Value]:
     stash = int(node.attr("stash_type", TensorProto.FLOAT))
     if stash != TensorProto.FLOAT:
         raise node.reject("stash_type", stash, "afc computes the statistics in float32 (1)")
-    try:
-        axis = si.normalize_axis(axis, len(x.shape))
-    except si.ShapeError as e:
-        raise node.error(str(e)) from e
+    axis = node.axis(axis, len(x.shape))
     props = {"axis": axis, "epsilon": epsilon}
     if x.elt == scale.elt:
         return node.emit(graph.RmsNormOp, [x, scale], props)
@@ -385,7 +373,7 @@ def _cast(node: Node, v: Value, elt: Attribute) -> Value:
     return node.emit1(graph.CastOp, [v], result_types=[graph.tensor(v.shape, elt)])
 
 
-@register(CONVERTERS, "RotaryEmbedding")
+@OPS.register("RotaryEmbedding")
 def convert_rotary_embedding(node: Node) -> list[Value]:
     """RotaryEmbedding-23 as graph.rope.
 

@@ -8,7 +8,7 @@ versions reached from opset 7 (numpy-style broadcasting) to 12 are listed here:
   attributes that default to the newer behaviour. Where an attribute became an input
   (Squeeze/Unsqueeze axes, Split's split, ReduceSum's axes, Clip's bounds, Pad's pads,
   TopK's k, Upsample's scales), the converter reads it by version.
-* `REFUSED_VERSIONS`: versions whose semantics afc does not implement, and what differs.
+* `OPS.refused`: versions whose semantics afc does not implement, and what differs.
 
 Softmax, LogSoftmax and Hardmax before version 13 normalize over the input flattened to 2-D
 at `axis` (default 1): `along_axis` converts them so. Scatter-9 (and its deprecated alias
@@ -22,24 +22,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from frontends.onnx.importer import (
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    probe_dims,
-    register,
-)
+from frontends.onnx.importer import Node, OpConverters, OpVersions, Value, probe_dims
 from frontends.onnx.ops_indexing import convert_scatter_elements
 from frontends.onnx.ops_tensor import reshape_to
 
-CONVERTERS: dict[str, Converter] = {}
-
-VERSIONS: OpVersions = {"Scatter": (9, 11)}
-
 # op type -> the versions before those its converter was written against that have the
-# same semantics (merged into its VERSIONS by frontends/onnx/converters.py)
+# same semantics (merged into its table's versions by frontends/onnx/converters.py)
 LEGACY_VERSIONS: OpVersions = {
     # unary math: version 6 dropped consumed_inputs; 13 adds bf16
     **{
@@ -138,9 +126,14 @@ LEGACY_VERSIONS: OpVersions = {
     "Scan": (8, 9),
 }
 
-REFUSED_VERSIONS: RefusedVersions = {
-    ("Slice", 1): "Slice-1 takes starts, ends and axes as attributes (afc implements Slice-10 on)",
-}
+OPS = OpConverters(
+    versions={"Scatter": (9, 11)},
+    refused={
+        ("Slice", 1): (
+            "Slice-1 takes starts, ends and axes as attributes (afc implements Slice-10 on)"
+        ),
+    },
+)
 
 
 def along_axis(node: Node, fn: Callable[[Value, int], list[Value]]) -> list[Value]:
@@ -161,7 +154,7 @@ def along_axis(node: Node, fn: Callable[[Value, int], list[Value]]) -> list[Valu
     return [reshape_to(node, out[0], a, b)]
 
 
-@register(CONVERTERS, "Scatter")
+@OPS.register("Scatter")
 def convert_scatter(node: Node) -> Sequence[Value | None]:
     """Scatter-9 and -11 (deprecated): ScatterElements-11 without a reduction."""
     return convert_scatter_elements(node)

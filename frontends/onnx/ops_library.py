@@ -13,26 +13,17 @@ from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import graph_library as gl
 from autofusion.dialects.graph_vision import reals_attr
-from frontends.onnx.importer import (
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    element_type,
-    register,
+from frontends.onnx.importer import Node, OpConverters, Value, element_type
+
+OPS = OpConverters(
+    versions={
+        "NonMaxSuppression": (10, 11),
+        "BitCast": (26,),
+        "Det": (11, 22),
+        "TensorScatter": (24,),
+        "TfIdfVectorizer": (9,),
+    }
 )
-
-CONVERTERS: dict[str, Converter] = {}
-
-VERSIONS: OpVersions = {
-    "NonMaxSuppression": (10, 11),
-    "BitCast": (26,),
-    "Det": (11, 22),
-    "TensorScatter": (24,),
-    "TfIdfVectorizer": (9,),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
 
 
 def _scalar_input(node: Node, i: int, what: str) -> float | None:
@@ -44,7 +35,7 @@ def _scalar_input(node: Node, i: int, what: str) -> float | None:
     return float(np.asarray(arr).reshape(()))
 
 
-@register(CONVERTERS, "NonMaxSuppression")
+@OPS.register("NonMaxSuppression")
 def convert_non_max_suppression(node: Node) -> list[Value]:
     """NonMaxSuppression-10 and -11 (the same semantics): [n, 3] selected indices."""
     most = _scalar_input(node, 2, "max_output_boxes_per_class")
@@ -63,13 +54,13 @@ def convert_non_max_suppression(node: Node) -> list[Value]:
     return node.emit(gl.NonMaxSuppressionOp, [node.input(0), node.input(1)], props)
 
 
-@register(CONVERTERS, "Det")
+@OPS.register("Det")
 def convert_det(node: Node) -> list[Value]:
     """Det-11/22 (22 adds bf16): the determinants of the trailing square matrices."""
     return node.emit(gl.DetOp, [node.input(0)])
 
 
-@register(CONVERTERS, "TensorScatter")
+@OPS.register("TensorScatter")
 def convert_tensor_scatter(node: Node) -> list[Value]:
     """TensorScatter-24: the KV-cache update, linear or circular, along `axis`."""
     mode = node.attr("mode", "linear")
@@ -83,7 +74,7 @@ def convert_tensor_scatter(node: Node) -> list[Value]:
     return node.emit(gl.TensorScatterOp, operands, props)
 
 
-@register(CONVERTERS, "TfIdfVectorizer")
+@OPS.register("TfIdfVectorizer")
 def convert_tfidf_vectorizer(node: Node) -> list[Value]:
     """TfIdfVectorizer-9 on int32/int64 tokens (pool_int64s); string tokens have no
     element type in afc and are refused with it."""
@@ -103,7 +94,7 @@ def convert_tfidf_vectorizer(node: Node) -> list[Value]:
     return node.emit(gl.TfIdfVectorizerOp, [node.input(0)], props)
 
 
-@register(CONVERTERS, "BitCast")
+@OPS.register("BitCast")
 def convert_bit_cast(node: Node) -> list[Value]:
     """BitCast-26: the input's bits as `to`, which must have the input's width."""
     x = node.input(0)

@@ -1,8 +1,8 @@
 """Converters of ONNX compute operators: elementwise math, reductions, NN layers.
 
-Each converter reads every attribute of the operator versions `VERSIONS` lists for it
-(an attribute value it cannot express is an error) and builds graph ops with
-`Node.emit`, which folds them when all operands are known. Operator versions are cited
+Each converter reads every attribute of the operator versions `OPS` lists for it (an
+attribute value it cannot express is an error) and builds graph ops with `Node.emit`,
+which folds them when all operands are known. Operator versions are cited
 as `Op-<since_version>` from https://onnx.ai/onnx/operators/.
 """
 
@@ -20,93 +20,77 @@ from autofusion.dialects import graph, graph_library, graph_math
 from autofusion.dialects import graph_quant as gq
 from autofusion.dialects import shape_inference as si
 from autofusion.narrow_types import E8M0, ROUND_MODES
-from frontends.onnx.importer import (
-    Const,
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    element_type,
-    probe_dims,
-    register,
-)
+from frontends.onnx.importer import Const, Node, OpConverters, Value, element_type, probe_dims
 from frontends.onnx.ops_legacy import along_axis
 
-CONVERTERS: dict[str, Converter] = {}
-
-# The operator versions (since_version, reached from opset 13 on) each converter
-# implements. Unless its converter's docstring says otherwise, a later version only
-# adds element types, which `element_type` accepts or refuses by name.
-VERSIONS: OpVersions = {
-    "Abs": (13,),
-    "Add": (13, 14),
-    "And": (7,),
-    "AveragePool": (11, 19, 22),
-    "BatchNormalization": (9, 14, 15),
-    "Cast": (13, 19, 21, 23, 24, 25, 28),
-    "CastLike": (15, 19, 21, 23, 24, 25),
-    "Clip": (13,),
-    "Conv": (11, 22),
-    "Cos": (7, 22),
-    "Div": (13, 14),
-    "Elu": (6, 22),
-    "Equal": (13, 19),
-    "Erf": (13,),
-    "Exp": (13,),
-    "Gemm": (13,),
-    "GlobalAveragePool": (1, 22),
-    "GlobalMaxPool": (1, 22),
-    "Greater": (13,),
-    "GreaterOrEqual": (12, 16),
-    "HardSigmoid": (6, 22),
-    "HardSwish": (14, 22),
-    "LayerNormalization": (17,),
-    "LeakyRelu": (6, 16),
-    "Less": (13,),
-    "LessOrEqual": (12, 16),
-    "Log": (13,),
-    "LogSoftmax": (13,),
-    "MatMul": (13,),
-    "Max": (13,),
-    "MaxPool": (12, 22),
-    "Mean": (13,),
-    "Min": (13,),
-    "Mish": (18, 22),
-    "Mul": (13, 14),
-    "Neg": (13,),
-    "Not": (1,),
-    "Or": (7,),
-    "PRelu": (9, 16),
-    "Pow": (13, 15),
-    "Reciprocal": (13,),
-    "ReduceL1": (13, 18),
-    "ReduceL2": (13, 18),
-    "ReduceLogSum": (13, 18, 28),
-    "ReduceLogSumExp": (13, 18, 28),
-    "ReduceMax": (13, 18, 20),
-    "ReduceMean": (13, 18),
-    "ReduceMin": (13, 18, 20),
-    "ReduceProd": (13, 18),
-    "ReduceSum": (13,),
-    "ReduceSumSquare": (13, 18),
-    "Relu": (13, 14),
-    "Selu": (6, 22),
-    "Sigmoid": (13,),
-    "Sin": (7, 22),
-    "Softmax": (13,),
-    "Softplus": (1, 22),
-    "Softsign": (1, 22),
-    "Sqrt": (13,),
-    "Sub": (13, 14),
-    "Sum": (13,),
-    "Tanh": (13,),
-    "ThresholdedRelu": (10, 22),
-    "Xor": (7,),
-}
-
-# versions of these operators whose semantics afc does not implement: none so far
-REFUSED_VERSIONS: RefusedVersions = {}
+OPS = OpConverters(
+    versions={
+        "Abs": (13,),
+        "Add": (13, 14),
+        "And": (7,),
+        "AveragePool": (11, 19, 22),
+        "BatchNormalization": (9, 14, 15),
+        "Cast": (13, 19, 21, 23, 24, 25, 28),
+        "CastLike": (15, 19, 21, 23, 24, 25),
+        "Clip": (13,),
+        "Conv": (11, 22),
+        "Cos": (7, 22),
+        "Div": (13, 14),
+        "Elu": (6, 22),
+        "Equal": (13, 19),
+        "Erf": (13,),
+        "Exp": (13,),
+        "Gemm": (13,),
+        "GlobalAveragePool": (1, 22),
+        "GlobalMaxPool": (1, 22),
+        "Greater": (13,),
+        "GreaterOrEqual": (12, 16),
+        "HardSigmoid": (6, 22),
+        "HardSwish": (14, 22),
+        "LayerNormalization": (17,),
+        "LeakyRelu": (6, 16),
+        "Less": (13,),
+        "LessOrEqual": (12, 16),
+        "Log": (13,),
+        "LogSoftmax": (13,),
+        "MatMul": (13,),
+        "Max": (13,),
+        "MaxPool": (12, 22),
+        "Mean": (13,),
+        "Min": (13,),
+        "Mish": (18, 22),
+        "Mul": (13, 14),
+        "Neg": (13,),
+        "Not": (1,),
+        "Or": (7,),
+        "PRelu": (9, 16),
+        "Pow": (13, 15),
+        "Reciprocal": (13,),
+        "ReduceL1": (13, 18),
+        "ReduceL2": (13, 18),
+        "ReduceLogSum": (13, 18, 28),
+        "ReduceLogSumExp": (13, 18, 28),
+        "ReduceMax": (13, 18, 20),
+        "ReduceMean": (13, 18),
+        "ReduceMin": (13, 18, 20),
+        "ReduceProd": (13, 18),
+        "ReduceSum": (13,),
+        "ReduceSumSquare": (13, 18),
+        "Relu": (13, 14),
+        "Selu": (6, 22),
+        "Sigmoid": (13,),
+        "Sin": (7, 22),
+        "Softmax": (13,),
+        "Softplus": (1, 22),
+        "Softsign": (1, 22),
+        "Sqrt": (13,),
+        "Sub": (13, 14),
+        "Sum": (13,),
+        "Tanh": (13,),
+        "ThresholdedRelu": (10, 22),
+        "Xor": (7,),
+    }
+)
 
 
 def _scalar(node: Node, value: float, like: Value) -> Const:
@@ -139,7 +123,7 @@ UNARY: dict[str, type[graph.GraphOp]] = {
 }
 
 
-@register(CONVERTERS, *UNARY)
+@OPS.register(*UNARY)
 def convert_unary(node: Node) -> list[Value]:
     """Neg-13, Abs-13, Exp-13, Log-13, Sqrt-13, Reciprocal-13, Relu-14, Sigmoid-13,
     Tanh-13, Erf-13, Sin-7, Cos-7, Not-1: one graph op each."""
@@ -159,13 +143,13 @@ BINARY: dict[str, type[graph.GraphOp]] = {
 }
 
 
-@register(CONVERTERS, *BINARY)
+@OPS.register(*BINARY)
 def convert_binary(node: Node) -> list[Value]:
     """Add-14, Sub-14, Mul-14, Div-14, And-7, Or-7, Equal-13, Less-13, Greater-13."""
     return node.emit(BINARY[node.op_type], [node.input(0), node.input(1)])
 
 
-@register(CONVERTERS, "LessOrEqual", "GreaterOrEqual")
+@OPS.register("LessOrEqual", "GreaterOrEqual")
 def convert_compare_or_equal(node: Node) -> list[Value]:
     """LessOrEqual-16 / GreaterOrEqual-16 as (a < b) | (a == b): false on NaN, like ONNX."""
     a, b = node.input(0), node.input(1)
@@ -175,13 +159,13 @@ def convert_compare_or_equal(node: Node) -> list[Value]:
     return node.emit(graph.OrOp, [lt, eq])
 
 
-@register(CONVERTERS, "Xor")
+@OPS.register("Xor")
 def convert_xor(node: Node) -> list[Value]:
     """Xor-7 on booleans: a != b."""
     return node.emit(graph.NotOp, [node.emit1(graph.EqualOp, [node.input(0), node.input(1)])])
 
 
-@register(CONVERTERS, "Pow")
+@OPS.register("Pow")
 def convert_pow(node: Node) -> list[Value]:
     """Pow-15: the exponent may have another type than the base; it is cast to the base's.
     An integer base is graph_library's int_pow, with the exponent as given."""
@@ -201,7 +185,7 @@ VARIADIC: dict[str, type[graph.GraphOp]] = {
 }
 
 
-@register(CONVERTERS, *VARIADIC)
+@OPS.register(*VARIADIC)
 def convert_variadic(node: Node) -> list[Value]:
     """Max-13, Min-13, Sum-13, Mean-13: a left fold of the binary op (Mean divides by n)."""
     values = node.inputs()
@@ -215,7 +199,7 @@ def convert_variadic(node: Node) -> list[Value]:
     return [acc]
 
 
-@register(CONVERTERS, "Clip")
+@OPS.register("Clip")
 def convert_clip(node: Node) -> list[Value]:
     """Clip-11 to -13: bounds are optional inputs; constant ones become the op's
     properties. Clip-6 gives them as attributes (default: the float range)."""
@@ -243,7 +227,7 @@ def convert_clip(node: Node) -> list[Value]:
     return node.emit(graph.ClipOp, [result], {k: float(v) for k, v in bounds.items()})
 
 
-@register(CONVERTERS, "LeakyRelu")
+@OPS.register("LeakyRelu")
 def convert_leaky_relu(node: Node) -> list[Value]:
     """LeakyRelu-16: x < 0 ? alpha * x : x."""
     x = node.input(0)
@@ -253,7 +237,7 @@ def convert_leaky_relu(node: Node) -> list[Value]:
     return node.emit(graph.WhereOp, [neg, scaled, x])
 
 
-@register(CONVERTERS, "PRelu")
+@OPS.register("PRelu")
 def convert_prelu(node: Node) -> list[Value]:
     """PRelu-16: x < 0 ? slope * x : x (slope broadcasts to x)."""
     x, slope = node.input(0), node.input(1)
@@ -268,7 +252,7 @@ def _expm1_scaled(node: Node, x: Value, alpha: float) -> Value:
     return node.emit1(graph.MulOp, [em1, _scalar(node, alpha, x)])
 
 
-@register(CONVERTERS, "Elu")
+@OPS.register("Elu")
 def convert_elu(node: Node) -> list[Value]:
     """Elu-6: x < 0 ? alpha * (exp(x) - 1) : x."""
     x = node.input(0)
@@ -277,7 +261,7 @@ def convert_elu(node: Node) -> list[Value]:
     return node.emit(graph.WhereOp, [neg, _expm1_scaled(node, x, alpha), x])
 
 
-@register(CONVERTERS, "Selu")
+@OPS.register("Selu")
 def convert_selu(node: Node) -> list[Value]:
     """Selu-6: gamma * (x <= 0 ? alpha * (exp(x) - 1) : x)."""
     x = node.input(0)
@@ -288,7 +272,7 @@ def convert_selu(node: Node) -> list[Value]:
     return node.emit(graph.MulOp, [y, _scalar(node, gamma, x)])
 
 
-@register(CONVERTERS, "ThresholdedRelu")
+@OPS.register("ThresholdedRelu")
 def convert_thresholded_relu(node: Node) -> list[Value]:
     """ThresholdedRelu-10: x > alpha ? x : 0."""
     x = node.input(0)
@@ -303,7 +287,7 @@ def _hard_sigmoid(node: Node, x: Value, alpha: float, beta: float) -> Value:
     return node.emit1(graph.ClipOp, [y], {"min": 0.0, "max": 1.0})
 
 
-@register(CONVERTERS, "HardSigmoid")
+@OPS.register("HardSigmoid")
 def convert_hard_sigmoid(node: Node) -> list[Value]:
     """HardSigmoid-6: max(0, min(1, alpha * x + beta))."""
     alpha = float(node.attr("alpha", 0.2))
@@ -311,7 +295,7 @@ def convert_hard_sigmoid(node: Node) -> list[Value]:
     return [_hard_sigmoid(node, node.input(0), alpha, beta)]
 
 
-@register(CONVERTERS, "HardSwish")
+@OPS.register("HardSwish")
 def convert_hard_swish(node: Node) -> list[Value]:
     """HardSwish-14: x * HardSigmoid(x, alpha=1/6, beta=0.5)."""
     x = node.input(0)
@@ -323,13 +307,13 @@ def _softplus(node: Node, x: Value) -> Value:
     return node.emit1(graph.LogOp, [node.emit1(graph.AddOp, [e, _scalar(node, 1, x)])])
 
 
-@register(CONVERTERS, "Softplus")
+@OPS.register("Softplus")
 def convert_softplus(node: Node) -> list[Value]:
     """Softplus-1: ln(exp(x) + 1)."""
     return [_softplus(node, node.input(0))]
 
 
-@register(CONVERTERS, "Softsign")
+@OPS.register("Softsign")
 def convert_softsign(node: Node) -> list[Value]:
     """Softsign-1: x / (1 + |x|)."""
     x = node.input(0)
@@ -337,7 +321,7 @@ def convert_softsign(node: Node) -> list[Value]:
     return node.emit(graph.DivOp, [x, den])
 
 
-@register(CONVERTERS, "Mish")
+@OPS.register("Mish")
 def convert_mish(node: Node) -> list[Value]:
     """Mish-18: x * tanh(softplus(x))."""
     x = node.input(0)
@@ -349,13 +333,13 @@ def convert_mish(node: Node) -> list[Value]:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "Softmax")
+@OPS.register("Softmax")
 def convert_softmax(node: Node) -> list[Value]:
     """Softmax-13: along one axis (default -1); -1 and -11 over a 2-D flattening."""
     return along_axis(node, lambda x, axis: node.emit(graph.SoftmaxOp, [x], {"axis": axis}))
 
 
-@register(CONVERTERS, "LogSoftmax")
+@OPS.register("LogSoftmax")
 def convert_log_softmax(node: Node) -> list[Value]:
     """LogSoftmax-13: (x - max) - ln(sum(exp(x - max))) along one axis; -1 and -11 over a
     2-D flattening."""
@@ -396,8 +380,7 @@ REDUCE: dict[str, type[graph.GraphOp]] = {
 }
 
 
-@register(
-    CONVERTERS,
+@OPS.register(
     *REDUCE,
     "ReduceSumSquare",
     "ReduceL1",
@@ -436,13 +419,13 @@ def convert_reduce(node: Node) -> list[Value]:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "MatMul")
+@OPS.register("MatMul")
 def convert_matmul(node: Node) -> list[Value]:
     """MatMul-13: numpy matmul."""
     return node.emit(graph.MatmulOp, [node.input(0), node.input(1)])
 
 
-@register(CONVERTERS, "Gemm")
+@OPS.register("Gemm")
 def convert_gemm(node: Node) -> list[Value]:
     """Gemm-13: alpha * op(A) op(B) + beta * C, C optional and broadcast to [M, N]."""
     operands = [node.input(0), node.input(1)]
@@ -541,7 +524,7 @@ def conv_window(node: Node, x: Value, w: Value) -> tuple[Value, Value, dict[str,
     return x, w, props, spatial
 
 
-@register(CONVERTERS, "Conv")
+@OPS.register("Conv")
 def convert_conv(node: Node) -> list[Value]:
     """Conv-11 in 1-D and 2-D (input [N, C, (H,) W], weight [M, C/group, (kH,) kW])."""
     x, w, props, spatial = conv_window(node, node.input(0), node.input(1))
@@ -556,7 +539,7 @@ def convert_conv(node: Node) -> list[Value]:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "BatchNormalization")
+@OPS.register("BatchNormalization")
 def convert_batch_norm(node: Node) -> list[Value]:
     """BatchNormalization-15 (and -14, -9, and -7 with spatial=1), inference only:
     training_mode must be 0."""
@@ -572,7 +555,7 @@ def convert_batch_norm(node: Node) -> list[Value]:
     return node.emit(graph.BatchNormOp, operands, {"epsilon": float(node.attr("epsilon", 1e-5))})
 
 
-@register(CONVERTERS, "LayerNormalization")
+@OPS.register("LayerNormalization")
 def convert_layer_norm(node: Node) -> list[Value]:
     """LayerNormalization-17: normalize over [axis, rank).
 
@@ -610,7 +593,7 @@ def convert_layer_norm(node: Node) -> list[Value]:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "MaxPool", "AveragePool")
+@OPS.register("MaxPool", "AveragePool")
 def convert_pool(node: Node) -> list[Value]:
     """MaxPool-12/22 and AveragePool-11/19/22 in 1-D, 2-D and 3-D (MaxPool's Indices
     output in 1-D and 2-D). AveragePool has dilations from version 19 on."""
@@ -701,13 +684,13 @@ def _pool_3d(node: Node, x: Value, window: Window) -> Value:
     return node.emit1(graph_library.AvgPool3dOp, [x], props)
 
 
-@register(CONVERTERS, "GlobalAveragePool")
+@OPS.register("GlobalAveragePool")
 def convert_global_average_pool(node: Node) -> list[Value]:
     """GlobalAveragePool-1: mean over the spatial dims, kept as 1."""
     return node.emit(graph.GlobalAvgPoolOp, [node.input(0)])
 
 
-@register(CONVERTERS, "GlobalMaxPool")
+@OPS.register("GlobalMaxPool")
 def convert_global_max_pool(node: Node) -> list[Value]:
     """GlobalMaxPool-1: max over the spatial dims, kept as 1."""
     x = node.input(0)
@@ -747,7 +730,7 @@ def _cast(node: Node, x: Value, elt: Attribute) -> Value:
     return node.emit1(graph.CastOp, [x], props, [graph.tensor(x.shape, elt)])
 
 
-@register(CONVERTERS, "Cast")
+@OPS.register("Cast")
 def convert_cast(node: Node) -> list[Value]:
     """Cast-13..25 to a supported element type (float to integer truncates; to float8,
     float4 and 4/2-bit integers as autofusion/narrow_types.py says)."""
@@ -759,7 +742,7 @@ def convert_cast(node: Node) -> list[Value]:
     return [_cast(node, node.input(0), elt)]
 
 
-@register(CONVERTERS, "CastLike")
+@OPS.register("CastLike")
 def convert_cast_like(node: Node) -> list[Value]:
     """CastLike-15..25: cast to the element type of the second input (saturate and
     round_mode as in Cast)."""

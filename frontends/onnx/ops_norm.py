@@ -5,7 +5,7 @@ the spatial dims of each channel or group, followed by the per-channel scale and
 MeanVarianceNormalization, LpNormalization and LRN are their formulas in primitive ops.
 No new graph op is needed, so fusion, lowering and export treat them as the ops they
 are made of. Versions are cited as `Op-<since_version>` from https://onnx.ai/onnx/operators/;
-the later versions listed in VERSIONS only add element types.
+the later versions `OPS` lists only add element types.
 """
 
 from __future__ import annotations
@@ -20,25 +20,17 @@ from xdsl.dialects.builtin import i64
 from autofusion import dtypes
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
-from frontends.onnx.importer import (
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    register,
+from frontends.onnx.importer import Node, OpConverters, Value
+
+OPS = OpConverters(
+    versions={
+        "InstanceNormalization": (6, 22),
+        "GroupNormalization": (18, 21),
+        "MeanVarianceNormalization": (9, 13),
+        "LpNormalization": (1, 22),
+        "LRN": (1, 13),
+    }
 )
-
-CONVERTERS: dict[str, Converter] = {}
-
-VERSIONS: OpVersions = {
-    "InstanceNormalization": (6, 22),
-    "GroupNormalization": (18, 21),
-    "MeanVarianceNormalization": (9, 13),
-    "LpNormalization": (1, 22),
-    "LRN": (1, 13),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
 
 DYN = si.DYN
 
@@ -71,7 +63,7 @@ def _unit_layer_norm(node: Node, x: Value, axis: int, epsilon: float) -> Value:
     )
 
 
-@register(CONVERTERS, "InstanceNormalization")
+@OPS.register("InstanceNormalization")
 def convert_instance_normalization(node: Node) -> list[Value]:
     """InstanceNormalization-6: per (n, c), normalize over the spatial dims; then
     scale[c] * y + B[c]."""
@@ -84,7 +76,7 @@ def convert_instance_normalization(node: Node) -> list[Value]:
     return _affine(node, y, node.input(1), node.input(2), rank)
 
 
-@register(CONVERTERS, "GroupNormalization")
+@OPS.register("GroupNormalization")
 def convert_group_normalization(node: Node) -> list[Value]:
     """GroupNormalization-18/21: channels in num_groups groups, each normalized over its
     channels and spatial dims; then the per-channel (21) or per-group (18) scale and bias."""
@@ -115,13 +107,10 @@ def convert_group_normalization(node: Node) -> list[Value]:
 
 
 def _axes(node: Node, axes: Sequence[int], rank: int) -> list[int]:
-    try:
-        return sorted(si.normalize_axis(a, rank) for a in axes)
-    except si.ShapeError as e:
-        raise node.error(str(e)) from e
+    return sorted(node.axis(a, rank) for a in axes)
 
 
-@register(CONVERTERS, "MeanVarianceNormalization")
+@OPS.register("MeanVarianceNormalization")
 def convert_mean_variance_normalization(node: Node) -> list[Value]:
     """MeanVarianceNormalization-13: (x - mean) / (sqrt(var) + 1e-9) over `axes`
     (default [0, 2, 3]), as ONNX's function body computes it."""
@@ -135,7 +124,7 @@ def convert_mean_variance_normalization(node: Node) -> list[Value]:
     return node.emit(graph.DivOp, [d, std])
 
 
-@register(CONVERTERS, "LpNormalization")
+@OPS.register("LpNormalization")
 def convert_lp_normalization(node: Node) -> list[Value]:
     """LpNormalization-1: x / ||x||_p along `axis`, p = 1 or 2; an all-zero vector stays
     0 (its norm is taken as 1, as ONNX's reference does)."""
@@ -155,7 +144,7 @@ def convert_lp_normalization(node: Node) -> list[Value]:
     return node.emit(graph.DivOp, [x, norm])
 
 
-@register(CONVERTERS, "LRN")
+@OPS.register("LRN")
 def convert_lrn(node: Node) -> list[Value]:
     """LRN-13: x / (bias + alpha / size * sum of x^2 over the channel window
     [c - floor((size-1)/2), c + ceil((size-1)/2)])^beta; the window sum is a sum of

@@ -11,28 +11,19 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects.builtin import i1
 
-from frontends.onnx.importer import (
-    Converter,
-    Item,
-    Node,
-    Opt,
-    OpVersions,
-    RefusedVersions,
-    register,
-)
-
-CONVERTERS: dict[str, Converter] = {}
+from frontends.onnx.importer import Item, Node, OpConverters, Opt
 
 # version 18 accepts a tensor (not only an optional) and an omitted input; 28 adds types
-VERSIONS: OpVersions = {
-    "Optional": (15, 28),
-    "OptionalHasElement": (15, 18, 28),
-    "OptionalGetElement": (15, 18, 28),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
+OPS = OpConverters(
+    versions={
+        "Optional": (15, 28),
+        "OptionalHasElement": (15, 18, 28),
+        "OptionalGetElement": (15, 18, 28),
+    }
+)
 
 
-@register(CONVERTERS, "Optional")
+@OPS.register("Optional")
 def convert_optional(node: Node) -> list[Item]:
     """Optional-15/28: an optional holding the input, or an empty one of the `type`
     attribute (which afc does not need: an empty optional holds no value to type)."""
@@ -43,7 +34,7 @@ def convert_optional(node: Node) -> list[Item]:
     return [Opt(v)]
 
 
-@register(CONVERTERS, "OptionalHasElement")
+@OPS.register("OptionalHasElement")
 def convert_optional_has_element(node: Node) -> list[Item]:
     """OptionalHasElement-15/18/28: whether the input holds a value, a scalar bool constant."""
     v = node.opt_item(0)
@@ -51,7 +42,7 @@ def convert_optional_has_element(node: Node) -> list[Item]:
     return [node.const(np.asarray(present), i1)]
 
 
-@register(CONVERTERS, "OptionalGetElement")
+@OPS.register("OptionalGetElement")
 def convert_optional_get_element(node: Node) -> list[Item]:
     """OptionalGetElement-15/18/28: the held value (a tensor or sequence is itself)."""
     v = node.opt_item(0)

@@ -18,33 +18,21 @@ from autofusion import dtypes
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph_quant as gq
 from autofusion.dialects import shape_inference as si
-from frontends.onnx.importer import (
-    Const,
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    element_type,
-    register,
-)
+from frontends.onnx.importer import Const, Node, OpConverters, Value, element_type
 from frontends.onnx.ops_math import _drop_unit_dim, conv_window
 
-CONVERTERS: dict[str, Converter] = {}
-
-# The operator versions (since_version, reached from opset 13 on) each converter
-# implements; a later version only adds element types (float6, which afc refuses by
-# name) unless the converter says otherwise.
-VERSIONS: OpVersions = {
-    "QuantizeLinear": (13, 19, 21, 23, 24, 25, 28),
-    "DequantizeLinear": (13, 19, 21, 23, 24, 25, 28),
-    "DynamicQuantizeLinear": (11,),
-    "MatMulInteger": (10,),
-    "ConvInteger": (10,),
-    "QLinearMatMul": (10, 21),
-    "QLinearConv": (10,),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
+# a later version adds float6, which `element_type` refuses by name
+OPS = OpConverters(
+    versions={
+        "QuantizeLinear": (13, 19, 21, 23, 24, 25, 28),
+        "DequantizeLinear": (13, 19, 21, 23, 24, 25, 28),
+        "DynamicQuantizeLinear": (11,),
+        "MatMulInteger": (10,),
+        "ConvInteger": (10,),
+        "QLinearMatMul": (10, 21),
+        "QLinearConv": (10,),
+    }
+)
 
 
 def _zero_point(node: Node, i: int, elt: Attribute, shape: tuple[int, ...] = ()) -> Value:
@@ -87,7 +75,7 @@ def _check_float8_zero_point(node: Node, zp: Value | None, elt: Attribute) -> No
         raise node.error(f"a {elt} zero point must be zero (input #2)")
 
 
-@register(CONVERTERS, "QuantizeLinear")
+@OPS.register("QuantizeLinear")
 def convert_quantize_linear(node: Node) -> list[Value]:
     """QuantizeLinear-13..28 to an integer, float8 or float4 type; `saturate` (version 19
     on) only concerns float8 outputs."""
@@ -108,7 +96,7 @@ def convert_quantize_linear(node: Node) -> list[Value]:
     return node.emit(gq.QuantizeLinearOp, [x, scale, zp], props)
 
 
-@register(CONVERTERS, "DequantizeLinear")
+@OPS.register("DequantizeLinear")
 def convert_dequantize_linear(node: Node) -> list[Value]:
     """DequantizeLinear-13..28 from an integer, float8 or float4 type."""
     x, scale = node.input(0), node.input(1)
@@ -118,13 +106,13 @@ def convert_dequantize_linear(node: Node) -> list[Value]:
     return node.emit(gq.DequantizeLinearOp, [x, scale, zp], _quant_props(node))
 
 
-@register(CONVERTERS, "DynamicQuantizeLinear")
+@OPS.register("DynamicQuantizeLinear")
 def convert_dynamic_quantize_linear(node: Node) -> list[Value]:
     """DynamicQuantizeLinear-11."""
     return node.emit(gq.DynamicQuantizeLinearOp, [node.input(0)])
 
 
-@register(CONVERTERS, "MatMulInteger")
+@OPS.register("MatMulInteger")
 def convert_matmul_integer(node: Node) -> list[Value]:
     """MatMulInteger-10."""
     a, b = node.input(0), node.input(1)
@@ -133,13 +121,13 @@ def convert_matmul_integer(node: Node) -> list[Value]:
     return node.emit(gq.MatmulIntegerOp, [a, b, azp, bzp])
 
 
-@register(CONVERTERS, "QLinearMatMul")
+@OPS.register("QLinearMatMul")
 def convert_qlinear_matmul(node: Node) -> list[Value]:
     """QLinearMatMul-10 and -21 (which adds float16/bfloat16 scales)."""
     return node.emit(gq.QLinearMatmulOp, [node.input(k) for k in range(8)])
 
 
-@register(CONVERTERS, "ConvInteger")
+@OPS.register("ConvInteger")
 def convert_conv_integer(node: Node) -> list[Value]:
     """ConvInteger-10 in 1-D and 2-D."""
     x, w = node.input(0), node.input(1)
@@ -150,7 +138,7 @@ def convert_conv_integer(node: Node) -> list[Value]:
     return [_drop_unit_dim(node, y, 2) if spatial == 1 else y]
 
 
-@register(CONVERTERS, "QLinearConv")
+@OPS.register("QLinearConv")
 def convert_qlinear_conv(node: Node) -> list[Value]:
     """QLinearConv-10 in 1-D and 2-D; an omitted bias is zeros."""
     ins = [node.input(k) for k in range(8)]

@@ -8,28 +8,19 @@ from __future__ import annotations
 
 from autofusion import dtypes
 from autofusion.dialects import graph_random as gr
-from frontends.onnx.importer import (
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    element_type,
-    register,
-)
-
-CONVERTERS: dict[str, Converter] = {}
+from frontends.onnx.importer import Node, OpConverters, Value, element_type
 
 # version 22 only adds bf16
-VERSIONS: OpVersions = {
-    "RandomNormal": (1, 22),
-    "RandomUniform": (1, 22),
-    "RandomNormalLike": (1, 22),
-    "RandomUniformLike": (1, 22),
-    "Bernoulli": (15, 22),
-    "Multinomial": (7, 22),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
+OPS = OpConverters(
+    versions={
+        "RandomNormal": (1, 22),
+        "RandomUniform": (1, 22),
+        "RandomNormalLike": (1, 22),
+        "RandomUniformLike": (1, 22),
+        "Bernoulli": (15, 22),
+        "Multinomial": (7, 22),
+    }
+)
 
 ONNX_FLOAT = 1  # TensorProto.FLOAT, the default dtype of RandomNormal/RandomUniform
 
@@ -60,7 +51,7 @@ def _uniform(node: Node, dtype: int | None) -> dict[str, object]:
     return _props(node, dtype, low=float(node.attr("low", 0.0)), high=float(node.attr("high", 1.0)))
 
 
-@register(CONVERTERS, "RandomNormal")
+@OPS.register("RandomNormal")
 def convert_random_normal(node: Node) -> list[Value]:
     """RandomNormal-1/22: `shape`, `mean`, `scale`, `dtype` (default float), `seed`."""
     props = _normal(node, node.attr("dtype", ONNX_FLOAT))
@@ -68,7 +59,7 @@ def convert_random_normal(node: Node) -> list[Value]:
     return _draw(node, gr.RandomNormalOp, props)
 
 
-@register(CONVERTERS, "RandomUniform")
+@OPS.register("RandomUniform")
 def convert_random_uniform(node: Node) -> list[Value]:
     """RandomUniform-1/22: `shape`, `low`, `high`, `dtype` (default float), `seed`."""
     props = _uniform(node, node.attr("dtype", ONNX_FLOAT))
@@ -76,19 +67,19 @@ def convert_random_uniform(node: Node) -> list[Value]:
     return _draw(node, gr.RandomUniformOp, props)
 
 
-@register(CONVERTERS, "RandomNormalLike")
+@OPS.register("RandomNormalLike")
 def convert_random_normal_like(node: Node) -> list[Value]:
     """RandomNormalLike-1/22: the input's shape, and its type unless `dtype` is given."""
     return _draw(node, gr.RandomNormalLikeOp, _normal(node, node.attr("dtype", None)))
 
 
-@register(CONVERTERS, "RandomUniformLike")
+@OPS.register("RandomUniformLike")
 def convert_random_uniform_like(node: Node) -> list[Value]:
     """RandomUniformLike-1/22: the input's shape, and its type unless `dtype` is given."""
     return _draw(node, gr.RandomUniformLikeOp, _uniform(node, node.attr("dtype", None)))
 
 
-@register(CONVERTERS, "Bernoulli")
+@OPS.register("Bernoulli")
 def convert_bernoulli(node: Node) -> list[Value]:
     """Bernoulli-15/22: 1 with the input's probability; the input's type unless `dtype`."""
     return _draw(node, gr.BernoulliOp, _props(node, node.attr("dtype", None)))
@@ -97,7 +88,7 @@ def convert_bernoulli(node: Node) -> list[Value]:
 ONNX_INT32 = 6  # TensorProto.INT32, Multinomial's default dtype
 
 
-@register(CONVERTERS, "Multinomial")
+@OPS.register("Multinomial")
 def convert_multinomial(node: Node) -> list[Value]:
     """Multinomial-7/22: `sample_size` (default 1) indices per row, `dtype` int32/int64."""
     props = _props(node, node.attr("dtype", ONNX_INT32))

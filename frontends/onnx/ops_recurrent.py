@@ -18,22 +18,10 @@ import numpy as np
 from xdsl.ir import Attribute
 
 from autofusion.dialects import graph
-from frontends.onnx.importer import (
-    Const,
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    probe_dims,
-    register,
-)
+from frontends.onnx.importer import Const, Node, OpConverters, Value, probe_dims
 from frontends.onnx.ops_control import stack, take
 
-CONVERTERS: dict[str, Converter] = {}
-
-VERSIONS: OpVersions = {"LSTM": (7, 14, 22), "GRU": (7, 14, 22), "RNN": (7, 14, 22)}
-REFUSED_VERSIONS: RefusedVersions = {}
+OPS = OpConverters(versions={"LSTM": (7, 14, 22), "GRU": (7, 14, 22), "RNN": (7, 14, 22)})
 
 # op type -> (gates in W's rows, in ONNX's order; default activations of one direction)
 LAYERS: dict[str, tuple[int, tuple[str, ...]]] = {
@@ -330,7 +318,7 @@ def _mask_step(lay: Layer, mask: np.ndarray, new: list[Value], old: list[Value])
     return [lay.add(lay.mul(live, n), lay.mul(dead, o)) for n, o in zip(new, old)]
 
 
-@register(CONVERTERS, *LAYERS)
+@OPS.register(*LAYERS)
 def convert_recurrent(node: Node) -> list[Value]:
     """LSTM / GRU / RNN (7, 14, 22): unrolled over the static sequence length.
 

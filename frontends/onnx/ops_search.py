@@ -7,36 +7,25 @@ Versions are cited as `Op-<since_version>`.
 from __future__ import annotations
 
 from autofusion.dialects import graph_math as gm
-from frontends.onnx.importer import (
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    register,
-)
+from frontends.onnx.importer import Node, OpConverters, Value
 from frontends.onnx.ops_legacy import along_axis
 
-CONVERTERS: dict[str, Converter] = {}
+OPS = OpConverters(
+    versions={
+        "ArgMax": (13,),
+        "ArgMin": (13,),
+        "CumProd": (26,),
+        "CumSum": (11, 14),
+        "Hardmax": (13,),
+        "TopK": (11, 24),
+    }
+)
 
-# The operator versions (reached from opset 13 on) each converter implements; a later
-# version only adds element types
-VERSIONS: OpVersions = {
-    "ArgMax": (13,),
-    "ArgMin": (13,),
-    "CumProd": (26,),
-    "CumSum": (11, 14),
-    "Hardmax": (13,),
-    "TopK": (11, 24),
-}
-
-# versions of these operators whose semantics afc does not implement: none
-REFUSED_VERSIONS: RefusedVersions = {}
 
 ARG: dict[str, type[gm.ArgReduceOp]] = {"ArgMax": gm.ArgMaxOp, "ArgMin": gm.ArgMinOp}
 
 
-@register(CONVERTERS, *ARG)
+@OPS.register(*ARG)
 def convert_arg(node: Node) -> list[Value]:
     """ArgMax-13 / ArgMin-13: the first (or, with select_last_index, last) extreme index."""
     props = {
@@ -47,7 +36,7 @@ def convert_arg(node: Node) -> list[Value]:
     return node.emit(ARG[node.op_type], [node.input(0)], props)
 
 
-@register(CONVERTERS, "Hardmax")
+@OPS.register("Hardmax")
 def convert_hardmax(node: Node) -> list[Value]:
     """Hardmax-13: one-hot of the first maximum along axis (default -1); -1 and -11 over
     a 2-D flattening."""
@@ -63,7 +52,7 @@ def _scalar_input(node: Node, i: int, what: str) -> int:
     return values[0]
 
 
-@register(CONVERTERS, "TopK")
+@OPS.register("TopK")
 def convert_top_k(node: Node) -> list[Value]:
     """TopK-10, -11 and -24 (bf16 added): K is a constant input (TopK-1: the k attribute);
     results are values, indices."""
@@ -79,7 +68,7 @@ def convert_top_k(node: Node) -> list[Value]:
 SCAN: dict[str, type[gm.ScanOp]] = {"CumSum": gm.CumSumOp, "CumProd": gm.CumProdOp}
 
 
-@register(CONVERTERS, *SCAN)
+@OPS.register(*SCAN)
 def convert_scan(node: Node) -> list[Value]:
     """CumSum-11 and -14 (f16/bf16 added) / CumProd-26: the axis is a constant input; exclusive and reverse."""
     props = {

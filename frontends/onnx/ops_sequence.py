@@ -21,38 +21,33 @@ from xdsl.ir import Attribute
 
 from autofusion import dtypes
 from autofusion.dialects import graph
-from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
-    Converter,
     Item,
     Node,
-    OpVersions,
-    RefusedVersions,
+    OpConverters,
     Seq,
     Value,
     element_type,
     item_kind,
     probe_dims,
-    register,
 )
 from frontends.onnx.ops_control import stack
 from frontends.onnx.ops_tensor import reshape_to
 
-CONVERTERS: dict[str, Converter] = {}
-
 # SplitToSequence-24 only adds element types
-VERSIONS: OpVersions = {
-    "SequenceEmpty": (11,),
-    "SequenceConstruct": (11,),
-    "SequenceAt": (11,),
-    "SequenceInsert": (11,),
-    "SequenceErase": (11,),
-    "SequenceLength": (11,),
-    "SplitToSequence": (11, 24),
-    "ConcatFromSequence": (11,),
-    "SequenceMap": (17,),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
+OPS = OpConverters(
+    versions={
+        "SequenceEmpty": (11,),
+        "SequenceConstruct": (11,),
+        "SequenceAt": (11,),
+        "SequenceInsert": (11,),
+        "SequenceErase": (11,),
+        "SequenceLength": (11,),
+        "SplitToSequence": (11, 24),
+        "ConcatFromSequence": (11,),
+        "SequenceMap": (17,),
+    }
+)
 
 
 def _sequence(node: Node, i: int) -> Seq:
@@ -82,13 +77,6 @@ def _position(node: Node, i: int, length: int, end: bool) -> int | None:
     return pos + length if pos < 0 else pos
 
 
-def _axis(node: Node, axis: int, rank: int) -> int:
-    try:
-        return si.normalize_axis(axis, rank)
-    except si.ShapeError as e:
-        raise node.error(str(e)) from e
-
-
 def _same_type(node: Node, seq_elt: Attribute, v: Value) -> None:
     if v.elt != seq_elt:
         raise node.error(
@@ -97,14 +85,14 @@ def _same_type(node: Node, seq_elt: Attribute, v: Value) -> None:
         )
 
 
-@register(CONVERTERS, "SequenceEmpty")
+@OPS.register("SequenceEmpty")
 def convert_sequence_empty(node: Node) -> list[Item]:
     """SequenceEmpty-11: an empty sequence of `dtype` tensors (float by default)."""
     dtype = int(node.attr("dtype", TensorProto.FLOAT))
     return [Seq((), element_type(dtype, f"node '{node.name}'"))]
 
 
-@register(CONVERTERS, "SequenceConstruct")
+@OPS.register("SequenceConstruct")
 def convert_sequence_construct(node: Node) -> list[Item]:
     """SequenceConstruct-11: the inputs (tensors of one element type) in order."""
     items = node.inputs()
@@ -113,7 +101,7 @@ def convert_sequence_construct(node: Node) -> list[Item]:
     return [Seq(tuple(items), items[0].elt)]
 
 
-@register(CONVERTERS, "SequenceAt")
+@OPS.register("SequenceAt")
 def convert_sequence_at(node: Node) -> list[Item]:
     """SequenceAt-11: the tensor at a constant position."""
     seq = _sequence(node, 0)
@@ -123,7 +111,7 @@ def convert_sequence_at(node: Node) -> list[Item]:
     return [seq.items[pos]]
 
 
-@register(CONVERTERS, "SequenceInsert")
+@OPS.register("SequenceInsert")
 def convert_sequence_insert(node: Node) -> list[Item]:
     """SequenceInsert-11: the tensor inserted at a constant position (appended without one)."""
     seq, tensor = _sequence(node, 0), node.input(1)
@@ -133,7 +121,7 @@ def convert_sequence_insert(node: Node) -> list[Item]:
     return [Seq((*seq.items[:at], tensor, *seq.items[at:]), seq.elt)]
 
 
-@register(CONVERTERS, "SequenceErase")
+@OPS.register("SequenceErase")
 def convert_sequence_erase(node: Node) -> list[Item]:
     """SequenceErase-11: the sequence without the tensor at a constant position (the last
     without one)."""
@@ -145,7 +133,7 @@ def convert_sequence_erase(node: Node) -> list[Item]:
     return [Seq((*seq.items[:at], *seq.items[at + 1 :]), seq.elt)]
 
 
-@register(CONVERTERS, "SequenceLength")
+@OPS.register("SequenceLength")
 def convert_sequence_length(node: Node) -> list[Item]:
     """SequenceLength-11: the number of tensors, a constant int64 scalar."""
     return [node.const(np.asarray(len(_sequence(node, 0).items), np.int64), i64)]
@@ -172,13 +160,13 @@ def _split_sizes(node: Node, dim: int, keepdims: int) -> tuple[list[int], bool]:
     return sizes, False
 
 
-@register(CONVERTERS, "SplitToSequence")
+@OPS.register("SplitToSequence")
 def convert_split_to_sequence(node: Node) -> list[Item]:
     """SplitToSequence-11/24: the parts of a split along `axis`, as a sequence; without a
     split input, every slice of size 1 (the axis dropped when keepdims=0)."""
     x = node.input(0)
     rank = len(x.shape)
-    axis = _axis(node, int(node.attr("axis", 0)), rank)
+    axis = node.axis(int(node.attr("axis", 0)), rank)
     keepdims = int(node.attr("keepdims", 1))
     a, b = probe_dims(x)
     if a[axis] != b[axis]:
@@ -193,7 +181,7 @@ def convert_split_to_sequence(node: Node) -> list[Item]:
     return [Seq(tuple(parts), x.elt)]
 
 
-@register(CONVERTERS, "ConcatFromSequence")
+@OPS.register("ConcatFromSequence")
 def convert_concat_from_sequence(node: Node) -> list[Item]:
     """ConcatFromSequence-11: the tensors concatenated along `axis`, or stacked along a new
     axis there when new_axis=1."""
@@ -204,7 +192,7 @@ def convert_concat_from_sequence(node: Node) -> list[Item]:
     axis = int(node.attr("axis"))
     if not seq.items:
         raise node.error("cannot concatenate an empty sequence")
-    axis = _axis(node, axis, len(seq.items[0].shape) + new_axis)
+    axis = node.axis(axis, len(seq.items[0].shape) + new_axis)
     if new_axis:
         return [stack(node, seq.items, axis)]
     if len(seq.items) == 1:
@@ -220,7 +208,7 @@ def _body_output_type(node: Node, out: onnx.ValueInfoProto) -> Attribute:
     return element_type(tt.elem_type, f"body output '{out.name}'")
 
 
-@register(CONVERTERS, "SequenceMap")
+@OPS.register("SequenceMap")
 def convert_sequence_map(node: Node) -> list[Item]:
     """SequenceMap-17: the body applied to each element (sequence inputs give their k-th
     tensor, tensor inputs themselves), unrolled; output j is the sequence of the bodies'

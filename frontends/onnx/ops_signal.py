@@ -12,25 +12,16 @@ import numpy as np
 
 from autofusion.dialects import graph_library
 from autofusion.dialects import shape_inference as si
-from frontends.onnx.importer import (
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    element_type,
-    register,
+from frontends.onnx.importer import Node, OpConverters, Value, element_type
+
+OPS = OpConverters(
+    versions={
+        "DFT": (17, 20),
+        "STFT": (17,),
+        "MelWeightMatrix": (17,),
+        "EyeLike": (9, 22),
+    }
 )
-
-CONVERTERS: dict[str, Converter] = {}
-
-VERSIONS: OpVersions = {
-    "DFT": (17, 20),
-    "STFT": (17,),
-    "MelWeightMatrix": (17,),
-    "EyeLike": (9, 22),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
 
 
 # --------------------------------------------------------------------------------------
@@ -47,7 +38,7 @@ def _scalar(node: Node, i: int, what: str) -> int | None:
     return values[0]
 
 
-@register(CONVERTERS, "DFT")
+@OPS.register("DFT")
 def convert_dft(node: Node) -> list[Value]:
     """DFT-17 (axis attribute, default 1) and DFT-20 (axis input, default -2) as graph.dft:
     forward, inverse, onesided (rfft) and onesided inverse (irfft), with dft_length."""
@@ -71,7 +62,7 @@ def convert_dft(node: Node) -> list[Value]:
     return node.emit(graph_library.DftOp, [x], props)
 
 
-@register(CONVERTERS, "STFT")
+@OPS.register("STFT")
 def convert_stft(node: Node) -> list[Value]:
     """STFT-17 as graph.stft; frame_step and frame_length must be constants (frame_length
     defaults to the window's length)."""
@@ -121,7 +112,7 @@ def mel_weight_matrix(bins: int, length: int, rate: int, low: float, high: float
     return out
 
 
-@register(CONVERTERS, "MelWeightMatrix")
+@OPS.register("MelWeightMatrix")
 def convert_mel_weight_matrix(node: Node) -> list[Value]:
     """MelWeightMatrix-17: a constant from constant inputs, of output_datatype (float)."""
     names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
@@ -139,7 +130,7 @@ def convert_mel_weight_matrix(node: Node) -> list[Value]:
     return [node.const(table, elt)]
 
 
-@register(CONVERTERS, "EyeLike")
+@OPS.register("EyeLike")
 def convert_eye_like(node: Node) -> list[Value]:
     """EyeLike-9/22: ones on diagonal k of the input's (static) 2-D shape, of dtype (by
     default the input's type)."""

@@ -25,60 +25,45 @@ from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from frontends.onnx.importer import (
     Const,
-    Converter,
     Item,
     Node,
-    OpVersions,
-    RefusedVersions,
+    OpConverters,
     Sym,
     Tensor,
     Value,
     element_type,
     probe_dims,
-    register,
 )
 
-CONVERTERS: dict[str, Converter] = {}
+OPS = OpConverters(
+    versions={
+        "Concat": (13,),
+        "Constant": (13, 19, 21, 23, 24, 25),
+        "ConstantOfShape": (9, 20, 21, 23, 24, 25),
+        "Dropout": (13, 22),
+        "Expand": (13,),
+        "Flatten": (13, 21, 23, 24, 25),
+        "Gather": (13,),
+        "GatherND": (13,),
+        "Identity": (13, 14, 16, 19, 21, 23, 24, 25),
+        "Pad": (13, 18, 19, 21, 23, 24, 25),
+        "Range": (11, 27),
+        "Reshape": (13, 14, 19, 21, 23, 24, 25),
+        "Shape": (13, 15, 19, 21, 23, 24, 25),
+        "Size": (13, 19, 21, 23, 24, 25),
+        "Slice": (13,),
+        "Split": (13, 18),
+        "Squeeze": (13, 21, 23, 24, 25),
+        "Tile": (13,),
+        "Transpose": (13, 21, 23, 24, 25),
+        "Trilu": (14,),
+        "Unsqueeze": (13, 21, 23, 24, 25),
+        "Where": (9, 16),
+    }
+)
 
-# The operator versions (since_version, reached from opset 13 on) each converter
-# implements. Unless its converter's docstring says otherwise, a later version only
-# adds element types, which `element_type` accepts or refuses by name.
-VERSIONS: OpVersions = {
-    "Concat": (13,),
-    "Constant": (13, 19, 21, 23, 24, 25),
-    "ConstantOfShape": (9, 20, 21, 23, 24, 25),
-    "Dropout": (13, 22),
-    "Expand": (13,),
-    "Flatten": (13, 21, 23, 24, 25),
-    "Gather": (13,),
-    "GatherND": (13,),
-    "Identity": (13, 14, 16, 19, 21, 23, 24, 25),
-    "Pad": (13, 18, 19, 21, 23, 24, 25),
-    "Range": (11, 27),
-    "Reshape": (13, 14, 19, 21, 23, 24, 25),
-    "Shape": (13, 15, 19, 21, 23, 24, 25),
-    "Size": (13, 19, 21, 23, 24, 25),
-    "Slice": (13,),
-    "Split": (13, 18),
-    "Squeeze": (13, 21, 23, 24, 25),
-    "Tile": (13,),
-    "Transpose": (13, 21, 23, 24, 25),
-    "Trilu": (14,),
-    "Unsqueeze": (13, 21, 23, 24, 25),
-    "Where": (9, 16),
-}
-
-# versions of these operators whose semantics afc does not implement: none so far
-REFUSED_VERSIONS: RefusedVersions = {}
 
 INT64_MAX = 2**63 - 1
-
-
-def _norm_axis(node: Node, axis: int, rank: int) -> int:
-    try:
-        return si.normalize_axis(axis, rank)
-    except si.ShapeError as e:
-        raise node.error(str(e)) from e
 
 
 # --------------------------------------------------------------------------------------
@@ -86,7 +71,7 @@ def _norm_axis(node: Node, axis: int, rank: int) -> int:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "Identity")
+@OPS.register("Identity")
 def convert_identity(node: Node) -> list[Item]:
     """Identity-13 to -25: the input itself, a tensor, or a sequence (Identity-14) or
     optional (Identity-16) resolved at compile time."""
@@ -96,7 +81,7 @@ def convert_identity(node: Node) -> list[Item]:
     return [v]
 
 
-@register(CONVERTERS, "Dropout")
+@OPS.register("Dropout")
 def convert_dropout(node: Node) -> list[Value]:
     """Dropout-13 in inference: the input itself, and an all-true mask when asked for.
     Dropout-7 and -10 give the ratio as an attribute; Dropout-7's mask has the input's type."""
@@ -133,7 +118,7 @@ def tensor_proto_const(node: Node, t: onnx.TensorProto) -> Const:
     return node.const(array, elt)
 
 
-@register(CONVERTERS, "Constant")
+@OPS.register("Constant")
 def convert_constant(node: Node) -> list[Value]:
     """Constant-13: value, value_float(s) or value_int(s); strings and sparse are unsupported."""
     given = [a.name for a in node.proto.attribute]
@@ -154,7 +139,7 @@ def convert_constant(node: Node) -> list[Value]:
     raise node.error(f"attribute '{key}' is not supported (only numeric tensors)")
 
 
-@register(CONVERTERS, "ConstantOfShape")
+@OPS.register("ConstantOfShape")
 def convert_constant_of_shape(node: Node) -> list[Value]:
     """ConstantOfShape-9: a tensor of the given shape filled with `value` (default 0.0f)."""
     shape = node.input(0)
@@ -180,7 +165,7 @@ RANGE_STASH: dict[int, type[np.floating]] = {
 }
 
 
-@register(CONVERTERS, "Range")
+@OPS.register("Range")
 def convert_range(node: Node) -> list[Value]:
     """Range-11/27: max(ceil((limit - start) / delta), 0) elements start, start + delta, ...
 
@@ -211,7 +196,7 @@ def convert_range(node: Node) -> list[Value]:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "Shape")
+@OPS.register("Shape")
 def convert_shape(node: Node) -> list[Value]:
     """Shape-15 (start/end select a range of dims; Shape-13 has neither)."""
     x = node.input(0)
@@ -237,7 +222,7 @@ def _sym_or_const(node: Node, a: np.ndarray, b: np.ndarray, elt: Attribute) -> V
     return Sym(a, b, elt)
 
 
-@register(CONVERTERS, "Size")
+@OPS.register("Size")
 def convert_size(node: Node) -> list[Value]:
     """Size-13: the number of elements, as an int64 scalar."""
     a, b = probe_dims(node.input(0))
@@ -279,7 +264,7 @@ def reshape_to(node: Node, x: Value, dims_a: Sequence[int], dims_b: Sequence[int
     return node.emit1(graph.ReshapeOp, [x], {"shape": spec})
 
 
-@register(CONVERTERS, "Reshape")
+@OPS.register("Reshape")
 def convert_reshape(node: Node) -> list[Value]:
     """Reshape-14: 0 copies a dim (allowzero=0) or is a zero dim (allowzero=1), -1 is
     inferred."""
@@ -310,7 +295,7 @@ def _reshape_to_empty(node: Node, x: Value, spec: Sequence[int]) -> Value:
     return node.const(np.zeros(spec), x.elt)
 
 
-@register(CONVERTERS, "Flatten")
+@OPS.register("Flatten")
 def convert_flatten(node: Node) -> list[Value]:
     """Flatten-13: [prod(d[:axis]), prod(d[axis:])]."""
     x = node.input(0)
@@ -325,7 +310,7 @@ def convert_flatten(node: Node) -> list[Value]:
     return [reshape_to(node, x, dims_a, dims_b)]
 
 
-@register(CONVERTERS, "Unsqueeze")
+@OPS.register("Unsqueeze")
 def convert_unsqueeze(node: Node) -> list[Value]:
     """Unsqueeze-13: axes (an input; an attribute before 13) of the output get size 1."""
     x = node.input(0)
@@ -333,7 +318,7 @@ def convert_unsqueeze(node: Node) -> list[Value]:
     if axes is None:
         raise node.error("axes (input #1) is required")
     out_rank = len(x.shape) + len(axes)
-    norm = sorted(_norm_axis(node, a, out_rank) for a in axes)
+    norm = sorted(node.axis(a, out_rank) for a in axes)
     if len(set(norm)) != len(norm):
         raise node.error(f"axes {axes} has duplicates")
     a, b = probe_dims(x)
@@ -344,7 +329,7 @@ def convert_unsqueeze(node: Node) -> list[Value]:
     return [reshape_to(node, x, dims_a, dims_b)]
 
 
-@register(CONVERTERS, "Squeeze")
+@OPS.register("Squeeze")
 def convert_squeeze(node: Node) -> list[Value]:
     """Squeeze-13: drop the given size-1 axes (an optional input, an attribute before 13;
     all size-1 dims if absent)."""
@@ -357,7 +342,7 @@ def convert_squeeze(node: Node) -> list[Value]:
             raise node.symbolic_error("which dims are 1")
         norm = [i for i, d in enumerate(a) if d == 1]
     else:
-        norm = [_norm_axis(node, ax, rank) for ax in axes]
+        norm = [node.axis(ax, rank) for ax in axes]
     for ax in norm:
         if a[ax] != 1 or b[ax] != 1:
             raise node.error(f"cannot squeeze dim {ax} of {si.fmt(x.shape)}: it is not 1")
@@ -366,7 +351,7 @@ def convert_squeeze(node: Node) -> list[Value]:
     return [reshape_to(node, x, dims_a, dims_b)]
 
 
-@register(CONVERTERS, "Transpose")
+@OPS.register("Transpose")
 def convert_transpose(node: Node) -> list[Value]:
     """Transpose-13: perm defaults to reversing the dims."""
     x = node.input(0)
@@ -374,19 +359,19 @@ def convert_transpose(node: Node) -> list[Value]:
     return node.emit(graph.TransposeOp, [x], {"perm": perm})
 
 
-@register(CONVERTERS, "Concat")
+@OPS.register("Concat")
 def convert_concat(node: Node) -> list[Value]:
     """Concat-13 along `axis`."""
     return node.emit(graph.ConcatOp, node.inputs(), {"axis": int(node.attr("axis"))})
 
 
-@register(CONVERTERS, "Split")
+@OPS.register("Split")
 def convert_split(node: Node) -> list[Value]:
     """Split-13 (sizes as an optional input; an attribute before 13) and Split-18 (or
     num_outputs, last part smaller)."""
     x = node.input(0)
     rank = len(x.shape)
-    axis = _norm_axis(node, int(node.attr("axis", 0)), rank)
+    axis = node.axis(int(node.attr("axis", 0)), rank)
     sizes = node.ints_input(1, "split") if node.version >= 13 else node.ints_attr("split")
     count = len(node.proto.output)
     num_outputs = node.attr("num_outputs", None) if node.version >= 18 else None
@@ -452,7 +437,7 @@ def _onnx_slice_bounds(size: int, start: int, end: int, step: int) -> tuple[int,
     return start, (-(size + 1) if end == -1 else end)
 
 
-@register(CONVERTERS, "Slice")
+@OPS.register("Slice")
 def convert_slice(node: Node) -> list[Value]:
     """Slice-13: starts, ends, optional axes and steps inputs."""
     x = node.input(0)
@@ -462,7 +447,7 @@ def convert_slice(node: Node) -> list[Value]:
         raise node.error(f"starts must be 1-D, got {si.fmt(starts_value.shape)}")
     n = starts_value.shape[0]
     axes = node.ints_input(3, "axes")
-    axes = list(range(n)) if axes is None else [_norm_axis(node, a, rank) for a in axes]
+    axes = list(range(n)) if axes is None else [node.axis(a, rank) for a in axes]
     steps = node.ints_input(4, "steps") or [1] * n
     starts = _slice_bound(node, 1, n, 0, x, axes, "starts")
     ends = _slice_bound(node, 2, n, INT64_MAX, x, axes, "ends")
@@ -477,7 +462,7 @@ def convert_slice(node: Node) -> list[Value]:
     return node.emit(graph.SliceOp, [x], props)
 
 
-@register(CONVERTERS, "Gather")
+@OPS.register("Gather")
 def convert_gather(node: Node) -> list[Value]:
     """Gather-13 along `axis`; negative indices count from the back."""
     data, indices = node.input(0), node.input(1)
@@ -485,7 +470,7 @@ def convert_gather(node: Node) -> list[Value]:
     return node.emit(graph.GatherOp, [data, indices], {"axis": axis})
 
 
-@register(CONVERTERS, "GatherND")
+@OPS.register("GatherND")
 def convert_gather_nd(node: Node) -> list[Value]:
     """GatherND-13 with constant indices: the first q dims of the data are flattened into
     one, and a graph.gather takes the flat indices. With batch_dims=b, each index is
@@ -519,7 +504,7 @@ def convert_gather_nd(node: Node) -> list[Value]:
     return node.emit(graph.GatherOp, [merged, flat_idx], {"axis": 0})
 
 
-@register(CONVERTERS, "Expand")
+@OPS.register("Expand")
 def convert_expand(node: Node) -> list[Value]:
     """Expand-13: broadcast to `shape` (numpy rules; a 1 keeps the input dim)."""
     x, target = node.input(0), node.input(1)
@@ -545,7 +530,7 @@ def convert_expand(node: Node) -> list[Value]:
     return node.emit(graph.ExpandOp, [x], {"shape": spec})
 
 
-@register(CONVERTERS, "Tile")
+@OPS.register("Tile")
 def convert_tile(node: Node) -> list[Value]:
     """Tile-13: [d0, d1, ...] repeated [r0, r1, ...] is reshape to [1, d0, 1, d1, ...],
     expand to [r0, d0, r1, d1, ...] and reshape to [r0 * d0, ...]."""
@@ -567,7 +552,7 @@ def convert_tile(node: Node) -> list[Value]:
     return [reshape_to(node, y, out_a, out_b)]
 
 
-@register(CONVERTERS, "Pad")
+@OPS.register("Pad")
 def convert_pad(node: Node) -> list[Value]:
     """Pad-13, Pad-18 (optional axes input), Pad-19 (adds mode wrap); Pad-2 and -11 too
     (see ops_legacy). Modes constant, reflect, edge and wrap, all graph.pad."""
@@ -588,7 +573,7 @@ def convert_pad(node: Node) -> list[Value]:
     fill = 0.0 if value is None or value.size == 0 else float(np.asarray(value).reshape(-1)[0])
     axes = node.ints_input(3, "axes") if node.version >= 18 else None
     if axes is not None:
-        norm = [_norm_axis(node, a, rank) for a in axes]
+        norm = [node.axis(a, rank) for a in axes]
         if len(pads) != 2 * len(norm):
             raise node.error(f"{len(pads)} pads for {len(norm)} axes")
         full = [0] * (2 * rank)
@@ -604,13 +589,13 @@ def convert_pad(node: Node) -> list[Value]:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "Where")
+@OPS.register("Where")
 def convert_where(node: Node) -> list[Value]:
     """Where-16: three-way broadcast select."""
     return node.emit(graph.WhereOp, [node.input(0), node.input(1), node.input(2)])
 
 
-@register(CONVERTERS, "Trilu")
+@OPS.register("Trilu")
 def convert_trilu(node: Node) -> list[Value]:
     """Trilu-14: keep the upper (or lower) triangle of the last two dims from diagonal k.
 

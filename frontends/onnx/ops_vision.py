@@ -15,38 +15,28 @@ import numpy as np
 
 from autofusion.dialects import graph_vision as gv
 from autofusion.dialects import shape_inference as si
-from frontends.onnx.importer import (
-    Converter,
-    Node,
-    OpVersions,
-    RefusedVersions,
-    Value,
-    register,
-)
+from frontends.onnx.importer import Node, OpConverters, Value
 from frontends.onnx.ops_math import (
     _window_pads,
 )
 
-CONVERTERS: dict[str, Converter] = {}
-
-# The operator versions (since_version, reached from opset 13 on) each converter
-# implements; a later version only adds element types unless the converter says otherwise.
-VERSIONS: OpVersions = {
-    "Resize": (13, 18, 19),
-    "Upsample": (10,),
-    "ConvTranspose": (11, 22),
-    "DepthToSpace": (13, 28),
-    "SpaceToDepth": (13, 28),
-    "LpPool": (11, 18, 22),
-    "GlobalLpPool": (2, 22),
-    "GridSample": (16, 20, 22),
-    "AffineGrid": (20,),
-    "MaxUnpool": (11, 22),
-    "Col2Im": (18,),
-    "DeformConv": (19, 22),
-    "RoiAlign": (10, 16, 22),
-}
-REFUSED_VERSIONS: RefusedVersions = {}
+OPS = OpConverters(
+    versions={
+        "Resize": (13, 18, 19),
+        "Upsample": (10,),
+        "ConvTranspose": (11, 22),
+        "DepthToSpace": (13, 28),
+        "SpaceToDepth": (13, 28),
+        "LpPool": (11, 18, 22),
+        "GlobalLpPool": (2, 22),
+        "GridSample": (16, 20, 22),
+        "AffineGrid": (20,),
+        "MaxUnpool": (11, 22),
+        "Col2Im": (18,),
+        "DeformConv": (19, 22),
+        "RoiAlign": (10, 16, 22),
+    }
+)
 
 DYN = si.DYN
 
@@ -100,7 +90,7 @@ def _resize_size_props(
     return {"sizes": out, "scales": gv.reals_attr(_full([scale] * len(axes), axes, [1.0] * rank))}
 
 
-@register(CONVERTERS, "Resize")
+@OPS.register("Resize")
 def convert_resize(node: Node) -> Sequence[Value | None]:
     """Resize-11/13/18/19: every mode, coordinate mode, nearest mode, axes and
     keep_aspect_ratio_policy; antialias for linear and cubic. scales, sizes and roi
@@ -163,7 +153,7 @@ def convert_resize(node: Node) -> Sequence[Value | None]:
     return node.emit(gv.ResizeOp, [x], props)
 
 
-@register(CONVERTERS, "Upsample")
+@OPS.register("Upsample")
 def convert_upsample(node: Node) -> list[Value]:
     """Upsample-7/9/10 (deprecated) and Resize-10: Resize with asymmetric coordinates; nearest takes the
     floor of the source coordinate, as ONNX Runtime does. Scales below 1 are refused
@@ -240,7 +230,7 @@ def _conv_transpose_pads(
     return begins + ends, out_pad
 
 
-@register(CONVERTERS, "ConvTranspose")
+@OPS.register("ConvTranspose")
 def convert_conv_transpose(node: Node) -> list[Value]:
     """ConvTranspose-11 in any spatial rank: strides, pads, output_padding, output_shape,
     dilations, group and auto_pad."""
@@ -274,7 +264,7 @@ def convert_conv_transpose(node: Node) -> list[Value]:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "DepthToSpace", "SpaceToDepth")
+@OPS.register("DepthToSpace", "SpaceToDepth")
 def convert_depth_space(node: Node) -> list[Value]:
     """DepthToSpace-13 (DCR/CRD) and SpaceToDepth-13 (DCR; CRD from version 28)."""
     has_mode = node.op_type == "DepthToSpace" or node.version >= 28
@@ -302,7 +292,7 @@ _LP_CEIL = (
 )
 
 
-@register(CONVERTERS, "LpPool")
+@OPS.register("LpPool")
 def convert_lp_pool(node: Node) -> list[Value]:
     """LpPool-11/18/22 in 1-D, 2-D and 3-D as graph.lp_pool (auto_pad resolved to pads);
     ceil_mode=1 is refused (`_LP_CEIL`)."""
@@ -329,7 +319,7 @@ def convert_lp_pool(node: Node) -> list[Value]:
     return node.emit(gv.LpPoolOp, [x], props)
 
 
-@register(CONVERTERS, "GlobalLpPool")
+@OPS.register("GlobalLpPool")
 def convert_global_lp_pool(node: Node) -> list[Value]:
     """GlobalLpPool-2/22 as graph.global_lp_pool."""
     return node.emit(gv.GlobalLpPoolOp, [node.input(0)], {"p": _p(node)})
@@ -343,7 +333,7 @@ def convert_global_lp_pool(node: Node) -> list[Value]:
 _GRID_MODES_16 = {"bilinear": "linear", "nearest": "nearest", "bicubic": "cubic"}
 
 
-@register(CONVERTERS, "GridSample")
+@OPS.register("GridSample")
 def convert_grid_sample(node: Node) -> list[Value]:
     """GridSample-16 (4-D, bilinear/bicubic) and -20/22 (N-D, linear/cubic)."""
     x = node.input(0)
@@ -361,7 +351,7 @@ def convert_grid_sample(node: Node) -> list[Value]:
     return node.emit(gv.GridSampleOp, [x, node.input(1)], props)
 
 
-@register(CONVERTERS, "AffineGrid")
+@OPS.register("AffineGrid")
 def convert_affine_grid(node: Node) -> list[Value]:
     """AffineGrid-20 (2-D and 3-D) as graph.affine_grid; size must be a constant."""
     size = node.ints_input(1, "size")
@@ -379,7 +369,7 @@ def convert_affine_grid(node: Node) -> list[Value]:
 # --------------------------------------------------------------------------------------
 
 
-@register(CONVERTERS, "MaxUnpool")
+@OPS.register("MaxUnpool")
 def convert_max_unpool(node: Node) -> list[Value]:
     """MaxUnpool-11: kernel_shape, strides, pads and the optional output_shape input
     (a constant)."""
@@ -397,7 +387,7 @@ def convert_max_unpool(node: Node) -> list[Value]:
     return node.emit(gv.MaxUnpoolOp, [x, node.input(1)], props)
 
 
-@register(CONVERTERS, "Col2Im")
+@OPS.register("Col2Im")
 def convert_col2im(node: Node) -> list[Value]:
     """Col2Im-18 as graph.col2im; image_shape and block_shape must be constants."""
     image = node.ints_input(1, "image_shape")
@@ -415,7 +405,7 @@ def convert_col2im(node: Node) -> list[Value]:
     return node.emit(gv.Col2ImOp, [node.input(0)], props)
 
 
-@register(CONVERTERS, "DeformConv")
+@OPS.register("DeformConv")
 def convert_deform_conv(node: Node) -> list[Value]:
     """DeformConv-19 in 2-D; an absent bias is zeros and an absent mask ones."""
     x, w, offset = node.input(0), node.input(1), node.input(2)
@@ -444,7 +434,7 @@ def convert_deform_conv(node: Node) -> list[Value]:
     return node.emit(gv.DeformConv2dOp, [x, w, offset, bias, mask], props)
 
 
-@register(CONVERTERS, "RoiAlign")
+@OPS.register("RoiAlign")
 def convert_roi_align(node: Node) -> list[Value]:
     """RoiAlign-10/16/22: avg and max modes, both coordinate transformation modes
     (RoiAlign-10 has none: its coordinates are output_half_pixel)."""

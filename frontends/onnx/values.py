@@ -12,50 +12,43 @@ from typing import cast
 
 import numpy as np
 from onnx import TensorProto
-from xdsl.dialects.builtin import (
-    TensorType,
-    bf16,
-    f16,
-    f32,
-    f64,
-    i1,
-    i8,
-    i16,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, SSAValue
 
 from autofusion import dtypes
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph
 
-# ONNX TensorProto element types the graph dialect has
+# ONNX TensorProto element type -> the name (in autofusion.dtypes) of the graph element type
+# it is; the storage-only types (autofusion/narrow_types.py) take casts and quantization only
+_TYPE_NAMES: dict[int, str] = {
+    TensorProto.FLOAT: "f32",
+    TensorProto.FLOAT16: "f16",
+    TensorProto.BFLOAT16: "bf16",
+    TensorProto.DOUBLE: "f64",
+    TensorProto.INT64: "i64",
+    TensorProto.INT32: "i32",
+    TensorProto.INT16: "i16",
+    TensorProto.INT8: "i8",
+    TensorProto.UINT64: "ui64",
+    TensorProto.UINT32: "ui32",
+    TensorProto.UINT16: "ui16",
+    TensorProto.UINT8: "ui8",
+    TensorProto.BOOL: "i1",
+    TensorProto.FLOAT8E4M3FN: "f8E4M3FN",
+    TensorProto.FLOAT8E4M3FNUZ: "f8E4M3FNUZ",
+    TensorProto.FLOAT8E5M2: "f8E5M2",
+    TensorProto.FLOAT8E5M2FNUZ: "f8E5M2FNUZ",
+    TensorProto.FLOAT8E8M0: "f8E8M0FNU",
+    TensorProto.FLOAT4E2M1: "f4E2M1FN",
+    TensorProto.INT4: "i4",
+    TensorProto.UINT4: "ui4",
+    TensorProto.INT2: "i2",
+    TensorProto.UINT2: "ui2",
+}
+# the ONNX TensorProto element types the graph dialect has
 ELEMENT_TYPES: dict[int, Attribute] = {
-    TensorProto.FLOAT: f32,
-    TensorProto.FLOAT16: f16,
-    TensorProto.BFLOAT16: bf16,
-    TensorProto.DOUBLE: f64,
-    TensorProto.INT64: i64,
-    TensorProto.INT32: i32,
-    TensorProto.INT16: i16,
-    TensorProto.INT8: i8,
-    TensorProto.UINT64: dtypes.ui64,
-    TensorProto.UINT32: dtypes.ui32,
-    TensorProto.UINT16: dtypes.ui16,
-    TensorProto.UINT8: dtypes.ui8,
-    TensorProto.BOOL: i1,
-    # storage-only types (autofusion/narrow_types.py): casts and quantization only
-    TensorProto.FLOAT8E4M3FN: dtypes.f8E4M3FN,
-    TensorProto.FLOAT8E4M3FNUZ: dtypes.f8E4M3FNUZ,
-    TensorProto.FLOAT8E5M2: dtypes.f8E5M2,
-    TensorProto.FLOAT8E5M2FNUZ: dtypes.f8E5M2FNUZ,
-    TensorProto.FLOAT8E8M0: dtypes.f8E8M0FNU,
-    TensorProto.FLOAT4E2M1: dtypes.f4E2M1FN,
-    TensorProto.INT4: dtypes.i4,
-    TensorProto.UINT4: dtypes.ui4,
-    TensorProto.INT2: dtypes.i2,
-    TensorProto.UINT2: dtypes.ui2,
+    code: dtypes.ELEMENT_TYPES[name] for code, name in _TYPE_NAMES.items()
 }
 
 

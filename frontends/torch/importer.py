@@ -19,20 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    NameLoc,
-    NoneAttr,
-    StringAttr,
-    TensorType,
-    bf16,
-    f16,
-    f32,
-    f64,
-    i1,
-    i8,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import NameLoc, NoneAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from autofusion import dtypes, resources
@@ -62,16 +49,20 @@ KEPT_OPS = (
     "replication_pad2d.default",
 )
 
+# torch dtype name -> the name (in autofusion.dtypes) of the graph element type it is
+_TYPE_NAMES: dict[str, str] = {
+    "float32": "f32",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "float64": "f64",
+    "int64": "i64",
+    "int32": "i32",
+    "int8": "i8",
+    "bool": "i1",
+}
 # Element types by torch dtype name.
 _ELEMENT_TYPES: dict[str, Attribute] = {
-    "float32": f32,
-    "float16": f16,
-    "bfloat16": bf16,
-    "float64": f64,
-    "int64": i64,
-    "int32": i32,
-    "int8": i8,
-    "bool": i1,
+    torch_name: dtypes.ELEMENT_TYPES[name] for torch_name, name in _TYPE_NAMES.items()
 }
 
 # Ops that create tensors from their arguments' metadata only: evaluated with torch.

@@ -55,3 +55,43 @@ func.func @multinomial_rank(%x: tensor<6xf32>) -> tensor<6x5xi32> {
   %0 = graph.multinomial %x {dtype = "i32", sample_size = 5 : i64} : tensor<6xf32> -> tensor<6x5xi32>
   func.return %0 : tensor<6x5xi32>
 }
+
+// -----
+
+func.func @integer_log_probabilities(%x: tensor<2x3xi32>) -> tensor<2x5xi32> {
+  // expected-error @+1 {{'graph.multinomial': input element type i32 is not one of f16, bf16, f32, f64}}
+  %0 = graph.multinomial %x {dtype = "i32", sample_size = 5 : i64} : tensor<2x3xi32> -> tensor<2x5xi32>
+  func.return %0 : tensor<2x5xi32>
+}
+
+// -----
+
+func.func @no_samples(%x: tensor<2x3xf32>) -> tensor<2x0xi32> {
+  // expected-error @+1 {{'graph.multinomial': sample_size 0 must be >= 1}}
+  %0 = graph.multinomial %x {dtype = "i32", sample_size = 0 : i64} : tensor<2x3xf32> -> tensor<2x0xi32>
+  func.return %0 : tensor<2x0xi32>
+}
+
+// -----
+
+func.func @multinomial_without_dtype(%x: tensor<2x3xf32>) -> tensor<2x5xi32> {
+  // expected-error @+1 {{'graph.multinomial': missing property 'dtype'}}
+  %0 = graph.multinomial %x {sample_size = 5 : i64} : tensor<2x3xf32> -> tensor<2x5xi32>
+  func.return %0 : tensor<2x5xi32>
+}
+
+// -----
+
+func.func @negative_shape() -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.random_normal': shape 4x-2 has a negative or unknown dimension}}
+  %0 = graph.random_normal {dtype = "f32", mean = 0.0, scale = 1.0, shape = [4, -2]} : tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @bernoulli_dtype(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.bernoulli': dtype 'f8E4M3FN' is not one of f16, bf16, f32, f64, i8, i16, i32, i64, ui8, ui16, ui32, ui64, i1}}
+  %0 = graph.bernoulli %x {dtype = "f8E4M3FN"} : tensor<4xf32> -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
