@@ -11,6 +11,7 @@ from autofusion.passes.rules.add_norm import FuseAddLayerNorm, FuseAddRmsNorm
 from autofusion.passes.rules.bias_add import FoldBiasAddIntoConv, FoldBiasAddIntoMatMul
 from autofusion.passes.rules.concat_split import SplitConvConcat, SplitMatMulConcat
 from autofusion.passes.rules.constant_folding import FoldConstants
+from autofusion.passes.rules.constant_fuse_same import FuseSameConstants
 from autofusion.passes.rules.conv_batchnorm import FoldBatchNormIntoConv
 from autofusion.passes.rules.ffn import FuseFfn
 from autofusion.passes.rules.ffn_norm import FoldRmsNormIntoFfn
@@ -38,6 +39,7 @@ GRAPH_FUSION_RULES: list[type[FusionRule]] = [
     # folding first: a constant or a shorter layout chain is what the recognisers expect
     FoldLayoutOfConstant,
     FoldConstants,
+    FuseSameConstants,
     CascadeTransposes,
     RemoveUnchangedTranspose,
     CascadeReshapes,
