@@ -5,19 +5,26 @@ different shapes."""
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from autofusion.fusion.partition import FusionPolicy, FusionResult, Partitioner
 from autofusion.hardware import get_chip
 from autofusion.interpreter import find_function
-from autofusion.lowering import row_kernel
-from autofusion.lowering.fitted_tiling import fits_remembered, fitted_tiling, group_shape
+from autofusion.lowering import cube_common, fitted_tiling, row_kernel
+from autofusion.lowering.fitted_tiling import group_shape
+from autofusion.lowering.template import GroupParts
 from autofusion.mlir_io import default_context, module_to_text, parse_module
-from autofusion.passes import ub_fusion
+from frontends.text import parse_text_model
 
 from differential import apply_pipeline
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import make_qwen2_5_7b
 
 CHIP = "Ascend910B1"
 
@@ -33,44 +40,72 @@ func.func @main(%x: tensor<2048x4096xf16>, %y: tensor<2048x4096x{t}>) -> (tensor
 TWO_SLICES = SLICES.format(t="f16", n=3584)
 
 
-def _shapes(text: str, last: int = 2) -> list[object]:
-    """The shapes of the one-op groups of the function's last `last` ops before its return."""
+def _parts(text: str) -> list[GroupParts]:
+    """The one-op groups of the function's ops but its return, as ub-fusion sees them."""
     module = parse_module(default_context(), text, "m.mlir")
     block = find_function(module).body.block
-    policy = FusionPolicy()
-    part = Partitioner(block, get_chip(CHIP), policy, FusionResult())
-    ops = list(block.ops)[-1 - last : -1]
-    return [group_shape(part.parts([op])) for op in ops]
+    part = Partitioner(block, get_chip(CHIP), FusionPolicy(), FusionResult())
+    return [part.parts([op]) for op in list(block.ops)[:-1]]
 
 
-def _ub_fusion(text: str, monkeypatch: pytest.MonkeyPatch, remember: bool) -> tuple[str, int]:
-    """ub-fusion's output and the number of rows kernels it built."""
+def _shapes(text: str) -> list[object]:
+    """The shapes of the function's last two ops before its return, each a group."""
+    return [group_shape(parts) for parts in _parts(text)[-2:]]
+
+
+def _fuse(
+    text: str, passes: str, monkeypatch: pytest.MonkeyPatch, remember: bool
+) -> tuple[str, int]:
+    """The module after `passes` and how many kernels settle and the rows template built
+    while planning (rows kernels, each try of a shrinking tile, and cube kernels)."""
     builds = 0
-    build = row_kernel.RowKernel.build
+    rows_build, cube_build = row_kernel.RowKernel.build, cube_common.CubeKernel.build
 
-    def counted(self: row_kernel.RowKernel) -> object:
-        nonlocal builds
-        builds += 1
-        return build(self)
+    def counted(build: Callable[[Any], object]) -> Callable[[Any], object]:
+        def count(self: Any) -> object:
+            nonlocal builds
+            builds += 1
+            return build(self)
+
+        return count
 
     with monkeypatch.context() as m:
-        m.setattr(row_kernel.RowKernel, "build", counted)
+        m.setattr(row_kernel.RowKernel, "build", counted(rows_build))
+        m.setattr(cube_common.CubeKernel, "build", counted(cube_build))
         if not remember:
-            m.setattr(ub_fusion, "fits_remembered", nullcontext)
+            m.setattr(fitted_tiling, "group_shape", lambda parts: None)
         module = parse_module(default_context(), text, "m.mlir")
-        apply_pipeline(module, f"set-target{{chip={CHIP}}},ub-fusion")
+        apply_pipeline(module, passes)
     return module_to_text(default_context(), module), builds
 
 
 def test_a_repeated_group_is_built_once_and_planned_as_if_built(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    remembered, fewer = _ub_fusion(TWO_SLICES, monkeypatch, remember=True)
-    built, every = _ub_fusion(TWO_SLICES, monkeypatch, remember=False)
+    ub = f"set-target{{chip={CHIP}}},ub-fusion"
+    remembered, fewer = _fuse(TWO_SLICES, ub, monkeypatch, remember=True)
+    built, every = _fuse(TWO_SLICES, ub, monkeypatch, remember=False)
     assert remembered == built
     assert remembered.count("tile_elems = 15616") == 2  # both shrunk from 22976
     # a build that does not fit, then one that does: twice per group without the memo
     assert (fewer, every) == (2, 4)
+
+
+def test_repeated_layers_are_planned_as_if_each_were_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two Qwen2.5-7B layers: their matmuls with a norm epilogue shrink the epilogue's
+    tile (and tn), which the second layer's takes from the first's build by at_tiling."""
+    module = parse_text_model(
+        default_context(), make_qwen2_5_7b.model_text(2), "qwen.afc", chip=CHIP
+    )
+    text = module_to_text(default_context(), module)
+    passes = "graph-fusion,split-fusion,ub-fusion"
+    remembered, fewer = _fuse(text, passes, monkeypatch, remember=True)
+    built, every = _fuse(text, passes, monkeypatch, remember=False)
+    assert remembered == built
+    assert "epilogue_tile_elems = 2816" in remembered  # shrunk from 3648 by settle
+    assert fewer < every
 
 
 def test_a_repeated_group_lowers_at_its_remembered_tiling() -> None:
@@ -81,12 +116,7 @@ def test_a_repeated_group_lowers_at_its_remembered_tiling() -> None:
 
 
 def test_fits_are_remembered_only_inside_the_block() -> None:
-    (shape, _) = _shapes(TWO_SLICES)
-    assert shape is not None
-    module = parse_module(default_context(), TWO_SLICES, "m.mlir")
-    block = find_function(module).body.block
-    part = Partitioner(block, get_chip(CHIP), FusionPolicy(), FusionResult())
-    parts = part.parts([next(iter(block.ops))])
+    parts = _parts(TWO_SLICES)[0]
     calls: list[int] = []
 
     def fit() -> dict[str, int]:
@@ -95,17 +125,16 @@ def test_fits_are_remembered_only_inside_the_block() -> None:
 
     chip = get_chip(CHIP)
     for _ in range(2):
-        assert fitted_tiling("rows", parts, chip, {"tile": 16}, fit) == {"tile": 8}
+        assert fitted_tiling.fitted_tiling("rows", parts, chip, {"tile": 16}, fit) == {"tile": 8}
     assert len(calls) == 2  # no memo outside fits_remembered
-    with fits_remembered():
-        fitted_tiling("rows", parts, chip, {"tile": 16}, fit)
-        fitted_tiling("rows", parts, chip, {"tile": 16}, fit)
-        fitted_tiling("rows", parts, chip, {"tile": 8}, fit)  # built at 8, it fits as is
-        assert len(calls) == 3
-        fitted_tiling("matmul", parts, chip, {"tile": 16}, fit)  # another template
-        fitted_tiling("rows", parts, get_chip("Ascend310P3"), {"tile": 16}, fit)
-        assert len(calls) == 5
-    fitted_tiling("rows", parts, chip, {"tile": 16}, fit)
+    with fitted_tiling.fits_remembered():
+        for template, tiling in (("rows", 16), ("rows", 16), ("rows", 8)):
+            fitted_tiling.fitted_tiling(template, parts, chip, {"tile": tiling}, fit)
+        assert len(calls) == 3  # built at 16, fitted at 8: it fits at 8 as is
+        fitted_tiling.fitted_tiling("matmul", parts, chip, {"tile": 16}, fit)
+        fitted_tiling.fitted_tiling("rows", parts, get_chip("Ascend310P3"), {"tile": 16}, fit)
+        assert len(calls) == 5  # another template, another chip
+    fitted_tiling.fitted_tiling("rows", parts, chip, {"tile": 16}, fit)
     assert len(calls) == 6
 
 
