@@ -167,9 +167,21 @@ func.func @main(%x: tensor<8x64xf32>, %y: tensor<8x64xf32>) -> (tensor<512xf32>,
 """
 
 
+# the same relu of an argument and of another kernel's result: both read a GM tensor
+PRODUCERS = """
+func.func @main(%x: tensor<8x64xf32>, %y: tensor<8x64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>) {
+  %e = graph.exp %y : tensor<8x64xf32>
+  %a = graph.relu %x : tensor<8x64xf32>
+  %b = graph.relu %e : tensor<8x64xf32>
+  func.return %a, %b : tensor<8x64xf32>, tensor<8x64xf32>
+}
+"""
+
+
 @pytest.mark.parametrize(
     ("text", "same"),
     [
+        (PRODUCERS, True),
         (SPLATS.replace("%SECOND", "%two"), True),
         (SPLATS.replace("%SECOND", "%three"), False),  # a splat's value is read into code
         (VIEWS, False),  # views of one tensor, or of two

@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from xdsl.ir import Block, Operation, OpResult, SSAValue
+from xdsl.ir import Operation, OpResult, SSAValue
 
 from autofusion.dialects import graph
 from autofusion.dialects.group_plan import TilingValue
@@ -80,11 +80,11 @@ def group_shape(parts: GroupParts) -> Hashable | None:
     """The group up to renaming: its ops (names, properties, result types), how they are
     wired to each other, to the inputs and to the outputs, and what each input is: its
     type, a splat constant's value, the views it reads through and the value they start
-    from (two inputs that are views of one tensor say so). Discardable attributes
-    (provenance: onnx.origin) are left out, as no template reads them. None when a part
-    has no hashable form (then nothing is remembered)."""
+    from (two inputs that are views of one tensor say so). What no template reads is
+    left out, so that a model's repeated groups are one shape: discardable attributes
+    (provenance: onnx.origin), the op that made an input in GM, who reads an output. None
+    when a part has no hashable form (then nothing is remembered)."""
     shape = _Shape()
-    inside = set(parts.ops)
     for j, op in enumerate(parts.ops):  # first: a view outside may read one of them
         for r, result in enumerate(op.results):
             shape.numbers[result] = len(shape.numbers)
@@ -101,9 +101,8 @@ def group_shape(parts: GroupParts) -> Hashable | None:
                 tuple(shape.number(v) for v in op.operands),
             )
         )
-    for v in parts.outputs:
-        outside_uses = sum(1 for u in v.uses if u.operation not in inside)
-        shape.items.append(("output", shape.number(v), outside_uses))
+    for v in parts.outputs:  # read outside: how often, or by what, no template asks
+        shape.items.append(("output", shape.number(v)))
     key = tuple(shape.items)
     try:
         hash(key)
@@ -127,16 +126,16 @@ class _Shape:
         return n
 
     def _origin(self, v: SSAValue) -> Hashable:
-        """What a value from outside the group is: an argument, a constant (its splat
-        value), a view of another value (described in turn), or some op's result."""
+        """What a value from outside the group is to its kernel: a splat constant (a
+        scalar in its code), a view or subview (read through: where its rows are, from
+        the value it views, described in turn), or else a tensor in GM, whatever made
+        it (an argument, another kernel's result)."""
         owner = v.owner
-        if isinstance(owner, Block):
-            return ("argument",)
-        assert isinstance(owner, Operation) and isinstance(v, OpResult)
-        index = v.index
         if isinstance(owner, graph.ConstantOp):
             return ("constant", splat_value(v))
-        if reads_through(owner):
+        if isinstance(owner, Operation) and reads_through(owner):
+            assert isinstance(v, OpResult)
             operands = tuple(self.number(o) for o in owner.operands)
-            return ("view", owner.name, tuple(sorted(owner.properties.items())), operands, index)
-        return ("result", owner.name, index)
+            props = tuple(sorted(owner.properties.items()))
+            return ("view", owner.name, props, operands, v.index)
+        return ("tensor",)
