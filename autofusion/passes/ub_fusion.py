@@ -168,7 +168,7 @@ class UbFusionPass(ReadsTarget, FusionPolicyOptions, ModulePass):
         policy = self.fusion_policy()
         chip = resolve_target(module, self.name)  # after the options: one line on bad input
         result = FusionResult()
-        with fits_remembered():  # a function's repeated groups are built once
+        with fits_remembered():  # the module's repeated groups are built once
             for f in [op for op in module.ops if isinstance(op, func.FuncOp)]:
                 if f.body.blocks:
                     self._group(f.body.block, chip, Partitioner(f.body.block, chip, policy, result))
