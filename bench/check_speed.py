@@ -133,15 +133,23 @@ MODELS: dict[str, tuple[Callable[[], object], tuple[int, ...]]] = {
 
 def model_path(name: str) -> Path:
     """The cached ONNX export of reproducer `name`, built when missing."""
+    build, shape = MODELS[name]
+    return cached_export("afc-check-bench", name, build, shape)
+
+
+def cached_export(
+    cache: str, name: str, build: Callable[[], object], shape: tuple[int, ...]
+) -> Path:
+    """The ONNX export (torch's default exporter) of the module `build()` makes, on one
+    random input of `shape`, cached under .cache/CACHE/ by torch version."""
     import torch
 
     version = torch.__version__.split("+")[0]
-    directory = ROOT / ".cache" / "afc-check-bench" / f"torch-{version}"
+    directory = ROOT / ".cache" / cache / f"torch-{version}"
     path = directory / f"{name}.onnx"
     if path.exists():
         return path
     directory.mkdir(parents=True, exist_ok=True)
-    build, shape = MODELS[name]
     model = build()
     assert isinstance(model, torch.nn.Module)
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))

@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import check_speed
+import convnext_compile
 import hfusion_partition
 import import_models
 import llm_decode
@@ -23,6 +24,7 @@ def main() -> None:
     llm_decode.main()
     model_suite.main()
     check_speed.main()
+    convnext_compile.main()
     hfusion_partition.main()
 
 

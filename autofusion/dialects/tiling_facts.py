@@ -89,7 +89,10 @@ class Divisibility:
                 for op in self.module.ops
                 if isinstance(op, KernelOpBase) and self._only in (None, op)
             }
-            for launch in self.module.walk():
+            # launches are host ops: the kernels' bodies (most of a module's ops) hold none,
+            # and the verifier asks once per kernel, so walking them made it quadratic
+            host = (op for op in self.module.ops if not isinstance(op, KernelOpBase))
+            for launch in (o for top in host for o in top.walk()):
                 if not isinstance(launch, LaunchOp):
                     continue
                 kernel = kernels.get(launch.kernel.root_reference.data)

@@ -23,6 +23,7 @@ from autofusion.dialects.group_plan import TilingValue
 from autofusion.dialects.op_facts import vector_weight
 from autofusion.dialects.shape_inference import DYN
 from autofusion.hardware import ChipSpec
+from autofusion.lowering.fitted_tiling import fitted_tiling
 from autofusion.lowering.index_expr import IntOps, IrOps
 from autofusion.lowering.kernel_builder import KernelBuilder, tiling_function
 from autofusion.lowering.recorded_tiling import take_row_tile
@@ -57,14 +58,22 @@ class RowsTemplate(KernelTemplate[RowPlan]):
         # tiles of whole static rows: the per-value budget does not count the ops'
         # working buffers, so build the kernel once to be sure one row fits, and plan
         # the tile it is built with (what settle would record)
-        try:
-            _emit_fitting(plan, "plan", chip)
-        except UserError:
+        row_plan = plan
+
+        def fit() -> dict[str, TilingValue] | None:
+            try:
+                _emit_fitting(row_plan, "plan", chip)
+            except UserError:
+                return None
+            return self.tiling(row_plan)
+
+        fitted = fitted_tiling(self.name, parts, chip, self.tiling(plan), fit)
+        if fitted is None:
             return Refusal(
                 f"a reduced row of {si.num_elements(plan.inner)} elements does not fit "
                 f"the {chip.name} UB with the kernel's working buffers"
             )
-        return plan
+        return take_row_tile(plan, fitted, TILE) or plan
 
     def at_tiling(
         self, parts: GroupParts, tiling: Mapping[str, TilingValue], chip: ChipSpec

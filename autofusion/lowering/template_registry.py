@@ -9,7 +9,6 @@ the report do.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from xdsl.dialects.builtin import StringAttr
@@ -17,7 +16,7 @@ from xdsl.ir import Attribute
 
 from autofusion.diagnostics import UserError
 from autofusion.dialects import graph
-from autofusion.dialects.group_plan import tiling_attribute, tiling_values
+from autofusion.dialects.group_plan import TilingValue, tiling_attribute, tiling_values
 from autofusion.dialects.target import TargetAttr
 from autofusion.fusion.cost import Refusal
 from autofusion.hardware import ChipSpec
@@ -25,6 +24,7 @@ from autofusion.lowering.attention_kernel import AttentionTemplate
 from autofusion.lowering.conv_kernel import ConvTemplate
 from autofusion.lowering.decode_attention_kernel import DecodeAttentionTemplate
 from autofusion.lowering.ffn_kernel import FfnTemplate
+from autofusion.lowering.fitted_tiling import fitted_tiling
 from autofusion.lowering.matmul_kernel import MatmulTemplate
 from autofusion.lowering.rows_template import RowsTemplate
 from autofusion.lowering.template import GroupParts, KernelTemplate, Plan, group_parts
@@ -64,15 +64,27 @@ def plan_group(
     return first or Refusal("no kernel template")
 
 
-def settle(template: KernelTemplate[Any], plan: Plan, chip: ChipSpec) -> Plan:
+def settle(template: KernelTemplate[Any], plan: Plan, chip: ChipSpec, parts: GroupParts) -> Plan:
     """The plan at the tiling its kernel is built with. A template sizes its vector
     buffers from a per-value budget and, as it emits the kernel, shrinks the tiles until
     the emitted buffers (a few working ones more) fit UB; building the kernel once when
     the plan is written records that tiling, so lower-to-buffer carries it out as is. A
-    kernel that fits no tile is left to lower-to-buffer, which names it in its error."""
-    with contextlib.suppress(UserError):  # lower-to-buffer names the kernel and the group
-        template.lower(plan, "settle", chip)
-    return plan
+    group of a shape built before (fitted_tiling.py) takes the tiling that build fitted:
+    the plan at it is `at_tiling`'s, as lower-to-buffer's is. A kernel that fits no tile
+    is left to lower-to-buffer, which names it in its error."""
+
+    def fit() -> dict[str, TilingValue] | None:
+        try:
+            template.lower(plan, "settle", chip)
+        except UserError:  # lower-to-buffer names the kernel and the group
+            return None
+        return template.tiling(plan)
+
+    fitted = fitted_tiling(template.name, parts, chip, template.tiling(plan), fit)
+    if fitted is None or fitted == template.tiling(plan):
+        return plan  # built here, or built before at this tiling and fitted as is
+    settled = template.at_tiling(parts, fitted, chip)
+    return plan if isinstance(settled, Refusal) else settled
 
 
 def plan_properties(

@@ -55,6 +55,7 @@ class SplitFusionPass(ReadsTarget, FusionPolicyOptions, ModulePass):
 
     def run(self, module: ModuleOp) -> FusionStatistics:
         """Apply the pass and return its statistics (for drivers that embed it)."""
+        from autofusion.lowering.fitted_tiling import fits_remembered
         from autofusion.passes.rules.split_cost import CostSettings, SplitFusionRule
 
         if self.max_duplicates < 2:
@@ -75,7 +76,8 @@ class SplitFusionPass(ReadsTarget, FusionPolicyOptions, ModulePass):
             walker = PatternRewriteWalker(
                 GreedyRewritePatternApplier(patterns), apply_recursively=True
             )
-            walker.rewrite_module(module)
+            with fits_remembered():  # the cost gate plans like neighbourhoods again and again
+                walker.rewrite_module(module)
         # every enabled rule appears in the statistics, matched or not
         for rule in rules:
             statistics.rule(rule.kind, rule.rule_name, rule.pattern)

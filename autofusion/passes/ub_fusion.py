@@ -30,6 +30,7 @@ from autofusion.fusion.edge_views import mark_edge_views
 from autofusion.fusion.legality import AUTOMATIC_UB_FUSION, UB_FUSION_RULES
 from autofusion.fusion.partition import FusionResult, Group, Partitioner, is_streamed
 from autofusion.hardware import ChipSpec
+from autofusion.lowering.fitted_tiling import fits_remembered
 from autofusion.lowering.template import KernelTemplate, Plan
 from autofusion.lowering.template_registry import plan_properties, settle
 from autofusion.passes.fusion_policy_options import FusionPolicyOptions
@@ -169,20 +170,23 @@ class UbFusionPass(ReadsTarget, FusionPolicyOptions, ModulePass):
         policy = self.fusion_policy()
         chip = resolve_target(module, self.name)  # after the options: one line on bad input
         result = FusionResult()
-        for f in [op for op in module.ops if isinstance(op, func.FuncOp)]:
-            if not f.body.blocks:
-                continue
-            block = f.body.block
-            part = Partitioner(block, chip, policy, result)
-            part.run()
-            alive = part.kernels()
-            for g in alive:  # the plan at the tiling its kernel is built with
-                g.plan = settle(cast(KernelTemplate, g.template), cast(Plan, g.plan), chip)
-                g.time_us = part.time(cast(KernelTemplate, g.template), g.plan)
-            result.groups.extend(alive)
-            outline(block, alive, chip)
+        with fits_remembered():  # the module's repeated groups are built once
+            for f in [op for op in module.ops if isinstance(op, func.FuncOp)]:
+                if f.body.blocks:
+                    self._group(f.body.block, chip, Partitioner(f.body.block, chip, policy, result))
         self._statistics(result)
         return result
+
+    def _group(self, block: Block, chip: ChipSpec, part: Partitioner) -> None:
+        """Group `block`'s ops into kernels, each at the plan its kernel is built with."""
+        part.run()
+        alive = part.kernels()
+        for g in alive:
+            template = cast(KernelTemplate, g.template)
+            g.plan = settle(template, cast(Plan, g.plan), chip, part.parts(g.ops))
+            g.time_us = part.time(template, g.plan)
+        part.result.groups.extend(alive)
+        outline(block, alive, chip)
 
     def _statistics(self, result: FusionResult) -> None:
         stats = result.statistics
