@@ -183,7 +183,9 @@ class UbFusionPass(ReadsTarget, FusionPolicyOptions, ModulePass):
         alive = part.kernels()
         for g in alive:
             template = cast(KernelTemplate, g.template)
-            g.plan = settle(template, cast(Plan, g.plan), chip, part.parts(g.ops))
+            # the group as planned: its edge views come back out before lowering
+            planned = [op for op in g.ops if op not in g.edge_views]
+            g.plan = settle(template, cast(Plan, g.plan), chip, part.parts(planned))
             g.time_us = part.time(template, g.plan)
         part.result.groups.extend(alive)
         outline(block, alive, chip)
