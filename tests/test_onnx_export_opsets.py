@@ -120,3 +120,31 @@ def test_an_attribute_no_opset_has_is_refused() -> None:
     with pytest.raises(export_attributes.AttributeOpsetError) as info:
         export_attributes.at_opset("Relu", onnx.defs.get_schema("Relu", 17, ""), 17, {"alpha": 1.0})
     assert str(info.value) == "ONNX Relu-14 (opset 17) has no attribute alpha"
+
+
+# (op, opset, attributes given, attributes written or the refusal's text)
+AT_OPSET = [
+    ("SpaceToDepth", 27, {"blocksize": 2, "mode": "DCR"}, {"blocksize": 2}),
+    ("SpaceToDepth", 28, {"blocksize": 2, "mode": "CRD"}, {"blocksize": 2, "mode": "CRD"}),
+    ("SpaceToDepth", 27, {"blocksize": 2, "mode": "CRD"}, "mode='CRD' needs opset 28, not 27"),
+    ("Cast", 23, {"to": 1, "round_mode": "up"}, {"to": 1}),
+    ("Cast", 23, {"to": 1, "round_mode": "nearest"}, "round_mode='nearest' needs opset 24"),
+    ("ArgMax", 11, {"axis": 0, "select_last_index": 1}, "select_last_index=1 needs opset 12"),
+    ("Resize", 17, {"mode": "linear", "antialias": 1}, "antialias=1 needs opset 18, not 17"),
+    ("RoiAlign", 15, {"coordinate_transformation_mode": "output_half_pixel"}, {}),
+    ("RoiAlign", 15, {"coordinate_transformation_mode": "half_pixel"}, "needs opset 16"),
+    ("ScatterND", 17, {"reduction": "min"}, "ScatterND attribute reduction='min' needs opset 18"),
+]
+
+
+@pytest.mark.parametrize(("op_type", "opset", "given", "expected"), AT_OPSET)
+def test_attributes_at_an_opset(
+    op_type: str, opset: int, given: dict[str, object], expected: dict[str, object] | str
+) -> None:
+    schema = onnx.defs.get_schema(op_type, opset, "")
+    if isinstance(expected, dict):
+        assert export_attributes.at_opset(op_type, schema, opset, given) == expected
+        return
+    with pytest.raises(export_attributes.AttributeOpsetError) as info:
+        export_attributes.at_opset(op_type, schema, opset, given)
+    assert expected in str(info.value) and str(info.value).startswith(op_type)
