@@ -23,7 +23,7 @@ ort = pytest.importorskip("onnxruntime")
 from xdsl.dialects.builtin import ModuleOp, TensorType  # noqa: E402
 from xdsl.ir import Operation  # noqa: E402
 
-from autofusion import dtypes  # noqa: E402
+from autofusion import dtypes, narrow_types  # noqa: E402
 from autofusion.diagnostics import UserError  # noqa: E402
 from autofusion.dialects import graph  # noqa: E402
 from autofusion.dialects.graph_fused import FFN_GATED  # noqa: E402
@@ -31,6 +31,7 @@ from autofusion.interpreter import find_function, random_inputs, run_function  #
 from autofusion.mlir_io import default_context, parse_module  # noqa: E402
 from frontends.onnx import export_ops, export_table  # noqa: E402
 from frontends.onnx.export import OnnxTarget, export_module, serialize  # noqa: E402
+from frontends.onnx.values import ELEMENT_TYPES  # noqa: E402
 
 TensorProto = onnx.TensorProto
 
@@ -63,7 +64,7 @@ def run_ort(
 ) -> dict[str, np.ndarray]:
     """Run `model` on ONNX Runtime's CPU provider with no graph optimizations.
 
-    bf16 values travel as their raw bits (numpy has no bf16).
+    bf16 values travel as their raw bits (numpy has no bf16), float8 ones as their codes.
     """
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -75,6 +76,8 @@ def run_ort(
         elem = vi.type.tensor_type.elem_type
         if elem == TensorProto.BFLOAT16:
             arr = dtypes.f32_to_bf16_bits(arr)
+        elif _float8(elem):
+            arr = narrow_types.codes_of(arr, _float8(elem))
         binding.bind_ortvalue_input(
             vi.name,
             ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.ascontiguousarray(arr), elem),
@@ -82,11 +85,12 @@ def run_ort(
     buffers = {}
     for vi in model.graph.output:
         elem = vi.type.tensor_type.elem_type
-        dtype = (
-            np.uint16
-            if elem == TensorProto.BFLOAT16
-            else onnx.helper.tensor_dtype_to_np_dtype(elem)
-        )
+        if elem == TensorProto.BFLOAT16:
+            dtype = np.dtype(np.uint16)
+        elif _float8(elem):
+            dtype = np.dtype(np.uint8)
+        else:
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(elem)
         buffers[vi.name] = np.zeros(shapes[vi.name], dtype)
         binding.bind_ortvalue_output(
             vi.name, ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buffers[vi.name], elem)
@@ -95,10 +99,20 @@ def run_ort(
     out = {}
     for vi in model.graph.output:
         arr = buffers[vi.name]
-        if vi.type.tensor_type.elem_type == TensorProto.BFLOAT16:
+        elem = vi.type.tensor_type.elem_type
+        if elem == TensorProto.BFLOAT16:
             arr = dtypes.bf16_bits_to_f32(arr)
+        elif _float8(elem):
+            arr = narrow_types.decode(arr, _float8(elem))
         out[vi.name] = arr
     return out
+
+
+def _float8(elem: int) -> str:
+    """The afc name of a one-byte float8 ONNX type (held as float32 values), else ''."""
+    t = ELEMENT_TYPES.get(elem)
+    name = dtypes.type_name(t) if t is not None and dtypes.is_narrow(t) else ""
+    return name if name and narrow_types.BITS[name] == 8 else ""
 
 
 def compare(

@@ -52,8 +52,7 @@ def emit_arg(op_type: str) -> Emit:
     def emit(e: Emitter) -> None:
         p = e.props
         attrs = {"axis": p.integer("axis"), "keepdims": int(p.flag("keepdims"))}
-        if p.flag("select_last_index"):
-            _require(e, op_type, 12, " with select_last_index")
+        if p.flag("select_last_index"):  # from opset 12 (export_attributes)
             attrs["select_last_index"] = 1
         e.nodes(op_type, e.inputs, e.outputs, **attrs)
 

@@ -45,6 +45,7 @@ from autofusion.dialects import graph
 from autofusion.dialects import graph_indexing as gi
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import Props
+from frontends.onnx import export_attributes
 
 DOMAIN = "ai.afc"
 """The domain of afc's model-local functions."""
@@ -244,6 +245,12 @@ class Body:
                     [self.elem(i) if i else None for i in inputs],
                     [self.elem(o) for o in outputs],
                 )
+            try:
+                attrs = export_attributes.at_opset(
+                    op_type, _schema(op_type, self.opset), self.opset, attrs
+                )
+            except export_attributes.AttributeOpsetError as e:
+                raise NotExportable(str(e)) from e
         else:
             self.calls_functions = True
         unique = self.node_names.fresh(name) if name else None
@@ -553,13 +560,12 @@ def emit_clip(e: Emitter) -> None:
 
 def emit_cast(e: Emitter) -> None:
     # Cast-13; float -> int truncates in ONNX Runtime. saturate (Cast-19) and round_mode
-    # (Cast-24) when the graph.cast has them (float8 and E8M0 targets)
+    # (Cast-24) when the graph.cast has them (float8 and E8M0 targets); at older opsets
+    # export_attributes leaves out their defaults and refuses other values
     attrs: dict[str, object] = {}
     if e.props.has("saturate"):
         attrs["saturate"] = int(e.props.flag("saturate"))
     if e.props.has("round_mode"):
-        if e.opset < 24:
-            raise NotExportable(f"Cast's round_mode needs opset 24, not {e.opset}")
         attrs["round_mode"] = e.props.text("round_mode")
     e.nodes("Cast", e.inputs, e.outputs, to=e.out_elem(), **attrs)
 
@@ -1263,18 +1269,11 @@ def with_props(op_type: str, *names: str) -> Standard:
 
 
 def emit_scatter(op_type: str) -> Standard:
-    """ScatterElements/ScatterND: the reduction attribute from version 16 (add, mul) and
-    18 (max, min); 'none' is every version's default."""
-    inner = with_props(op_type, "axis", "reduction")
-
-    def emit(e: Emitter) -> None:
-        reduction = e.props.text("reduction")
-        need = 18 if reduction in ("max", "min") else 16
-        if reduction != "none" and e.opset < need:
-            raise NotExportable(f"{op_type} reduction {reduction!r} needs opset {need}")
-        inner.emit(e)
-
-    return Standard(emit, f"{op_type} (reduction from opset 16)")
+    """ScatterElements/ScatterND: axis and reduction, which opsets before 16 lack (as
+    'none', every version's behaviour, it is then left out: export_attributes.py)."""
+    return Standard(
+        with_props(op_type, "axis", "reduction").emit, f"{op_type} (reduction from opset 16)"
+    )
 
 
 def emit_one_hot(e: Emitter) -> None:

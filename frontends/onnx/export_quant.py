@@ -18,20 +18,18 @@ if TYPE_CHECKING:
 
 
 def _linear(op_type: str) -> Emit:
-    """QuantizeLinear/DequantizeLinear: axis, saturate when given, and block_size (from
-    opset 21) when blocked."""
+    """QuantizeLinear/DequantizeLinear: axis for a per-axis or blocked scale (ONNX ignores
+    it for a scalar one), saturate when given, block_size when blocked. Attributes an
+    older opset lacks are refused by export_attributes (axis: per-axis needs opset 13)."""
 
     def emit(e: Emitter) -> None:
-        from frontends.onnx.export_ops import NotExportable
-
-        block = e.props.integer("block_size")
-        attrs = {"axis": e.props.integer("axis")}
+        attrs: dict[str, int] = {}
+        if e.in_type(1).get_shape():
+            attrs["axis"] = e.props.integer("axis")
         if e.props.has("saturate"):  # a float8 QuantizeLinear's (opset 19 on)
             attrs["saturate"] = int(e.props.flag("saturate"))
-        if block:
-            if e.opset < 21:
-                raise NotExportable(f"blocked {op_type} needs opset 21, not {e.opset}")
-            attrs["block_size"] = block
+        if e.props.integer("block_size"):
+            attrs["block_size"] = e.props.integer("block_size")
         e.nodes(op_type, e.inputs, e.outputs, **attrs)
 
     return emit

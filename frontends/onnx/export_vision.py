@@ -76,9 +76,7 @@ def resize(e: Emitter) -> None:
         "exclude_outside": int(p.flag("exclude_outside")),
         "extrapolation_value": p.real("extrapolation_value"),
     }
-    if p.flag("antialias"):
-        if e.opset < 18:
-            raise NotExportable(f"Resize antialias needs opset 18, not {e.opset}")
+    if p.flag("antialias"):  # from opset 18 (export_attributes)
         attrs["antialias"] = 1
     if coord == "half_pixel_symmetric" and e.opset < 19:
         raise NotExportable(f"Resize half_pixel_symmetric needs opset 19, not {e.opset}")
@@ -118,15 +116,10 @@ def depth_to_space(e: Emitter) -> None:
 
 
 def space_to_depth(e: Emitter) -> None:
-    # SpaceToDepth-13 is DCR; SpaceToDepth-28 adds mode
-    from frontends.onnx.export_ops import NotExportable
-
+    # SpaceToDepth-13 is DCR; SpaceToDepth-28 adds mode (left out before as DCR, refused
+    # as CRD: export_attributes)
     p = e.props
-    attrs: dict[str, Any] = {"blocksize": p.integer("blocksize")}
-    if e.opset >= 28:
-        attrs["mode"] = p.text("mode")
-    elif p.text("mode") != "DCR":
-        raise NotExportable(f"SpaceToDepth mode CRD needs opset 28, not {e.opset}")
+    attrs = {"blocksize": p.integer("blocksize"), "mode": p.text("mode")}
     e.nodes("SpaceToDepth", e.inputs, e.outputs, **attrs)
 
 
