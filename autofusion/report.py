@@ -42,7 +42,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, SSAVal
 from autofusion.diagnostics import UserError
 from autofusion.dialects import buffer, graph
 from autofusion.dialects.graph_base import FusionKind, fusion_kind
-from autofusion.dialects.group_plan import PLAN_ATTR, tiling_values
+from autofusion.dialects.group_plan import EDGE_VIEW_ATTR, PLAN_ATTR, tiling_values
 from autofusion.dialects.op_facts import OperandRole, OpFacts, reads_through
 from autofusion.fusion.cost import is_view, kernel_time, lower_bound_bytes, op_cost, value_bytes
 from autofusion.hardware import ChipSpec
@@ -631,6 +631,8 @@ def build_report(module: ModuleOp, chip: ChipSpec, dynamic_size: int = 128) -> F
             elif isinstance(op, graph.FusionGroupOp):
                 report.kernels.append(group_entry(op, f"kernel{counter}", chip, dynamic_size))
                 counter += 1
+                # its edge views (fusion/edge_views.py) are views of its buffers, no kernel's
+                report.view_ops += sum(EDGE_VIEW_ATTR in inner.attributes for inner in op.block.ops)
                 for inner in op.block.ops:
                     if isinstance(inner, graph.ConstantOp) and _is_weight(inner):
                         bound_values.append(inner.result)

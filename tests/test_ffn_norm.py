@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from test_ffn_kernel import (
     SPLIT,
+    TOLERANCE,
     T,
-    assert_close,
     small_tiles,  # noqa: F401 (a fixture)
     the_kernel,
 )
@@ -33,7 +33,7 @@ from autofusion.lowering.template import GroupParts, group_parts
 from autofusion.mlir_io import default_context, module_to_text, parse_module
 from autofusion.passes.fusion_rule import Refusal
 
-from differential import apply_pipeline
+from differential import apply_pipeline, assert_close
 
 
 def _dense(values: np.ndarray) -> str:
@@ -91,7 +91,7 @@ def test_graph_rewrite_keeps_the_numbers(elt: str) -> None:
     assert "norm_epsilon = 1.000000e-06" in ir
     assert "graph.rms_norm" not in ir and ir.count("graph.ffn") == 1
     inputs = feeds(45, 40, elt)
-    assert_close(run_function(module, inputs), run_function(parse(text), inputs), elt)
+    assert_close(run_function(module, inputs), run_function(parse(text), inputs), *TOLERANCE[elt])
 
 
 @pytest.mark.parametrize("elt", ["f32", "f16"])
@@ -106,7 +106,7 @@ def test_one_kernel_gives_the_fused_graphs_numbers(elt: str) -> None:
     assert kernel.template.data == "ffn" and "ws_rstd" in ir
     assert ir.count("buffer.sync_all") == 2  # the statistics share the first SyncAll
     inputs = feeds(45, 40, elt)
-    assert_close(run_function(lowered, inputs), run_function(module, inputs), elt)
+    assert_close(run_function(lowered, inputs), run_function(module, inputs), *TOLERANCE[elt])
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="the emulation needs g++")
@@ -117,7 +117,9 @@ def test_emulated_kernel_gives_the_fused_graphs_numbers() -> None:
     module = fused(layer("f16"))
     lowered = apply_pipeline(module.clone(), "ub-fusion,lower-to-buffer")
     inputs = feeds(45, 40, "f16")
-    assert_close(run_function_emulated(lowered, inputs), run_function(module, inputs), "f16")
+    assert_close(
+        run_function_emulated(lowered, inputs), run_function(module, inputs), *TOLERANCE["f16"]
+    )
 
 
 def _plan(module: ModuleOp) -> FfnPlan | Refusal:
@@ -170,7 +172,7 @@ def test_interpreter_scales_the_rounded_projections_before_b1() -> None:
 
     gate, up = r(r(x @ wg) * rstd + bg), r(r(x @ wu) * rstd + bu)
     g = r(gate / (1 + np.exp(-gate)) * up)
-    assert_close({"y": next(iter(got.values()))}, {"y": r(g @ wd)}, "f16")
+    assert_close({"y": next(iter(got.values()))}, {"y": r(g @ wd)}, *TOLERANCE["f16"])
 
 
 def test_kernel_refuses_a_norm_before_bias1() -> None:
