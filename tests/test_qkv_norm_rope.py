@@ -17,6 +17,7 @@ import shutil
 import numpy as np
 import pytest
 from test_norm_prologue import _dense, compare
+from test_rope_epilogue_qkv import rope_tail
 
 from autofusion import dtypes
 from autofusion.codegen.emulate import run_function_emulated
@@ -50,7 +51,7 @@ def norm_qkv_rope(s: int, k: int, heads: tuple[int, int], d: int) -> str:
     g = rng.uniform(0.5, 1.5, k)
     w = rng.standard_normal((k, n)) / np.sqrt(k)
     b = rng.standard_normal(n) * 0.1
-    x, y, tab, tab4 = T((1, s, k)), T((1, s, n)), T((s, d)), T((1, s, 1, d))
+    x, y, tab = T((1, s, k)), T((1, s, n)), T((s, d))
     q4, k4 = T((1, s, hq, d)), T((1, s, hkv, d))
 
     def cut(name: str, start: int, stop: int) -> str:
@@ -72,12 +73,7 @@ func.func @main(%h: {x}, %cos: {tab}, %sin: {tab}) -> ({q4}, {k4}, {k4}) {{
   %p = graph.matmul %xn, %w : ({x}, {T((k, n))}) -> {y}
   %y = graph.add %p, %b : ({y}, {T((n,))}) -> {y}
 {cut("q", 0, qn)}{cut("k", qn, qn + kn)}{cut("v", qn + kn, n)}\
-  %c4 = graph.reshape %cos {{shape = [1, {s}, 1, {d}]}} : {tab} -> {tab4}
-  %s4 = graph.reshape %sin {{shape = [1, {s}, 1, {d}]}} : {tab} -> {tab4}
-  %qr = graph.rope %q4, %c4, %s4 {{interleaved = false}} : ({q4}, {tab4}, {tab4}) -> {q4}
-  %kr = graph.rope %k4, %c4, %s4 {{interleaved = false}} : ({k4}, {tab4}, {tab4}) -> {k4}
-  func.return %qr, %kr, %v4 : {q4}, {k4}, {k4}
-}}"""
+{rope_tail(s, d, q4, k4, "f16")}"""
 
 
 def feeds(s: int, k: int, d: int) -> dict[str, np.ndarray]:

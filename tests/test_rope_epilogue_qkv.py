@@ -36,7 +36,7 @@ def merged_qkv(
     n = (hq + 2 * hkv) * d
     b, s = rows
     x, w, y = T((b, s, k), elt), T((k, n), elt), T((b, s, n), elt)
-    tab, tab4 = T((s, d), elt), T((1, s, 1, d), elt)
+    tab = T((s, d), elt)
     qs, ks = T((b, s, hq * d), elt), T((b, s, hkv * d), elt)
     q4, k4 = T((b, s, hq, d), elt), T((b, s, hkv, d), elt)
     fold = bias is True
@@ -66,7 +66,14 @@ func.func @main(%x: {x}, %w: {w}{bias_arg}, %cos: {tab}, %sin: {tab}) -> ({q4}, 
   %q4 = graph.reshape %q {{shape = [0, 0, {hq}, {d}]}} : {qs} -> {q4}
   %k4 = graph.reshape %k {{shape = [0, 0, {hkv}, {d}]}} : {ks} -> {k4}
   %v4 = graph.reshape %v {{shape = [0, 0, {hkv}, {d}]}} : {ks} -> {k4}
-  %c4 = graph.reshape %cos {{shape = [1, {s}, 1, {d}]}} : {tab} -> {tab4}
+{rope_tail(s, d, q4, k4, elt)}"""
+
+
+def rope_tail(s: int, d: int, q4: str, k4: str, elt: str) -> str:
+    """The function's end after %q4, %k4 and %v4 (its q, k and v heads, of types q4, k4
+    and k4): the [s, d] tables' head reshapes, q and k roped, q, k and v returned."""
+    tab, tab4 = T((s, d), elt), T((1, s, 1, d), elt)
+    return f"""  %c4 = graph.reshape %cos {{shape = [1, {s}, 1, {d}]}} : {tab} -> {tab4}
   %s4 = graph.reshape %sin {{shape = [1, {s}, 1, {d}]}} : {tab} -> {tab4}
   %qr = graph.rope %q4, %c4, %s4 {{interleaved = false}} : ({q4}, {tab4}, {tab4}) -> {q4}
   %kr = graph.rope %k4, %c4, %s4 {{interleaved = false}} : ({k4}, {tab4}, {tab4}) -> {k4}
