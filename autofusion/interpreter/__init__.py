@@ -11,7 +11,7 @@ from typing import cast
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
 from xdsl.interpreter import Interpreter, InterpreterFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import Attribute
@@ -21,6 +21,9 @@ from autofusion.diagnostics import UserError
 from autofusion.dialects import shape_inference as si
 
 NAME_ATTR = "graph.name"
+# the arg attribute naming an input's symbolic dims (the frontends' `B`, `S`, ONNX's
+# dim_params; "" for a static or unnamed dim): a name is one size wherever it appears
+DIMS_ATTR = "graph.dims"
 # random_inputs' integers: [low, high)
 DEFAULT_INTEGER_RANGE = (0, 8)
 
@@ -59,6 +62,34 @@ def _names(attrs: Attribute | None, count: int, prefix: str) -> list[str]:
 
 def argument_names(f: func.FuncOp) -> list[str]:
     return _names(f.arg_attrs, len(f.function_type.inputs), "arg")
+
+
+def name_attr(name: str, dims: Sequence[str] = ()) -> DictionaryAttr:
+    """An argument's or result's attributes: its name and, when it has named symbolic
+    dims, their names (DIMS_ATTR)."""
+    entries: dict[str, Attribute] = {NAME_ATTR: StringAttr(name)}
+    if any(dims):
+        entries[DIMS_ATTR] = ArrayAttr([StringAttr(d) for d in dims])
+    return DictionaryAttr(entries)
+
+
+def argument_dims(f: func.FuncOp) -> list[tuple[str, ...]]:
+    """Each argument's dim names (DIMS_ATTR; "" for a dim without one)."""
+    ranks = [len(cast(TensorType, t).get_shape()) for t in f.function_type.inputs.data]
+    out = [("",) * r for r in ranks]
+    for i, d in enumerate(getattr(f.arg_attrs, "data", ())):
+        dims = d.data.get(DIMS_ATTR)
+        if isinstance(dims, ArrayAttr) and len(dims.data) == ranks[i]:
+            out[i] = tuple(cast(StringAttr, n).data for n in dims.data)
+    return out
+
+
+def symbol_sizes(f: func.FuncOp, first: int) -> dict[str, int]:
+    """A distinct size for each named symbolic dim of `f`'s arguments, in order of first
+    appearance from `first` up: a kernel that swaps two dynamic dims (batch for
+    sequence) then computes other numbers than the graph."""
+    names = dict.fromkeys(n for dims in argument_dims(f) for n in dims if n)
+    return {n: first + i for i, n in enumerate(names)}
 
 
 def result_names(f: func.FuncOp) -> list[str]:
@@ -148,17 +179,22 @@ def random_inputs(
     seed: int,
     dynamic_size: int = 4,
     integer_ranges: Mapping[str, tuple[int, int]] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Random inputs for `f` (dynamic dims get `dynamic_size`), deterministic per seed.
+    """Random inputs for `f` (a dynamic dim gets its symbol's size in `sizes`, else
+    `dynamic_size`), deterministic per seed.
 
     Floats are standard normal; an integer input is in its [low, high) of
     `integer_ranges`, else in DEFAULT_INTEGER_RANGE so they are valid small indices.
     """
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {}
-    for name, t in zip(argument_names(f), f.function_type.inputs.data):
+    for name, t, dims in zip(argument_names(f), f.function_type.inputs.data, argument_dims(f)):
         tt = cast(TensorType, t)
-        shape = tuple(dynamic_size if d == si.DYN else d for d in tt.get_shape())
+        shape = tuple(
+            (sizes or {}).get(n, dynamic_size) if d == si.DYN else d
+            for d, n in zip(tt.get_shape(), dims)
+        )
         elt = tt.element_type
         value: np.ndarray
         if dtypes.is_float(elt):

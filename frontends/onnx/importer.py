@@ -59,7 +59,7 @@ from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
 from autofusion.dialects.graph import GraphOp, Props
 from autofusion.dialects.shape_inference import ShapeError
-from autofusion.interpreter import NAME_ATTR
+from autofusion.interpreter import NAME_ATTR, name_attr
 from autofusion.interpreter.folding import evaluate
 from frontends.onnx import origin
 from frontends.onnx.schemas import operator_schema
@@ -418,6 +418,7 @@ class Importer:
         self.initializers: dict[str, onnx.TensorProto] = {}
         self.block = Block()
         self.symbols: dict[str, int] = {}
+        self._arg_dims: dict[str, tuple[str, ...]] = {}  # each input's dim_params
         self._since: dict[tuple[str, int], int] = {}
         self._table: Mapping[str, Converter] = {}
         self._versions: OpVersions = {}
@@ -479,7 +480,7 @@ class Importer:
             "main",
             (arg_types, res_types),
             Region(self.block),
-            arg_attrs=ArrayAttr([_name_attr(n) for n in arg_names]),
+            arg_attrs=ArrayAttr([name_attr(n, self._arg_dims.get(n, ())) for n in arg_names]),
             res_attrs=ArrayAttr([_name_attr(o.name) for o in g.output]),
         )
         module = ModuleOp([fn])
@@ -559,6 +560,7 @@ class Importer:
         dims_a: list[int] = []
         dims_b: list[int] = []
         shape: list[int] = []
+        names = [""] * len(declared)
         for k, d in enumerate(declared):
             if isinstance(d, int):
                 dims_a.append(d)
@@ -567,10 +569,12 @@ class Importer:
                 continue
             # a named dim is one symbol wherever it appears; an unnamed one is its own
             key = d if d else f"{name}#{k}"
+            names[k] = d or ""
             index = self.symbols.setdefault(key, len(self.symbols))
             dims_a.append(_PROBE_A(index))
             dims_b.append(_PROBE_B(index))
             shape.append(DYN)
+        self._arg_dims[name] = tuple(names)
         return tuple(dims_a), tuple(dims_b), tuple(shape)
 
     def _convert(self, proto: onnx.NodeProto, index: int) -> None:

@@ -55,6 +55,7 @@ from autofusion import dtypes, resources
 from autofusion.diagnostics import SourceLocation, UserError
 from autofusion.dialects import graph
 from autofusion.dialects import shape_inference as si
+from autofusion.interpreter import name_attr
 from frontends.text.weights import WeightFileError, WeightFiles, fmt_shape
 
 # dtype names of the language; f64 exists in the dialect only for imported constants
@@ -289,6 +290,7 @@ class ModelBuilder:
         self.block = Block()
         self.env: dict[str, _Binding] = {}
         self.arg_names: list[str] = []
+        self.arg_dims: list[tuple[str, ...]] = []  # each input's symbolic dim names
         self.outputs: list[tuple[str, SSAValue]] = []
         self.output_style: str | None = None  # "output" or "return"
         self.returned = False
@@ -355,6 +357,8 @@ class ModelBuilder:
         arg = self.block.insert_arg(t, len(self.block.args))
         self.define(name, arg)
         self.arg_names.append(str(name))
+        dims = [cast(Token, c) for c in type_tree.children[1:]]
+        self.arg_dims.append(tuple(str(d) if d.type == "NAME" else "" for d in dims))
 
     def stmt_weight_decl(self, stmt: Tree) -> None:
         name, type_tree = cast(Token, stmt.children[0]), cast(Tree, stmt.children[1])
@@ -467,7 +471,7 @@ class ModelBuilder:
             "main",
             ([a.type for a in self.block.args], [v.type for v in values]),
             Region(self.block),
-            arg_attrs=_names_attr(self.arg_names),
+            arg_attrs=_names_attr(self.arg_names, self.arg_dims),
             res_attrs=_names_attr([n for n, _ in self.outputs]),
         )
         module = ModuleOp([function])
@@ -882,8 +886,13 @@ class _Name:
     text: str
 
 
-def _names_attr(names: list[str]) -> ArrayAttr[DictionaryAttr]:
-    return ArrayAttr([DictionaryAttr({NAME_ATTR: StringAttr(n)}) for n in names])
+def _names_attr(
+    names: list[str], dims: list[tuple[str, ...]] | None = None
+) -> ArrayAttr[DictionaryAttr]:
+    """Each value's name and, where it has symbolic dims, their names (graph.dims)."""
+    return ArrayAttr(
+        [name_attr(n, d) for n, d in zip(names, dims or [()] * len(names), strict=True)]
+    )
 
 
 def _verify_message(e: BaseException) -> str:

@@ -95,7 +95,7 @@ save(
 )
 
 # Symbolic dims: shape arithmetic on them becomes reshape's 0 (copy) and -1 (infer).
-# DYN-LABEL: func.func @main(%x: tensor<?x?x6xf32> {graph.name = "x"})
+# DYN-LABEL: func.func @main(%x: tensor<?x?x6xf32> {graph.name = "x", graph.dims = ["batch", "seq", ""]})
 # DYN:         graph.reshape %x {shape = [0, 0, 2, 3]} : tensor<?x?x6xf32> -> tensor<?x?x2x3xf32>
 # DYN:         graph.reshape %{{.*}} {{{.*}}shape = [0, -1]} : tensor<?x?x2x3xf32> -> tensor<?x?xf32>
 # STATIC-LABEL: func.func @main(%x: tensor<2x3x6xf32> {graph.name = "x"})

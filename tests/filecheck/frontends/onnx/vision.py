@@ -35,7 +35,7 @@ def init(name, array):
 
 
 # A symbolic batch stays `?`; the scales become the op's property, the axes left alone 1.
-# RESIZE:      func.func @main(%x: tensor<?x3x4x6xf32> {graph.name = "x"}) -> (tensor<?x3x8x9xf32> {graph.name = "y"})
+# RESIZE:      func.func @main(%x: tensor<?x3x4x6xf32> {graph.name = "x", graph.dims = ["N", "", "", ""]}) -> (tensor<?x3x8x9xf32> {graph.name = "y"})
 # RESIZE-NEXT:   %0 = graph.resize %x {antialias = false, coordinate_transformation_mode = "half_pixel", cubic_coeff_a = -7.500000e-01, exclude_outside = false, extrapolation_value = 0.000000e+00, mode = "linear", nearest_mode = "round_prefer_floor", scales = array<f64: 1.000000e+00, 1.000000e+00, 2.000000e+00, 1.500000e+00>} : tensor<?x3x4x6xf32> -> tensor<?x3x8x9xf32>
 save(
     "resize",
