@@ -319,7 +319,7 @@ def test_features_build_the_expected_ops() -> None:
         "tensor<3x4xf32>",
     ]
     text = module_to_text(default_context(), module)
-    assert '{graph.name = "x"}' in text and '{graph.name = "out"}' in text
+    assert '{graph.name = "x", graph.dims = ["B", ""]}' in text and '{graph.name = "out"}' in text
     assert "dense<[[1.000000e+00, 2.000000e+00], [3.500000e+00, -4.000000e-01]]>" in text
     assert "dense<-6.550400e+04> : tensor<f16>" in text
     assert "dense<[true, false]> : tensor<2xi1>" in text
