@@ -107,7 +107,7 @@ from autofusion.dialects.graph_random import RANDOM_OPS
 from autofusion.dialects.graph_vision import VISION_OPS
 
 # the names below are re-exported: `autofusion.dialects.graph` is the dialect's public API
-from autofusion.dialects.group_plan import PLAN_PROPERTIES, verify_plan
+from autofusion.dialects.group_plan import PLAN_PROPERTIES, verify_edge_views, verify_plan
 from autofusion.dialects.op_facts import (
     CONV_ROLES,
     SOFTMAX_WEIGHT,
@@ -1239,6 +1239,7 @@ class FusionGroupOp(IRDLOperation):
                 + ", ".join(str(r.type) for r in self.outputs)
                 + ")"
             )
+        verify_edge_views(block)
         verify_plan(self, self.target, self.footprint)
 
     def print(self, printer: Printer) -> None:

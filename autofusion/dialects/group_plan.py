@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i1, i64
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from autofusion.dialects.target import TARGET_KEY, TargetAttr
@@ -92,4 +92,39 @@ def verify_plan(op: Operation, target: TargetAttr | None, footprint: DictionaryA
             raise VerifyException(
                 f"'graph.fusion_group' plan needs {used} bytes of {space.upper()} but "
                 f"{spec.name} has {capacity}"
+            )
+
+
+def edge_chains(body: Block) -> tuple[list[Operation], list[Operation]]:
+    """A fusion group body's marked edge views (EDGE_VIEW_ATTR): the head chains (each
+    reads a block argument or the head before it), in op order, and the tail chains
+    (each the only reader of its source, its result yielded or read by the tail after
+    it), nearest the yield first. A marked op in neither is not an edge view."""
+    marked = [op for op in body.ops if EDGE_VIEW_ATTR in op.attributes]
+    heads: list[Operation] = []
+    starts: set[SSAValue] = set(body.args)
+    for op in marked:
+        if len(op.operands) == 1 and len(op.results) == 1 and op.operands[0] in starts:
+            heads.append(op)
+            starts.add(op.results[0])
+    tails: list[Operation] = []
+    last = body.last_op
+    ends: set[SSAValue] = set(last.operands) if last is not None else set()
+    for op in reversed(marked):
+        if op in heads or len(op.operands) != 1 or len(op.results) != 1:
+            continue
+        if op.results[0] in ends and op.results[0].has_one_use():
+            tails.append(op)
+            ends.add(op.operands[0])
+    return heads, tails
+
+
+def verify_edge_views(body: Block) -> None:
+    """Every op marked as an edge view is a one-operand view at the group's edge."""
+    heads, tails = edge_chains(body)
+    for op in body.ops:
+        if EDGE_VIEW_ATTR in op.attributes and op not in heads and op not in tails:
+            raise VerifyException(
+                f"'{op.name}' is marked {EDGE_VIEW_ATTR} but is not at the group's edge "
+                "(reading a group input, or read only by the yield or another edge view)"
             )

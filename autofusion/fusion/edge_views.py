@@ -23,7 +23,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from autofusion.dialects import graph
-from autofusion.dialects.group_plan import EDGE_VIEW_ATTR
+from autofusion.dialects.group_plan import EDGE_VIEW_ATTR, edge_chains
 
 
 class EdgeGroup(Protocol):
@@ -83,23 +83,19 @@ def mark_edge_views(views: tuple[Operation, ...]) -> None:
         view.attributes[EDGE_VIEW_ATTR] = UnitAttr()
 
 
-def _is_edge(op: Operation) -> bool:
-    return EDGE_VIEW_ATTR in op.attributes
-
-
 def peel_edge_views(group: graph.FusionGroupOp) -> graph.FusionGroupOp:
     """The group with its marked edge views moved out (a head view before it, on the
     group's input; a tail view after it, on the group's output): the group as ub-fusion
     planned it. The group itself when it has none."""
     body = group.block
-    if not any(_is_edge(op) for op in body.ops):
+    head_views, tail_views = edge_chains(body)
+    if not head_views and not tail_views:
         return group
     inputs = dict(zip(body.args, group.inputs))
     heads: list[Operation] = []
-    for op in list(body.ops):  # in order: a chain's next view then reads a new argument
-        arg = op.operands[0] if op.operands else None
-        if not (_is_edge(op) and isinstance(arg, BlockArgument) and arg in inputs):
-            continue
+    for op in head_views:  # in order: a chain's next view then reads a new argument
+        arg = op.operands[0]
+        assert isinstance(arg, BlockArgument)
         outer = _unmarked(op)
         outer.operands[0] = inputs[arg]
         heads.append(outer)
@@ -115,16 +111,13 @@ def peel_edge_views(group: graph.FusionGroupOp) -> graph.FusionGroupOp:
     yield_op = group.yield_op
     tails: list[list[Operation]] = [[] for _ in yield_op.operands]
     for i in range(len(tails)):
-        while True:  # from the yield back: each view its source's only reader
-            v = yield_op.operands[i]
-            view = v.owner
-            if not (isinstance(view, Operation) and view.parent is body and _is_edge(view)):
-                break
-            if not v.has_one_use():
-                break
+        view = yield_op.operands[i].owner
+        while view in tail_views:  # from the yield back along the tail chain
+            assert isinstance(view, Operation)
             tails[i].append(_unmarked(view))
             yield_op.operands[i] = view.operands[0]
             body.erase_op(view)
+            view = yield_op.operands[i].owner
     return _rebuilt(group, [inputs[a] for a in body.args], heads, tails)
 
 

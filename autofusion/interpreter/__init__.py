@@ -79,7 +79,12 @@ def argument_dims(f: func.FuncOp) -> list[tuple[str, ...]]:
     out = [("",) * r for r in ranks]
     for i, d in enumerate(getattr(f.arg_attrs, "data", ())):
         dims = d.data.get(DIMS_ATTR)
-        if isinstance(dims, ArrayAttr) and len(dims.data) == ranks[i]:
+        # a malformed one (hand-written IR) names nothing: every dim takes the default
+        if (
+            isinstance(dims, ArrayAttr)
+            and len(dims.data) == ranks[i]
+            and all(isinstance(n, StringAttr) for n in dims.data)
+        ):
             out[i] = tuple(cast(StringAttr, n).data for n in dims.data)
     return out
 

@@ -24,7 +24,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation, SSAValue
 
 from autofusion.dialects import buffer, graph
-from autofusion.dialects.group_plan import EDGE_VIEW_ATTR, TilingValue
+from autofusion.dialects.group_plan import TilingValue, edge_chains
 from autofusion.fusion.cost import KernelCost, Refusal
 from autofusion.hardware import ChipSpec
 from autofusion.lowering.index_expr import IrOps
@@ -158,15 +158,15 @@ def group_parts(group: graph.FusionGroupOp) -> GroupParts:
     kernel's: a head view's result is an input in its argument's place, a tail view's
     source an output in its result's place (the group as ub-fusion planned it)."""
     block = group.block
-    edges = {op for op in block.ops if EDGE_VIEW_ATTR in op.attributes}
+    heads, tails = edge_chains(block)
+    edges = {*heads, *tails}
     # each block argument, then the head views of its chain (edges reading it in turn)
     chains: dict[SSAValue, list[SSAValue]] = {a: [a] for a in block.args}
     start: dict[SSAValue, SSAValue] = {a: a for a in block.args}
-    for op in block.ops:
-        if op in edges and op.operands[0] in start:
-            first = start[op.operands[0]]
-            chains[first].append(op.results[0])
-            start[op.results[0]] = first
+    for op in heads:
+        first = start[op.operands[0]]
+        chains[first].append(op.results[0])
+        start[op.results[0]] = first
 
     def kernel_reads(v: SSAValue) -> bool:
         return any(u.operation not in edges for u in v.uses)

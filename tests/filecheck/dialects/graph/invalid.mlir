@@ -215,6 +215,21 @@ func.func @group_arity(%a: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// afc.edge_view (fusion/edge_views.py) marks a view at a group's edge only: an op in the
+// middle would be dropped from the kernel as planned
+func.func @edge_view_in_the_middle(%a: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'graph.exp' is marked afc.edge_view but is not at the group's edge (reading a group input, or read only by the yield or another edge view)}}
+  %0 = graph.fusion_group (%x = %a : tensor<8xf32>) -> tensor<8xf32> {
+    %e = graph.relu %x : tensor<8xf32>
+    %f = graph.exp %e {afc.edge_view} : tensor<8xf32>
+    %g = graph.relu %f : tensor<8xf32>
+    graph.yield %g : tensor<8xf32>
+  }
+  func.return %0 : tensor<8xf32>
+}
+
+// -----
+
 func.func @yield_parent(%a: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{'graph.yield' expects parent op 'graph.fusion_group'}}
   graph.yield %a : tensor<8xf32>
